@@ -1,0 +1,17 @@
+import type { PublicClient } from "viem";
+import type { NetworkConfig } from "./config/networks.js";
+import type { IndexedChain } from "./indexed/indexed-chain.js";
+import type { Store } from "./store/open-store.js";
+
+/** What every route and worker is built from; created once per process. */
+export type AppContext = {
+  store: Store;
+  indexed: IndexedChain;
+  networks: NetworkConfig[];
+  /** One viem client per network, for the rare look-ups the index cannot answer. */
+  rpc: Map<number, PublicClient>;
+};
+
+export function networkByChainId(context: Pick<AppContext, "networks">, chainId: number): NetworkConfig | undefined {
+  return context.networks.find((network) => network.chainId === chainId);
+}

@@ -1,0 +1,56 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { HTTPException } from "hono/http-exception";
+import { requestId } from "hono/request-id";
+import type { AppContext } from "./app-context.js";
+import { partnerAuth } from "./http/partner-auth.js";
+import { ProblemError, problemResponse, problems } from "./http/problem.js";
+import type { AppEnv } from "./routes/app-env.js";
+import { healthRoutes } from "./routes/health.js";
+import { transfersRoutes } from "./routes/transfers.js";
+
+/**
+ * The HTTP surface. Ponder's server mounts it at `/` (it owns /health, /ready,
+ * /status, /metrics, /graphql and /sql/*); everything here lives under /v1, /api
+ * and a few pages.
+ */
+export function createApp(context: AppContext) {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        const errors = result.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message }));
+        throw problems.invalidRequest(errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join("; "), errors);
+      }
+    },
+  });
+
+  app.use("*", requestId());
+  app.onError((error, c) => {
+    if (error instanceof ProblemError) return problemResponse(c, error);
+    if (error instanceof HTTPException && error.status < 500) {
+      return problemResponse(c, problems.invalidRequest(error.message || "The request could not be read."));
+    }
+    console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(error) }));
+    return problemResponse(
+      c,
+      new ProblemError({
+        status: 500,
+        code: "internal_error",
+        title: "Internal error",
+        detail: "Something went wrong on our side.",
+      }),
+    );
+  });
+  app.notFound((c) => problemResponse(c, problems.notFound(`${c.req.method} ${c.req.path}`)));
+
+  app.route("/v1/health", healthRoutes(context));
+  app.use("/v1/transfers/*", partnerAuth(context.store));
+  app.use("/v1/transfers", partnerAuth(context.store));
+  app.route("/v1/transfers", transfersRoutes(context));
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: { title: "USDC settlement service", version: "1.0.0" },
+  });
+  return app;
+}

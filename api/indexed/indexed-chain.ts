@@ -1,0 +1,164 @@
+import type { ReadonlyDrizzle } from "ponder";
+import { and, asc, desc, eq, gte, inArray, lte, sql } from "ponder";
+import type { Address, Hex } from "viem";
+import type * as ponderSchema from "../../ponder.schema";
+
+export type PonderSchema = typeof ponderSchema;
+export type PonderDb = ReadonlyDrizzle<PonderSchema>;
+
+/** A canonical-USDC transfer as the indexer recorded it (addresses lower-case). */
+export type IndexedTransfer = {
+  chainId: number;
+  transactionHash: Hex;
+  logIndex: number;
+  token: Address;
+  from: Address;
+  to: Address;
+  value: bigint;
+  blockNumber: bigint;
+  blockHash: Hex;
+  blockTimestamp: bigint;
+  transactionIndex: number;
+};
+
+export type TransferPosition = { chainId: number; blockNumber: bigint; logIndex: number };
+
+export type TransferFilter = {
+  chainIds?: number[];
+  transactionHash?: Hex;
+  from?: Address;
+  to?: Address[];
+  fromBlock?: bigint;
+  toBlock?: bigint;
+  after?: TransferPosition;
+  limit: number;
+};
+
+export type IndexedCertificateMint = {
+  chainId: number;
+  contract: Address;
+  tokenId: bigint;
+  purchaseId: Hex;
+  buyer: Address;
+  transactionHash: Hex;
+  logIndex: number;
+  blockNumber: bigint;
+  blockTimestamp: bigint;
+};
+
+export type IndexedHead = { chainId: number; blockNumber: bigint; blockTimestamp: bigint };
+
+/**
+ * Read access to what Ponder indexed. Everything here is a plain query on the
+ * indexed tables: no RPC, so a lookup costs one database round trip.
+ */
+export type IndexedChain = {
+  transfers(filter: TransferFilter): Promise<IndexedTransfer[]>;
+  transfersByHash(transactionHash: Hex): Promise<IndexedTransfer[]>;
+  certificateMints(filter: {
+    purchaseIds?: Hex[];
+    transactionHash?: Hex;
+    buyer?: Address;
+    tokenId?: bigint;
+  }): Promise<IndexedCertificateMint[]>;
+  revokedPurchaseIds(purchaseIds: Hex[]): Promise<Set<string>>;
+  /** The newest block the indexer has processed, per chain. */
+  heads(): Promise<Map<number, IndexedHead>>;
+};
+
+const lower = <value extends string>(value: value) => value.toLowerCase() as value;
+
+export function createIndexedChain({ db, schema }: { db: PonderDb; schema: PonderSchema }): IndexedChain {
+  const { usdcTransfer, certificateMint, certificateRevocation } = schema;
+
+  const toTransfer = (row: typeof usdcTransfer.$inferSelect): IndexedTransfer => ({
+    ...row,
+    token: lower(row.token as Address),
+    from: lower(row.from as Address),
+    to: lower(row.to as Address),
+    transactionHash: lower(row.transactionHash as Hex),
+    blockHash: row.blockHash as Hex,
+  });
+
+  return {
+    async transfers(filter) {
+      const conditions = [
+        filter.chainIds && inArray(usdcTransfer.chainId, filter.chainIds),
+        filter.transactionHash && eq(usdcTransfer.transactionHash, lower(filter.transactionHash)),
+        filter.from && eq(usdcTransfer.from, lower(filter.from)),
+        filter.to && inArray(usdcTransfer.to, filter.to.map(lower)),
+        filter.fromBlock !== undefined && gte(usdcTransfer.blockNumber, filter.fromBlock),
+        filter.toBlock !== undefined && lte(usdcTransfer.blockNumber, filter.toBlock),
+        filter.after &&
+          sql`(${usdcTransfer.chainId}, ${usdcTransfer.blockNumber}, ${usdcTransfer.logIndex}) > (${filter.after.chainId}, ${filter.after.blockNumber}, ${filter.after.logIndex})`,
+      ].filter((condition) => condition !== undefined && condition !== false);
+      const rows = await db
+        .select()
+        .from(usdcTransfer)
+        .where(and(...conditions))
+        .orderBy(asc(usdcTransfer.chainId), asc(usdcTransfer.blockNumber), asc(usdcTransfer.logIndex))
+        .limit(filter.limit);
+      return rows.map(toTransfer);
+    },
+
+    async transfersByHash(transactionHash) {
+      const rows = await db
+        .select()
+        .from(usdcTransfer)
+        .where(eq(usdcTransfer.transactionHash, lower(transactionHash)))
+        .orderBy(asc(usdcTransfer.logIndex));
+      return rows.map(toTransfer);
+    },
+
+    async certificateMints(filter) {
+      const conditions = [
+        filter.purchaseIds && inArray(certificateMint.purchaseId, filter.purchaseIds.map(lower)),
+        filter.transactionHash && eq(certificateMint.transactionHash, lower(filter.transactionHash)),
+        filter.buyer && eq(certificateMint.buyer, lower(filter.buyer)),
+        filter.tokenId !== undefined && eq(certificateMint.tokenId, filter.tokenId),
+      ].filter((condition) => condition !== undefined && condition !== false);
+      const rows = await db
+        .select()
+        .from(certificateMint)
+        .where(and(...conditions))
+        .orderBy(desc(certificateMint.blockNumber))
+        .limit(500);
+      return rows.map((row) => ({
+        ...row,
+        contract: lower(row.contract as Address),
+        purchaseId: lower(row.purchaseId as Hex),
+        buyer: lower(row.buyer as Address),
+        transactionHash: lower(row.transactionHash as Hex),
+      }));
+    },
+
+    async revokedPurchaseIds(purchaseIds) {
+      if (purchaseIds.length === 0) return new Set();
+      const rows = await db
+        .select({ purchaseId: certificateRevocation.purchaseId })
+        .from(certificateRevocation)
+        .where(inArray(certificateRevocation.purchaseId, purchaseIds.map(lower)));
+      return new Set(rows.map((row) => lower(row.purchaseId)));
+    },
+
+    async heads() {
+      // Ponder keeps its progress per chain in `_ponder_checkpoint`; a checkpoint
+      // string encodes timestamp (10 digits), chain id (16) and block number (16).
+      const result = await db.execute(sql`select chain_id, latest_checkpoint from _ponder_checkpoint`);
+      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
+        chain_id: number | string;
+        latest_checkpoint: string;
+      }[];
+      const heads = new Map<number, IndexedHead>();
+      for (const row of rows) {
+        const checkpoint = row.latest_checkpoint;
+        heads.set(Number(row.chain_id), {
+          chainId: Number(row.chain_id),
+          blockTimestamp: BigInt(checkpoint.slice(0, 10)),
+          blockNumber: BigInt(checkpoint.slice(26, 42)),
+        });
+      }
+      return heads;
+    },
+  };
+}

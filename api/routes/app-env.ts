@@ -1,0 +1,2 @@
+/** Hono environment shared by every route: the request id set by middleware. */
+export type AppEnv = { Variables: { requestId: string } };

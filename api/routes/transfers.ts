@@ -1,0 +1,128 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { isAddress, isHash } from "viem";
+import type { AppContext } from "../app-context.js";
+import { decodeCursor, encodeCursor } from "../http/cursor.js";
+import type { PartnerVariables } from "../http/partner-auth.js";
+import { problems } from "../http/problem.js";
+import { paymentAddressesOf } from "../partners/api-keys.js";
+import type { AppEnv } from "./app-env.js";
+
+const blockNumber = z
+  .string()
+  .regex(/^\d{1,20}$/, "a block number in decimal")
+  .transform((value) => BigInt(value));
+
+const TransfersQuery = z.object({
+  txHash: z
+    .string()
+    .refine((value) => isHash(value), "a 32-byte transaction hash in hex")
+    .optional(),
+  from: z
+    .string()
+    .refine((value) => isAddress(value, { strict: false }), "an address")
+    .optional(),
+  to: z
+    .string()
+    .refine((value) => isAddress(value, { strict: false }), "an address")
+    .optional(),
+  fromBlock: blockNumber.optional(),
+  toBlock: blockNumber.optional(),
+  network: z.string().optional(),
+  cursor: z.string().max(500).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+});
+
+export const TransferSchema = z
+  .object({
+    network: z.string(),
+    chainId: z.number().int(),
+    transactionHash: z.string(),
+    logIndex: z.number().int(),
+    blockNumber: z.string().openapi({ description: "decimal string" }),
+    blockHash: z.string(),
+    blockTimestamp: z.string().openapi({ description: "ISO 8601" }),
+    token: z.string(),
+    from: z.string(),
+    to: z.string(),
+    amount: z.string().openapi({ description: "USDC base units (6 decimals) as a decimal string", example: "25000000" }),
+    confirmations: z.number().int(),
+  })
+  .openapi("Transfer");
+
+const cursorSchema = z.object({ c: z.number().int(), b: z.string().regex(/^\d+$/), l: z.number().int() });
+
+const route = createRoute({
+  method: "get",
+  path: "/",
+  summary: "Indexed USDC transfers to the partner's payment addresses",
+  description:
+    "For reconciliation and audit. Answered from the index, ordered by chain, block and log index; filters combine with AND.",
+  security: [{ apiKey: [] }],
+  request: { query: TransfersQuery },
+  responses: {
+    200: {
+      description: "A page of transfers",
+      content: { "application/json": { schema: z.object({ data: z.array(TransferSchema), nextCursor: z.string().nullable() }) } },
+    },
+  },
+});
+
+export function transfersRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(route, async (c) => {
+    const query = c.req.valid("query");
+    const partner = c.get("partner");
+    const networks = query.network === undefined ? context.networks : context.networks.filter((n) => n.name === query.network);
+    if (networks.length === 0)
+      throw problems.invalidRequest(`\`network\` must be one of ${context.networks.map((n) => n.name).join(", ")}.`);
+
+    const own = (await paymentAddressesOf(context.store, partner.id)).filter((row) =>
+      networks.some((network) => network.chainId === row.chain_id),
+    );
+    const recipients =
+      query.to === undefined
+        ? own.map((row) => row.address)
+        : own.map((row) => row.address).filter((a) => a === query.to?.toLowerCase());
+    if (recipients.length === 0) return c.json({ data: [], nextCursor: null }, 200);
+
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, cursorSchema);
+    const rows = await context.indexed.transfers({
+      chainIds: networks.map((network) => network.chainId),
+      transactionHash: query.txHash as `0x${string}` | undefined,
+      from: query.from as `0x${string}` | undefined,
+      to: recipients as `0x${string}`[],
+      fromBlock: query.fromBlock,
+      toBlock: query.toBlock,
+      after: after && { chainId: after.c, blockNumber: BigInt(after.b), logIndex: after.l },
+      limit: query.limit + 1,
+    });
+    const page = rows.slice(0, query.limit);
+    const heads = await context.indexed.heads();
+    const last = page.at(-1);
+    return c.json(
+      {
+        data: page.map((transfer) => {
+          const head = heads.get(transfer.chainId)?.blockNumber ?? transfer.blockNumber;
+          return {
+            network: networks.find((network) => network.chainId === transfer.chainId)?.name ?? String(transfer.chainId),
+            chainId: transfer.chainId,
+            transactionHash: transfer.transactionHash,
+            logIndex: transfer.logIndex,
+            blockNumber: transfer.blockNumber.toString(),
+            blockHash: transfer.blockHash,
+            blockTimestamp: new Date(Number(transfer.blockTimestamp) * 1000).toISOString(),
+            token: transfer.token,
+            from: transfer.from,
+            to: transfer.to,
+            amount: transfer.value.toString(),
+            confirmations: Number(head - transfer.blockNumber + 1n),
+          };
+        }),
+        nextCursor:
+          rows.length > query.limit && last !== undefined
+            ? encodeCursor({ c: last.chainId, b: last.blockNumber.toString(), l: last.logIndex })
+            : null,
+      },
+      200,
+    );
+  });
+}

@@ -1,0 +1,26 @@
+import { join } from "node:path";
+import { createPublicClient, http, type PublicClient } from "viem";
+import { createApp } from "./app.js";
+import type { AppContext } from "./app-context.js";
+import { dataDirectory, loadNetworks } from "./config/networks.js";
+import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
+import { migrateStore, openSqliteStore } from "./store/open-store.js";
+
+/**
+ * Builds the whole service inside Ponder's API process: configuration, the app
+ * store (migrated), the index reader, RPC clients and the HTTP app.
+ */
+export async function startService(params: { db: unknown; schema: unknown; publicClients?: unknown }) {
+  const networks = loadNetworks();
+  const store = openSqliteStore(process.env.STORE_FILE ?? join(dataDirectory(), "app.sqlite"));
+  await migrateStore(store);
+  const indexed = createIndexedChain({ db: params.db as PonderDb, schema: params.schema as PonderSchema });
+  const rpc = new Map<number, PublicClient>(
+    networks.map((network) => [
+      network.chainId,
+      createPublicClient({ transport: http(network.rpcUrl, { retryCount: 1, timeout: 10_000 }) }) as PublicClient,
+    ]),
+  );
+  const context: AppContext = { store, indexed, networks, rpc };
+  return createApp(context);
+}

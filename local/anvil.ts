@@ -1,0 +1,76 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { createPublicClient, http } from "viem";
+import { findFreePort } from "./ports.js";
+
+/** Anvil's well-known development mnemonic: its first accounts are funded with ETH. */
+export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
+
+export type AnvilOptions = {
+  /** Port to listen on; a free one is picked when omitted. */
+  port?: number;
+  chainId?: number;
+  /** Seconds between blocks; omitted means a block per transaction (automine). */
+  blockTime?: number;
+  /** File anvil loads its state from and dumps it to, so a restart keeps the chain. */
+  stateFile?: string;
+  /** Forward anvil's own output to this process' stdout. */
+  verbose?: boolean;
+};
+
+export type AnvilInstance = {
+  rpcUrl: string;
+  port: number;
+  chainId: number;
+  process: ChildProcess;
+  stop: () => Promise<void>;
+};
+
+/** The anvil binary shipped inside the npm package for this platform (no download). */
+export function anvilBinaryPath(): string {
+  const require = createRequire(import.meta.url);
+  const platformPackage = `@foundry-rs/anvil-${process.platform}-${process.arch === "x64" ? "amd64" : process.arch}`;
+  const packageJson = require.resolve(`${platformPackage}/package.json`);
+  return join(dirname(packageJson), "bin", process.platform === "win32" ? "anvil.exe" : "anvil");
+}
+
+export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInstance> {
+  const port = options.port ?? (await findFreePort());
+  const chainId = options.chainId ?? 31337;
+  const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--silent"];
+  if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
+  if (options.stateFile !== undefined) args.push("--state", options.stateFile, "--state-interval", "2");
+
+  const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", options.verbose ? "inherit" : "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const rpcUrl = `http://127.0.0.1:${port}`;
+  const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0 }) });
+
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`anvil exited with code ${child.exitCode}: ${stderr.trim()}`);
+    try {
+      await client.getChainId();
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill("SIGKILL");
+        throw new Error(`anvil did not answer on ${rpcUrl} within 15 s: ${stderr.trim()}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGINT");
+      setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+    });
+  return { rpcUrl, port, chainId, process: child, stop };
+}

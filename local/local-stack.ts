@@ -1,0 +1,193 @@
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createPublicClient, http, parseUnits } from "viem";
+import { KNOWN_NETWORKS, type LocalDeployment, localDeploymentPath, readLocalDeployment } from "../api/config/networks.js";
+import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
+import { migrateStore, openSqliteStore } from "../api/store/open-store.js";
+import { type AnvilInstance, startAnvil } from "./anvil.js";
+import { deployContracts } from "./deploy.js";
+import { addressOf, anvilAccounts, loadOrCreateLocalSecrets, writeVoucherKeyFile } from "./local-secrets.js";
+import { type PonderProcess, startPonder } from "./ponder-process.js";
+import { findFreePort } from "./ports.js";
+
+export const PROJECT_ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+/** `.data/local.json` (SPEC section 9): everything a tool needs to drive the local stack. */
+export type LocalJson = {
+  baseUrl: string;
+  network: "local";
+  chainId: number;
+  rpcUrl: string;
+  contracts: { usdc: string; certificate: string };
+  partner: { id: string; apiKey: string; paymentAddress: string };
+  admin: { address: string; privateKey: string };
+  accounts: { address: string; privateKey: string }[];
+};
+
+export type LocalStack = {
+  dataDir: string;
+  local: LocalJson;
+  deployment: LocalDeployment;
+  anvil: AnvilInstance;
+  ponder: PonderProcess;
+  /** Environment the service runs with (tests restart it with the same). */
+  serviceEnv: NodeJS.ProcessEnv;
+  restartService: (extraEnv?: NodeJS.ProcessEnv) => Promise<PonderProcess>;
+  stop: () => Promise<void>;
+};
+
+export const DEMO_PARTNER_ID = "ptr_demo";
+const USDC_PER_ACCOUNT = parseUnits("1000000", 6);
+
+/**
+ * Starts the whole local service: Anvil, contracts, demo partner, indexer + API +
+ * workers. Reuses what `dataDir` already holds; if the chain it recorded is gone
+ * (Anvil state lost), deploys again and starts a fresh index and store.
+ */
+export async function startLocalStack(options: {
+  dataDir: string;
+  anvilPort?: number;
+  apiPort?: number;
+  /** Keep the chain in `<dataDir>/anvil-state.json` across restarts (npm start). */
+  persistChain?: boolean;
+  /** Seconds between blocks; default: a block per transaction. */
+  blockTime?: number;
+  env?: NodeJS.ProcessEnv;
+  inheritOutput?: boolean;
+}): Promise<LocalStack> {
+  const dataDir = resolve(options.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  const secrets = loadOrCreateLocalSecrets(dataDir);
+  const chainId = KNOWN_NETWORKS.local.chainId;
+
+  const anvil = await startAnvil({
+    port: options.anvilPort,
+    chainId,
+    blockTime: options.blockTime,
+    stateFile: options.persistChain ? join(dataDir, "anvil-state.json") : undefined,
+  });
+
+  try {
+    const deployment = await ensureDeployment({ dataDir, rpcUrl: anvil.rpcUrl, chainId, secrets });
+    const voucherKeyPath = writeVoucherKeyFile(dataDir, secrets.voucherPrivateKey);
+    await seedDemoPartner({ dataDir, apiKey: secrets.demoApiKey, deployment });
+
+    const serviceEnv: NodeJS.ProcessEnv = {
+      DATA_DIR: dataDir,
+      NETWORKS: "local",
+      LOCAL_RPC_URL: anvil.rpcUrl,
+      VOUCHER_KEY_FILE: voucherKeyPath,
+      ADMIN_ADDRESSES: addressOf(secrets.adminPrivateKey),
+      LOCAL_MODE: "true",
+      ...options.env,
+    };
+    const port = options.apiPort ?? (await findFreePort());
+    let ponder = await startPonder({ root: PROJECT_ROOT, port, env: serviceEnv, inheritOutput: options.inheritOutput });
+
+    const local: LocalJson = {
+      baseUrl: ponder.baseUrl,
+      network: "local",
+      chainId,
+      rpcUrl: anvil.rpcUrl,
+      contracts: { usdc: deployment.usdc, certificate: deployment.certificate },
+      partner: { id: DEMO_PARTNER_ID, apiKey: secrets.demoApiKey, paymentAddress: deployment.paymentAddresses[0] as string },
+      admin: { address: addressOf(secrets.adminPrivateKey), privateKey: secrets.adminPrivateKey },
+      accounts: anvilAccounts(),
+    };
+    writeFileSync(join(dataDir, "local.json"), `${JSON.stringify(local, null, 2)}\n`, { mode: 0o600 });
+
+    const stack: LocalStack = {
+      dataDir,
+      local,
+      deployment,
+      anvil,
+      get ponder() {
+        return ponder;
+      },
+      serviceEnv,
+      async restartService(extraEnv = {}) {
+        await ponder.stop();
+        ponder = await startPonder({ root: PROJECT_ROOT, port: ponder.port, env: { ...serviceEnv, ...extraEnv } });
+        return ponder;
+      },
+      async stop() {
+        await ponder.stop();
+        await anvil.stop();
+      },
+    };
+    return stack;
+  } catch (error) {
+    await anvil.stop();
+    throw error;
+  }
+}
+
+async function ensureDeployment(params: {
+  dataDir: string;
+  rpcUrl: string;
+  chainId: number;
+  secrets: ReturnType<typeof loadOrCreateLocalSecrets>;
+}): Promise<LocalDeployment> {
+  const existing = readLocalDeployment(params.dataDir);
+  if (existing !== undefined) {
+    const client = createPublicClient({ transport: http(params.rpcUrl) });
+    const code = await client.getCode({ address: existing.certificate as `0x${string}` });
+    if (code !== undefined && code !== "0x") return { ...existing, rpcUrl: params.rpcUrl };
+    // The chain this data directory indexed is gone: its index and store describe
+    // payments that no longer exist, so start both afresh.
+    for (const stale of ["ponder", "app.sqlite", "app.sqlite-wal", "app.sqlite-shm"]) {
+      rmSync(join(params.dataDir, stale), { recursive: true, force: true });
+    }
+  }
+  const accounts = anvilAccounts();
+  const deployer = accounts[0];
+  if (deployer === undefined) throw new Error("no anvil account");
+  const contracts = await deployContracts({
+    rpcUrl: params.rpcUrl,
+    chainId: params.chainId,
+    deployerPrivateKey: deployer.privateKey,
+    voucherSigner: addressOf(params.secrets.voucherPrivateKey),
+    mintTo: accounts.map((account) => ({ address: account.address, amount: USDC_PER_ACCOUNT })),
+  });
+  const deployment: LocalDeployment = {
+    chainId: params.chainId,
+    rpcUrl: params.rpcUrl,
+    usdc: contracts.usdc,
+    certificate: contracts.certificate,
+    voucherSigner: contracts.voucherSigner,
+    deployBlock: contracts.deployBlock,
+    paymentAddresses: params.secrets.paymentPrivateKeys.map(addressOf),
+  };
+  mkdirSync(join(params.dataDir, "deployments"), { recursive: true });
+  writeFileSync(localDeploymentPath(params.dataDir), `${JSON.stringify(deployment, null, 2)}\n`);
+  return deployment;
+}
+
+async function seedDemoPartner(params: { dataDir: string; apiKey: string; deployment: LocalDeployment }) {
+  const store = openSqliteStore(join(params.dataDir, "app.sqlite"));
+  try {
+    await migrateStore(store);
+    const existing = await store.selectFrom("partner").select("id").where("id", "=", DEMO_PARTNER_ID).executeTakeFirst();
+    if (existing !== undefined) return;
+    await createPartner(store, { id: DEMO_PARTNER_ID, name: "Demo shop" });
+    const key = await store
+      .selectFrom("api_key")
+      .select("id")
+      .where("key_hash", "=", hashApiKey(params.apiKey))
+      .executeTakeFirst();
+    if (key === undefined) await issueApiKey(store, { partnerId: DEMO_PARTNER_ID, mode: "test", apiKey: params.apiKey });
+    await addPaymentAddress(store, {
+      partnerId: DEMO_PARTNER_ID,
+      network: "local",
+      chainId: params.deployment.chainId,
+      address: params.deployment.paymentAddresses[0] as string,
+    });
+  } finally {
+    await store.destroy();
+  }
+}
+
+export function localJsonPath(dataDir: string): string {
+  return join(dataDir, "local.json");
+}

@@ -1,0 +1,87 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+
+export type PonderProcess = {
+  baseUrl: string;
+  port: number;
+  process: ChildProcess;
+  /** Everything the process printed, for diagnosing a failed start. */
+  output: () => string;
+  stop: (signal?: NodeJS.Signals) => Promise<void>;
+};
+
+function ponderBin(root: string): string {
+  return join(root, "node_modules", "ponder", "dist", "esm", "bin", "ponder.js");
+}
+
+/**
+ * Runs `ponder start` (indexer + API + workers in one process) with the given
+ * environment and waits until the historical backfill is done (`/ready`).
+ */
+export async function startPonder(params: {
+  root: string;
+  port: number;
+  env: NodeJS.ProcessEnv;
+  /** Also print the process' output here (the `npm start` banner does). */
+  inheritOutput?: boolean;
+  readyTimeoutMs?: number;
+}): Promise<PonderProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      ponderBin(params.root),
+      "start",
+      "--schema",
+      params.env.DATABASE_SCHEMA ?? process.env.DATABASE_SCHEMA ?? "public",
+      "--port",
+      String(params.port),
+      "--hostname",
+      "127.0.0.1",
+      "--log-format",
+      "json",
+    ],
+    {
+      cwd: params.root,
+      env: { ...process.env, PONDER_TELEMETRY_DISABLED: "true", ...params.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let output = "";
+  let port = params.port;
+  const collect = (chunk: Buffer) => {
+    const text = chunk.toString();
+    output += text;
+    if (output.length > 2_000_000) output = output.slice(-1_000_000);
+    if (params.inheritOutput) process.stdout.write(text);
+    // Ponder moves to the next port when the one asked for is taken; follow it.
+    const created = /"msg":"Created HTTP server","port":(\d+)/.exec(text);
+    if (created) port = Number(created[1]);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+
+  const deadline = Date.now() + (params.readyTimeoutMs ?? 120_000);
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`ponder exited with code ${child.exitCode}:\n${output.slice(-4000)}`);
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/ready`);
+      if (response.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`ponder was not ready within the timeout:\n${output.slice(-4000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  const stop = (signal: NodeJS.Signals = "SIGTERM") =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill(signal);
+      setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+    });
+  return { baseUrl: `http://127.0.0.1:${port}`, port, process: child, output: () => output, stop };
+}

@@ -1,0 +1,53 @@
+import { join } from "node:path";
+import { createConfig } from "ponder";
+import { erc20Abi } from "viem";
+import { dataDirectory, loadNetworks } from "./api/config/networks";
+import { certificateNftAbi } from "./contracts/generated";
+
+/**
+ * What the indexer watches: on every enabled network, canonical-USDC `Transfer`
+ * logs whose recipient is one of our payment addresses, and the certificate
+ * contract's events. Everything else about a payment is decided outside `src/`.
+ */
+const networks = loadNetworks();
+
+const chains = Object.fromEntries(
+  networks.map((network) => [
+    network.name,
+    {
+      id: network.chainId,
+      rpc: network.rpcUrl,
+      pollingInterval: network.pollingIntervalMs,
+      // A local Anvil chain is thrown away and rebuilt; never trust a cached copy of it.
+      disableCache: network.name === "local",
+    },
+  ]),
+);
+
+const usdcByChain = Object.fromEntries(
+  networks.map((network) => [
+    network.name,
+    {
+      address: network.usdc,
+      startBlock: network.startBlock,
+      filter: { event: "Transfer" as const, args: { to: network.paymentAddresses } },
+    },
+  ]),
+);
+
+const certificateByChain = Object.fromEntries(
+  networks
+    .filter((network) => network.certificate !== undefined)
+    .map((network) => [network.name, { address: network.certificate, startBlock: network.startBlock }]),
+);
+
+export default createConfig({
+  database: process.env.DATABASE_URL
+    ? { kind: "postgres", connectionString: process.env.DATABASE_URL }
+    : { kind: "pglite", directory: join(dataDirectory(), "ponder") },
+  chains,
+  contracts: {
+    USDC: { abi: erc20Abi, chain: usdcByChain },
+    Certificate: { abi: certificateNftAbi, chain: certificateByChain },
+  },
+});

@@ -1,0 +1,70 @@
+import { index, onchainTable, primaryKey } from "ponder";
+
+/**
+ * One table per on-chain fact. Lookup keys live in the primary key because
+ * Ponder creates `index()` indexes only after the historical backfill.
+ */
+
+/** A canonical-USDC transfer into one of our payment addresses. */
+export const usdcTransfer = onchainTable(
+  "usdc_transfer",
+  (t) => ({
+    transactionHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+    chainId: t.integer().notNull(),
+    token: t.hex().notNull(),
+    from: t.hex().notNull(),
+    to: t.hex().notNull(),
+    value: t.bigint().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockHash: t.hex().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+    transactionIndex: t.integer().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.transactionHash, table.logIndex, table.chainId] }),
+    recipientIndex: index().on(table.to, table.blockNumber),
+    senderIndex: index().on(table.from, table.blockNumber),
+    blockIndex: index().on(table.chainId, table.blockNumber),
+  }),
+);
+
+/** A certificate minted by `claim(voucher, signature)`. Token id = uint256(purchase id). */
+export const certificateMint = onchainTable(
+  "certificate_mint",
+  (t) => ({
+    chainId: t.integer().notNull(),
+    contract: t.hex().notNull(),
+    tokenId: t.bigint().notNull(),
+    purchaseId: t.hex().notNull(),
+    buyer: t.hex().notNull(),
+    transactionHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.purchaseId, table.chainId, table.contract] }),
+    transactionIndex: index().on(table.transactionHash),
+    buyerIndex: index().on(table.buyer),
+    tokenIndex: index().on(table.tokenId),
+  }),
+);
+
+/** A certificate burned by the contract owner. */
+export const certificateRevocation = onchainTable(
+  "certificate_revocation",
+  (t) => ({
+    chainId: t.integer().notNull(),
+    contract: t.hex().notNull(),
+    tokenId: t.bigint().notNull(),
+    purchaseId: t.hex().notNull(),
+    reason: t.text().notNull(),
+    transactionHash: t.hex().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.purchaseId, table.chainId, table.contract] }),
+  }),
+);

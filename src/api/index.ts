@@ -1,0 +1,13 @@
+import { db } from "ponder:api";
+import schema from "ponder:schema";
+import { graphql } from "ponder";
+import { startService } from "../../api/service";
+
+// Ponder's API entry: hand the indexed tables to our app, which lives outside
+// `src/` so that changing it never triggers a re-index.
+const app = await startService({ db, schema });
+
+// Read-only GraphQL over the indexed chain facts (public on-chain data).
+app.use("/graphql", graphql({ db, schema }));
+
+export default app;

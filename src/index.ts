@@ -1,0 +1,57 @@
+import { ponder } from "ponder:registry";
+import { certificateMint, certificateRevocation, usdcTransfer } from "ponder:schema";
+
+// Indexing functions only: each records one on-chain fact, deterministically.
+// Matching, settlement and everything partners see happen outside `src/`.
+
+ponder.on("USDC:Transfer", async ({ event, context }) => {
+  await context.db
+    .insert(usdcTransfer)
+    .values({
+      transactionHash: event.transaction.hash,
+      logIndex: event.log.logIndex,
+      chainId: context.chain.id,
+      token: event.log.address,
+      from: event.args.from,
+      to: event.args.to,
+      value: event.args.value,
+      blockNumber: event.block.number,
+      blockHash: event.block.hash,
+      blockTimestamp: event.block.timestamp,
+      transactionIndex: event.transaction.transactionIndex,
+    })
+    .onConflictDoNothing();
+});
+
+ponder.on("Certificate:CertificateClaimed", async ({ event, context }) => {
+  await context.db
+    .insert(certificateMint)
+    .values({
+      chainId: context.chain.id,
+      contract: event.log.address,
+      tokenId: event.args.tokenId,
+      purchaseId: event.args.purchaseId,
+      buyer: event.args.buyer,
+      transactionHash: event.transaction.hash,
+      logIndex: event.log.logIndex,
+      blockNumber: event.block.number,
+      blockTimestamp: event.block.timestamp,
+    })
+    .onConflictDoNothing();
+});
+
+ponder.on("Certificate:CertificateRevoked", async ({ event, context }) => {
+  await context.db
+    .insert(certificateRevocation)
+    .values({
+      chainId: context.chain.id,
+      contract: event.log.address,
+      tokenId: event.args.tokenId,
+      purchaseId: event.args.purchaseId,
+      reason: event.args.reason,
+      transactionHash: event.transaction.hash,
+      blockNumber: event.block.number,
+      blockTimestamp: event.block.timestamp,
+    })
+    .onConflictDoNothing();
+});
