@@ -1,5 +1,6 @@
 import type { PublicClient } from "viem";
 import type { NetworkConfig } from "./config/networks.js";
+import type { ServiceSettings } from "./config/settings.js";
 import type { IndexedChain } from "./indexed/indexed-chain.js";
 import type { Store } from "./store/open-store.js";
 
@@ -8,6 +9,7 @@ export type AppContext = {
   store: Store;
   indexed: IndexedChain;
   networks: NetworkConfig[];
+  settings: ServiceSettings;
   /** One viem client per network, for the rare look-ups the index cannot answer. */
   rpc: Map<number, PublicClient>;
 };

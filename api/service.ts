@@ -3,8 +3,11 @@ import { createPublicClient, http, type PublicClient } from "viem";
 import { createApp } from "./app.js";
 import type { AppContext } from "./app-context.js";
 import { dataDirectory, loadNetworks } from "./config/networks.js";
+import { loadSettings } from "./config/settings.js";
 import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
 import { migrateStore, openSqliteStore } from "./store/open-store.js";
+import { runWorkers } from "./workers/run-worker.js";
+import { serviceWorkers } from "./workers/service-workers.js";
 
 /**
  * Builds the whole service inside Ponder's API process: configuration, the app
@@ -12,6 +15,7 @@ import { migrateStore, openSqliteStore } from "./store/open-store.js";
  */
 export async function startService(params: { db: unknown; schema: unknown; publicClients?: unknown }) {
   const networks = loadNetworks();
+  const settings = loadSettings();
   const store = openSqliteStore(process.env.STORE_FILE ?? join(dataDirectory(), "app.sqlite"));
   await migrateStore(store);
   const indexed = createIndexedChain({ db: params.db as PonderDb, schema: params.schema as PonderSchema });
@@ -21,6 +25,7 @@ export async function startService(params: { db: unknown; schema: unknown; publi
       createPublicClient({ transport: http(network.rpcUrl, { retryCount: 1, timeout: 10_000 }) }) as PublicClient,
     ]),
   );
-  const context: AppContext = { store, indexed, networks, rpc };
+  const context: AppContext = { store, indexed, networks, settings, rpc };
+  if (process.env.WORKERS !== "off") runWorkers(store, serviceWorkers(context));
   return createApp(context);
 }

@@ -4,11 +4,13 @@ import SQLite from "better-sqlite3";
 import { Kysely, type Migration, type MigrationProvider, Migrator, SqliteDialect } from "kysely";
 import type { Database } from "./database.js";
 import * as m0001 from "./migrations/0001_foundation.js";
+import * as m0002 from "./migrations/0002_commerce.js";
 
 export type Store = Kysely<Database>;
 
 const migrations: Record<string, Migration> = {
   "0001_foundation": m0001,
+  "0002_commerce": m0002,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
