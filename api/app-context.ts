@@ -2,6 +2,7 @@ import type { PublicClient } from "viem";
 import type { NetworkConfig } from "./config/networks.js";
 import type { ServiceSettings } from "./config/settings.js";
 import type { IndexedChain } from "./indexed/indexed-chain.js";
+import type { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import type { Store } from "./store/open-store.js";
 
 /** What every route and worker is built from; created once per process. */
@@ -12,6 +13,8 @@ export type AppContext = {
   settings: ServiceSettings;
   /** One viem client per network, for the rare look-ups the index cannot answer. */
   rpc: Map<number, PublicClient>;
+  /** Cached receipt look-ups for hashes the index does not hold. */
+  explainer: ReturnType<typeof createMissingTransferExplainer>;
 };
 
 export function networkByChainId(context: Pick<AppContext, "networks">, chainId: number): NetworkConfig | undefined {

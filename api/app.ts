@@ -1,11 +1,16 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
 import type { AppEnv } from "./routes/app-env.js";
+import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
 import { healthRoutes } from "./routes/health.js";
+import { orderRoutes } from "./routes/orders.js";
+import { paymentRoutes } from "./routes/payments.js";
+import { publicCheckoutRoutes } from "./routes/public-checkout.js";
 import { transfersRoutes } from "./routes/transfers.js";
 
 /**
@@ -42,10 +47,21 @@ export function createApp(context: AppContext) {
   });
   app.notFound((c) => problemResponse(c, problems.notFound(`${c.req.method} ${c.req.path}`)));
 
+  const requirePartner = partnerAuth(context.store);
+  /** Mounts routes that partner servers call with their API key. */
+  // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
+  const partnerRoutes = (prefix: string, routes: Hono<any, any, any>) => {
+    app.use(prefix, requirePartner);
+    app.use(`${prefix}/*`, requirePartner);
+    app.route(prefix, routes);
+  };
+
   app.route("/v1/health", healthRoutes(context));
-  app.use("/v1/transfers/*", partnerAuth(context.store));
-  app.use("/v1/transfers", partnerAuth(context.store));
-  app.route("/v1/transfers", transfersRoutes(context));
+  partnerRoutes("/v1/transfers", transfersRoutes(context));
+  partnerRoutes("/v1/checkout/sessions", checkoutSessionRoutes(context));
+  partnerRoutes("/v1/orders", orderRoutes(context));
+  partnerRoutes("/v1/payments", paymentRoutes(context));
+  app.route("/v1/public/checkout", publicCheckoutRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   app.doc31("/openapi.json", {

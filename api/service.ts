@@ -5,6 +5,7 @@ import type { AppContext } from "./app-context.js";
 import { dataDirectory, loadNetworks } from "./config/networks.js";
 import { loadSettings } from "./config/settings.js";
 import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
+import { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import { migrateStore, openSqliteStore } from "./store/open-store.js";
 import { runWorkers } from "./workers/run-worker.js";
 import { serviceWorkers } from "./workers/service-workers.js";
@@ -25,7 +26,7 @@ export async function startService(params: { db: unknown; schema: unknown; publi
       createPublicClient({ transport: http(network.rpcUrl, { retryCount: 1, timeout: 10_000 }) }) as PublicClient,
     ]),
   );
-  const context: AppContext = { store, indexed, networks, settings, rpc };
+  const context: AppContext = { store, indexed, networks, settings, rpc, explainer: createMissingTransferExplainer() };
   if (process.env.WORKERS !== "off") runWorkers(store, serviceWorkers(context));
   return createApp(context);
 }

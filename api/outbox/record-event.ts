@@ -7,7 +7,6 @@ export const EVENT_TYPES = [
   "certificate.minted",
   "reward.claimed",
   "session.expired",
-  "payment.pending",
   "payment.unresolved",
   "order.fulfilled",
 ] as const;

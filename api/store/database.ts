@@ -114,6 +114,7 @@ export interface AmountReservationTable {
   chain_id: number;
   payment_address: string;
   amount_due: string;
+  total_price_usdc: string;
   session_id: string;
   released_at: number;
 }

@@ -1,10 +1,12 @@
 import type { AppContext } from "../app-context.js";
+import { mintConfirmer } from "../certificates/mint-confirmer.js";
+import { settlementWorker } from "../settlement/settlement-worker.js";
 import type { Worker } from "./run-worker.js";
 
 /**
  * Every background worker of the service, started once per API process
  * (`WORKERS=off` disables them in a process that should only serve HTTP).
  */
-export function serviceWorkers(_context: AppContext): Worker[] {
-  return [];
+export function serviceWorkers(context: AppContext): Worker[] {
+  return [settlementWorker(context), mintConfirmer(context)];
 }

@@ -63,9 +63,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn("chain_id", "integer", (col) => col.notNull())
     .addColumn("payment_address", "text", (col) => col.notNull())
     .addColumn("amount_due", "text", (col) => col.notNull())
+    .addColumn("total_price_usdc", "text", (col) => col.notNull())
     .addColumn("session_id", "text", (col) => col.notNull())
     .addColumn("released_at", "bigint", (col) => col.notNull())
     .addPrimaryKeyConstraint("amount_reservation_pk", ["chain_id", "payment_address", "amount_due"])
+    .execute();
+  await db.schema
+    .createIndex("amount_reservation_total")
+    .on("amount_reservation")
+    .columns(["chain_id", "payment_address", "total_price_usdc"])
     .execute();
 
   await db.schema

@@ -1,0 +1,95 @@
+import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
+import { certificateNftAbi } from "../../contracts/generated/index.js";
+import type { AppContext } from "../app-context.js";
+import { ProblemError } from "../http/problem.js";
+import { type CertificateVoucher, signCertificateVoucher } from "./voucher-typed-data.js";
+
+/** A voucher is good for one hour: long enough to sign, short enough that a leaked one soon dies. */
+const VOUCHER_LIFETIME_SECONDS = 3_600;
+
+const notAvailable = (reason: string, detail: string) =>
+  new ProblemError({
+    status: 409,
+    code: "certificate_not_available",
+    title: "No certificate can be claimed for this purchase",
+    detail,
+    extensions: { reason },
+  });
+
+export type CertificateClaim = {
+  voucher: { buyer: Address; purchaseId: Hex; tokenURI: string; deadline: string };
+  signature: Hex;
+  contract: { address: Address; chainId: number };
+  transaction: { to: Address; data: Hex; chainId: number };
+};
+
+/**
+ * Issues a signed EIP-712 voucher for a settled purchase's certificate, bound to
+ * the wallet that will send the mint (the contract requires msg.sender == buyer).
+ * Asking again (another wallet, an expired voucher) issues a new one until a mint
+ * is seen; the contract mints at most one certificate per purchase.
+ */
+export async function claimCertificate(
+  context: AppContext,
+  params: { orderId: string; walletAddress: Address; now?: number },
+): Promise<CertificateClaim> {
+  const now = params.now ?? Date.now();
+  const certificate = await context.store.selectFrom("certificate").selectAll().where("order_id", "=", params.orderId).executeTakeFirst();
+  if (certificate === undefined) {
+    const order = await context.store.selectFrom("orders").select("status").where("id", "=", params.orderId).executeTakeFirst();
+    throw order?.status === "awaiting_payment" || order === undefined
+      ? notAvailable("not_settled", "The purchase is not settled yet; a certificate can be claimed once it is.")
+      : notAvailable("certificate_disabled", "This purchase does not include a certificate.");
+  }
+  if (certificate.status === "minted" || certificate.status === "pending") {
+    throw notAvailable(certificate.status === "minted" ? "already_minted" : "mint_pending", "The certificate of this purchase has already been minted.");
+  }
+  if (context.settings.voucherPrivateKey === undefined) {
+    throw new ProblemError({ status: 503, code: "voucher_key_missing", title: "Certificates are not configured", detail: "The service has no voucher key." });
+  }
+
+  const order = await context.store.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirstOrThrow();
+  const session = await context.store.selectFrom("checkout_session").selectAll().where("id", "=", order.settled_session_id ?? "").executeTakeFirstOrThrow();
+  const contract = getAddress(certificate.contract_address);
+  const voucher: CertificateVoucher = {
+    buyer: getAddress(params.walletAddress),
+    purchaseId: certificate.purchase_id as Hex,
+    tokenURI: certificateMetadataUri({ productName: session.product_name, purchaseId: certificate.purchase_id, chainId: certificate.chain_id }),
+    deadline: BigInt(Math.floor(now / 1000) + VOUCHER_LIFETIME_SECONDS),
+  };
+  const signature = await signCertificateVoucher({
+    privateKey: context.settings.voucherPrivateKey,
+    chainId: certificate.chain_id,
+    contract,
+    voucher,
+  });
+  await context.store
+    .updateTable("certificate")
+    .set({ status: "voucher_issued", buyer: voucher.buyer.toLowerCase(), voucher_deadline: Number(voucher.deadline), updated_at: now })
+    .where("order_id", "=", params.orderId)
+    .where("status", "in", ["awaiting_wallet", "voucher_issued"])
+    .execute();
+  return {
+    voucher: { ...voucher, deadline: voucher.deadline.toString() },
+    signature,
+    contract: { address: contract, chainId: certificate.chain_id },
+    transaction: {
+      to: contract,
+      data: encodeFunctionData({ abi: certificateNftAbi, functionName: "claim", args: [voucher, signature] }),
+      chainId: certificate.chain_id,
+    },
+  };
+}
+
+/** On-chain metadata carries no personal data: product, purchase and network only. */
+function certificateMetadataUri(params: { productName: string; purchaseId: string; chainId: number }): string {
+  const metadata = {
+    name: `Certificate of purchase: ${params.productName}`,
+    description: "Non-transferable certificate of a purchase settled in USDC.",
+    attributes: [
+      { trait_type: "purchaseId", value: params.purchaseId },
+      { trait_type: "chainId", value: params.chainId },
+    ],
+  };
+  return `data:application/json;base64,${Buffer.from(JSON.stringify(metadata)).toString("base64")}`;
+}

@@ -1,0 +1,71 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { Kysely } from "kysely";
+import { ProblemError } from "../http/problem.js";
+import type { CheckoutSessionTable, Database } from "../store/database.js";
+
+/**
+ * Client tokens are the browser's credential for one session: random, stored as
+ * SHA-256 only, valid until the session's expiry; afterwards they still read and
+ * claim a settled session, and nothing else.
+ */
+export const hashClientToken = (token: string) => createHash("sha256").update(token).digest("hex");
+
+export async function issueClientToken(
+  trx: Kysely<Database>,
+  params: { sessionId: string; expiresAt: number; now: number },
+): Promise<string> {
+  const token = `ct_${randomBytes(24).toString("base64url")}`;
+  await trx
+    .insertInto("client_token")
+    .values({ token_hash: hashClientToken(token), session_id: params.sessionId, expires_at: params.expiresAt, created_at: params.now })
+    .execute();
+  return token;
+}
+
+export type ClientTokenUse = "read" | "claim" | "write";
+
+const invalidToken = () =>
+  new ProblemError({
+    status: 401,
+    code: "invalid_client_token",
+    title: "The client token is not valid for this session",
+    detail: "Use the clientToken returned when this checkout session was created.",
+  });
+
+/** Resolves a client token to its session, refusing tokens of other sessions and expired uses. */
+export async function authenticateClientToken(
+  db: Kysely<Database>,
+  params: { sessionId: string; clientToken: string; use: ClientTokenUse; now?: number },
+): Promise<CheckoutSessionTable> {
+  const now = params.now ?? Date.now();
+  const row = await db
+    .selectFrom("client_token")
+    .innerJoin("checkout_session", "checkout_session.id", "client_token.session_id")
+    .selectAll("checkout_session")
+    .select("client_token.expires_at as token_expires_at")
+    .where("client_token.token_hash", "=", hashClientToken(params.clientToken))
+    .executeTakeFirst();
+  if (row === undefined || row.id !== params.sessionId) throw invalidToken();
+  const { token_expires_at, ...session } = row;
+  const live = now < Number(token_expires_at);
+  if (!live && !(session.status === "settled" && params.use !== "write")) {
+    throw new ProblemError({
+      status: 410,
+      code: "session_expired",
+      title: "The checkout session has expired",
+      detail: "Ask the shop for a new checkout session for this order.",
+    });
+  }
+  return session;
+}
+
+/** For `POST /v1/public/checkout/payments`, where the body names no session. */
+export async function sessionIdOfClientToken(db: Kysely<Database>, clientToken: string): Promise<string> {
+  const row = await db
+    .selectFrom("client_token")
+    .select("session_id")
+    .where("token_hash", "=", hashClientToken(clientToken))
+    .executeTakeFirst();
+  if (row === undefined) throw invalidToken();
+  return row.session_id;
+}

@@ -1,0 +1,264 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Address } from "viem";
+import type { AppContext } from "../app-context.js";
+import type { NetworkConfig, NetworkName } from "../config/networks.js";
+import { ProblemError } from "../http/problem.js";
+import { recordEvent } from "../outbox/record-event.js";
+import type { CheckoutSessionTable, Database } from "../store/database.js";
+import { reserveAmount } from "./amount-reference.js";
+import { issueClientToken } from "./client-tokens.js";
+import { findIdempotentResource, recordIdempotentResource, requestHash } from "./idempotency.js";
+
+/** Sessions stay open 30 minutes unless the partner asks for 5 minutes to 24 hours. */
+export const DEFAULT_SESSION_SECONDS = 1_800;
+/** Transfers that arrive after expiry are still detected (and reported as late) for 7 days. */
+export const LATE_WINDOW_MS = 7 * 24 * 3_600_000;
+
+export type CreateSessionInput = {
+  partnerId: string;
+  kind: "commerce" | "rwa";
+  network?: NetworkName;
+  externalOrderId: string;
+  externalProductId: string;
+  productName: string;
+  productCategory: string;
+  quantity: number;
+  totalPriceUsdc: bigint;
+  shippingRequired: boolean;
+  certificateEnabled: boolean;
+  expiresInSeconds?: number;
+  /** RWA: only a transfer from this wallet settles the session. */
+  requiredPayer?: Address;
+  /** Payment addresses to use instead of the partner's own (an offering's settlement address). */
+  paymentAddresses?: string[];
+  metadata?: Record<string, unknown>;
+  idempotencyKey?: string;
+  /** What the idempotency key protects: the request as the partner sent it. */
+  requestBody?: unknown;
+};
+
+export type CreatedSession = {
+  session: CheckoutSessionTable;
+  clientToken: string;
+  orderId: string;
+  purchaseId: string;
+  /** True when an earlier request with the same key created the session. */
+  replayed: boolean;
+};
+
+class IdempotencyRace extends Error {}
+
+/**
+ * Creates a checkout session for an order, or answers with the one that already
+ * exists: the same session for a replayed idempotency key, and the settled
+ * session when the order is already paid (a customer never pays twice).
+ */
+export async function createCheckoutSession(context: AppContext, input: CreateSessionInput): Promise<CreatedSession> {
+  try {
+    return await context.store.transaction().execute((trx) => createInTransaction(trx, context, input));
+  } catch (error) {
+    // Two requests with one key at once: the loser now finds the winner's session.
+    if (error instanceof IdempotencyRace) return context.store.transaction().execute((trx) => createInTransaction(trx, context, input));
+    throw error;
+  }
+}
+
+async function createInTransaction(trx: Kysely<Database>, context: AppContext, input: CreateSessionInput): Promise<CreatedSession> {
+  const now = Date.now();
+  const lifetimeMs = (input.expiresInSeconds ?? DEFAULT_SESSION_SECONDS) * 1000;
+  const hash = requestHash(input.requestBody ?? input);
+  const scope = "checkout_session";
+
+  if (input.idempotencyKey !== undefined) {
+    const sessionId = await findIdempotentResource(trx, { partnerId: input.partnerId, scope, key: input.idempotencyKey, hash });
+    if (sessionId !== undefined) return reissue(trx, { sessionId, now, lifetimeMs, replayed: true });
+  }
+  const remember = async (sessionId: string) => {
+    if (input.idempotencyKey === undefined) return;
+    const recorded = await recordIdempotentResource(trx, {
+      partnerId: input.partnerId,
+      scope,
+      key: input.idempotencyKey,
+      hash,
+      resourceId: sessionId,
+      now,
+    });
+    if (!recorded) throw new IdempotencyRace();
+  };
+
+  const network = pickNetwork(context.networks, input.network);
+  const order = await findOrCreateOrder(trx, { partnerId: input.partnerId, externalOrderId: input.externalOrderId, now });
+
+  if (order.settled_session_id !== null) {
+    await remember(order.settled_session_id);
+    return reissue(trx, { sessionId: order.settled_session_id, now, lifetimeMs, replayed: false });
+  }
+
+  const open = await trx
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("order_id", "=", order.id)
+    .where("status", "in", ["awaiting_payment", "payment_pending"])
+    .execute();
+  if (open.some((session) => session.status === "payment_pending")) {
+    throw new ProblemError({
+      status: 409,
+      code: "payment_in_progress",
+      title: "A payment for this order is being confirmed",
+      detail: "Wait for the purchase.settled event (or read the order) before asking the customer for money again.",
+    });
+  }
+  for (const superseded of open) {
+    await expireSession(trx, { session: superseded, now, reason: "superseded" });
+  }
+
+  const paymentAddresses = input.paymentAddresses ?? (await partnerPaymentAddresses(trx, input.partnerId, network));
+  const watched = new Set(network.paymentAddresses.map((address) => address.toLowerCase()));
+  const usable = paymentAddresses.map((address) => address.toLowerCase()).filter((address) => watched.has(address));
+  if (usable.length === 0) {
+    throw new ProblemError({
+      status: 422,
+      code: "no_payment_address",
+      title: "No payment address on this network",
+      detail: `The partner has no payment address on ${network.name} that the indexer watches.`,
+    });
+  }
+
+  const sessionId = `cs_${randomUUID().replaceAll("-", "")}`;
+  const expiresAt = now + lifetimeMs;
+  const lateUntil = expiresAt + LATE_WINDOW_MS;
+  const reference = await reserveAmount(trx, {
+    chainId: network.chainId,
+    paymentAddresses: usable,
+    total: input.totalPriceUsdc,
+    sessionId,
+    releasedAt: lateUntil,
+    now,
+  });
+  const session: CheckoutSessionTable = {
+    id: sessionId,
+    partner_id: input.partnerId,
+    order_id: order.id,
+    kind: input.kind,
+    status: "awaiting_payment",
+    network: network.name,
+    chain_id: network.chainId,
+    token_address: network.usdc.toLowerCase(),
+    payment_address: reference.paymentAddress,
+    total_price_usdc: input.totalPriceUsdc.toString(),
+    amount_offset: reference.offset,
+    amount_due: reference.amountDue.toString(),
+    required_payer: input.requiredPayer?.toLowerCase() ?? null,
+    external_order_id: input.externalOrderId,
+    external_product_id: input.externalProductId,
+    product_name: input.productName,
+    product_category: input.productCategory,
+    quantity: input.quantity,
+    shipping_required: input.shippingRequired ? 1 : 0,
+    certificate_enabled: input.certificateEnabled ? 1 : 0,
+    contact_json: null,
+    delivery_json: null,
+    metadata_json: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    expires_at: expiresAt,
+    late_until: lateUntil,
+    created_at: now,
+    updated_at: now,
+  };
+  await trx.insertInto("checkout_session").values(session).execute();
+  const clientToken = await issueClientToken(trx, { sessionId, expiresAt, now });
+  await remember(sessionId);
+  return { session, clientToken, orderId: order.id, purchaseId: order.purchase_id, replayed: false };
+}
+
+function pickNetwork(networks: NetworkConfig[], name: NetworkName | undefined): NetworkConfig {
+  const network = name === undefined ? networks[0] : networks.find((candidate) => candidate.name === name);
+  if (network === undefined) {
+    throw new ProblemError({
+      status: 422,
+      code: "unsupported_network",
+      title: "This network is not enabled",
+      detail: `Enabled networks: ${networks.map((candidate) => candidate.name).join(", ")}.`,
+    });
+  }
+  return network;
+}
+
+async function partnerPaymentAddresses(trx: Kysely<Database>, partnerId: string, network: NetworkConfig): Promise<string[]> {
+  const rows = await trx
+    .selectFrom("payment_address")
+    .select("address")
+    .where("partner_id", "=", partnerId)
+    .where("chain_id", "=", network.chainId)
+    .execute();
+  return rows.map((row) => row.address);
+}
+
+async function findOrCreateOrder(trx: Kysely<Database>, params: { partnerId: string; externalOrderId: string; now: number }) {
+  const existing = await trx
+    .selectFrom("orders")
+    .selectAll()
+    .where("partner_id", "=", params.partnerId)
+    .where("external_order_id", "=", params.externalOrderId)
+    .executeTakeFirst();
+  if (existing !== undefined) return existing;
+  const order = {
+    id: `ord_${randomUUID().replaceAll("-", "")}`,
+    partner_id: params.partnerId,
+    external_order_id: params.externalOrderId,
+    purchase_id: `0x${randomBytes(32).toString("hex")}`,
+    status: "awaiting_payment" as const,
+    settled_session_id: null,
+    fulfilment_reference: null,
+    fulfilment_idempotency_key: null,
+    fulfilled_at: null,
+    created_at: params.now,
+    updated_at: params.now,
+  };
+  await trx.insertInto("orders").values(order).execute();
+  return order;
+}
+
+async function reissue(
+  trx: Kysely<Database>,
+  params: { sessionId: string; now: number; lifetimeMs: number; replayed: boolean },
+): Promise<CreatedSession> {
+  const session = await trx.selectFrom("checkout_session").selectAll().where("id", "=", params.sessionId).executeTakeFirstOrThrow();
+  const order = await trx.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirstOrThrow();
+  // A fresh browser credential: tokens are stored hashed, so the first one cannot be read back.
+  const expiresAt = Math.max(Number(session.expires_at), session.status === "settled" ? params.now + params.lifetimeMs : 0);
+  const clientToken = await issueClientToken(trx, { sessionId: session.id, expiresAt, now: params.now });
+  return { session, clientToken, orderId: order.id, purchaseId: order.purchase_id, replayed: params.replayed };
+}
+
+/** Closes an open session (at its expiry, or when a newer session replaces it) and tells the partner. */
+export async function expireSession(
+  trx: Kysely<Database>,
+  params: { session: CheckoutSessionTable; now: number; reason: "expired" | "superseded" | "order_settled" },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable("checkout_session")
+    .set({ status: "expired", updated_at: params.now, ...(params.reason === "expired" ? {} : { expires_at: params.now }) })
+    .where("id", "=", params.session.id)
+    .where("status", "=", "awaiting_payment")
+    .executeTakeFirst();
+  if (result.numUpdatedRows !== 1n) return false;
+  const order = await trx.selectFrom("orders").select(["purchase_id"]).where("id", "=", params.session.order_id).executeTakeFirstOrThrow();
+  await recordEvent(trx, {
+    partnerId: params.session.partner_id,
+    type: "session.expired",
+    orderingKey: params.session.order_id,
+    now: params.now,
+    data: {
+      externalOrderId: params.session.external_order_id,
+      orderId: params.session.order_id,
+      purchaseId: order.purchase_id,
+      sessionId: params.session.id,
+      reason: params.reason,
+      totalPriceUsdc: params.session.total_price_usdc,
+      amount: params.session.amount_due,
+      expiresAt: new Date(Math.min(Number(params.session.expires_at), params.now)).toISOString(),
+    },
+  });
+  return true;
+}

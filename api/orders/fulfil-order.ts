@@ -1,0 +1,66 @@
+import type { AppContext } from "../app-context.js";
+import { ProblemError, problems } from "../http/problem.js";
+import { recordEvent } from "../outbox/record-event.js";
+
+/**
+ * Marks a settled order fulfilled with the partner's own reference (a shipment,
+ * say). Idempotent: the same key and reference answer the same; a fulfilled
+ * order cannot be fulfilled again under another key.
+ */
+export async function fulfilOrder(
+  context: AppContext,
+  params: { partnerId: string; orderId: string; fulfilmentReference: string; idempotencyKey: string },
+): Promise<void> {
+  const now = Date.now();
+  await context.store.transaction().execute(async (trx) => {
+    const order = await trx
+      .selectFrom("orders")
+      .selectAll()
+      .where("id", "=", params.orderId)
+      .where("partner_id", "=", params.partnerId)
+      .executeTakeFirst();
+    if (order === undefined) throw problems.notFound(`Order ${params.orderId}`);
+    if (order.status === "fulfilled") {
+      if (order.fulfilment_idempotency_key === params.idempotencyKey && order.fulfilment_reference === params.fulfilmentReference) return;
+      throw new ProblemError({
+        status: 409,
+        code: order.fulfilment_idempotency_key === params.idempotencyKey ? "idempotency_conflict" : "order_already_fulfilled",
+        title: "The order is already fulfilled",
+        detail: `Fulfilled with reference ${order.fulfilment_reference}.`,
+      });
+    }
+    if (order.status !== "paid") {
+      throw new ProblemError({
+        status: 409,
+        code: "order_not_settled",
+        title: "Only a settled order can be fulfilled",
+        detail: "Wait for the purchase.settled event of this order.",
+      });
+    }
+    const updated = await trx
+      .updateTable("orders")
+      .set({
+        status: "fulfilled",
+        fulfilment_reference: params.fulfilmentReference,
+        fulfilment_idempotency_key: params.idempotencyKey,
+        fulfilled_at: now,
+        updated_at: now,
+      })
+      .where("id", "=", order.id)
+      .where("status", "=", "paid")
+      .executeTakeFirst();
+    if (updated.numUpdatedRows !== 1n) throw new Error(`order ${order.id} changed while it was fulfilled`);
+    await recordEvent(trx, {
+      partnerId: order.partner_id,
+      type: "order.fulfilled",
+      orderingKey: order.id,
+      now,
+      data: {
+        externalOrderId: order.external_order_id,
+        orderId: order.id,
+        purchaseId: order.purchase_id,
+        fulfilmentReference: params.fulfilmentReference,
+      },
+    });
+  });
+}

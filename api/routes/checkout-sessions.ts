@@ -1,0 +1,118 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppContext } from "../app-context.js";
+import { NETWORK_NAMES } from "../config/networks.js";
+import { createCheckoutSession } from "../checkout/create-session.js";
+import { sessionView } from "../checkout/session-view.js";
+import type { PartnerVariables } from "../http/partner-auth.js";
+import { problems } from "../http/problem.js";
+import type { AppEnv } from "./app-env.js";
+
+const baseUnits = z
+  .string()
+  .regex(/^[1-9]\d{0,17}$/, "a positive integer of USDC base units (6 decimals) written as a string, e.g. \"25000000\" for 25 USDC")
+  .openapi({ example: "25000000" });
+
+/** Seed 2.1, with the choices SPEC section 4 fixes. */
+export const CreateSessionBody = z
+  .object({
+    externalOrderId: z.string().min(1).max(200),
+    externalProductId: z.string().min(1).max(200),
+    productName: z.string().min(1).max(200),
+    productCategory: z.string().max(100).default(""),
+    quantity: z.number().int().min(1).max(1_000_000),
+    totalPriceUsdc: baseUnits,
+    shippingRequired: z.boolean().default(false),
+    paymentMethod: z.literal("usdc"),
+    checkoutMode: z.literal("hosted_transfer"),
+    certificate: z.object({ enabled: z.boolean() }).strict().default({ enabled: false }),
+    idempotencyKey: z.string().min(1).max(255),
+    network: z.enum(NETWORK_NAMES).optional(),
+    expiresInSeconds: z.number().int().min(300).max(86_400).default(1_800),
+  })
+  .strict()
+  .openapi("CreateCheckoutSession");
+
+const PaymentSchema = z.object({
+  token: z.literal("USDC"),
+  tokenAddress: z.string(),
+  recipient: z.string(),
+  amount: z.string().openapi({ description: "exact amount to send: totalPriceUsdc plus the sub-cent payment reference" }),
+  totalPriceUsdc: z.string(),
+  decimals: z.literal(6),
+  uri: z.string().openapi({ description: "EIP-681 payment link" }),
+});
+
+export const SessionSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(["awaiting_payment", "payment_pending", "settled", "expired"]),
+    expiresAt: z.string(),
+    network: z.string(),
+    chainId: z.number().int(),
+    externalOrderId: z.string(),
+    orderId: z.string(),
+    purchaseId: z.string(),
+    payment: PaymentSchema,
+  })
+  .passthrough()
+  .openapi("CheckoutSession");
+
+const createRoute_ = createRoute({
+  method: "post",
+  path: "/",
+  summary: "Create a checkout session",
+  security: [{ apiKey: [] }],
+  request: { body: { required: true, content: { "application/json": { schema: CreateSessionBody } } } },
+  responses: {
+    201: { description: "Created", content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } } },
+    200: { description: "Replay of an earlier request, or the settled session of an already paid order", content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } } },
+  },
+});
+
+const readRoute = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "Read a checkout session",
+  security: [{ apiKey: [] }],
+  request: { params: z.object({ id: z.string().max(100) }) },
+  responses: { 200: { description: "The session", content: { "application/json": { schema: SessionSchema } } } },
+});
+
+export function checkoutSessionRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(createRoute_, async (c) => {
+      const body = c.req.valid("json");
+      const partner = c.get("partner");
+      const created = await createCheckoutSession(context, {
+        partnerId: partner.id,
+        kind: "commerce",
+        network: body.network,
+        externalOrderId: body.externalOrderId,
+        externalProductId: body.externalProductId,
+        productName: body.productName,
+        productCategory: body.productCategory,
+        quantity: body.quantity,
+        totalPriceUsdc: BigInt(body.totalPriceUsdc),
+        shippingRequired: body.shippingRequired,
+        certificateEnabled: body.certificate.enabled,
+        expiresInSeconds: body.expiresInSeconds,
+        idempotencyKey: body.idempotencyKey,
+        requestBody: body,
+      });
+      const view = { ...sessionView(created.session, created), clientToken: created.clientToken };
+      const isNew = !created.replayed && created.session.status === "awaiting_payment" && created.session.created_at >= Date.now() - 60_000;
+      return isNew ? c.json(view, 201) : c.json(view, 200);
+    })
+    .openapi(readRoute, async (c) => {
+      const { id } = c.req.valid("param");
+      const session = await context.store
+        .selectFrom("checkout_session")
+        .selectAll()
+        .where("id", "=", id)
+        .where("partner_id", "=", c.get("partner").id)
+        .executeTakeFirst();
+      if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
+      const order = await context.store.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirstOrThrow();
+      return c.json(sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }), 200);
+    });
+}

@@ -1,0 +1,139 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { isAddress, isHash, type Address, type Hex } from "viem";
+import type { AppContext } from "../app-context.js";
+import { claimCertificate } from "../certificates/claim-certificate.js";
+import { authenticateClientToken, sessionIdOfClientToken } from "../checkout/client-tokens.js";
+import { sessionView } from "../checkout/session-view.js";
+import { ProblemError } from "../http/problem.js";
+import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
+import type { CheckoutSessionTable } from "../store/database.js";
+import type { AppEnv } from "./app-env.js";
+
+const clientToken = z.string().min(1).max(200);
+const SessionParam = z.object({ id: z.string().max(100) });
+
+const ContactSchema = z
+  .object({
+    email: z.string().email().max(254),
+    name: z.string().min(1).max(200).optional(),
+    phone: z.string().max(40).optional(),
+  })
+  .strict();
+const DeliverySchema = z
+  .object({
+    name: z.string().min(1).max(200),
+    line1: z.string().min(1).max(200),
+    line2: z.string().max(200).optional(),
+    city: z.string().min(1).max(100),
+    postalCode: z.string().min(1).max(20),
+    region: z.string().max(100).optional(),
+    country: z.string().regex(/^[A-Z]{2}$/, "an ISO 3166-1 alpha-2 country code"),
+  })
+  .strict();
+
+const json = <schema extends z.ZodType>(schema: schema) => ({ required: true, content: { "application/json": { schema } } });
+const ok = (description: string) => ({ 200: { description, content: { "application/json": { schema: z.any() } } } });
+
+async function publicSessionView(context: AppContext, session: CheckoutSessionTable) {
+  const order = await context.store.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirstOrThrow();
+  const certificate = await context.store.selectFrom("certificate").select(["status", "mint_transaction_hash"]).where("order_id", "=", order.id).executeTakeFirst();
+  const payment = await context.store
+    .selectFrom("payment")
+    .select(["transaction_hash", "status"])
+    .where("session_id", "=", session.id)
+    .where("status", "in", ["pending", "settled"])
+    .executeTakeFirst();
+  return {
+    ...sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }),
+    transactionHash: payment?.transaction_hash ?? null,
+    contactProvided: session.contact_json !== null,
+    deliveryProvided: session.delivery_json !== null,
+    certificate: {
+      enabled: session.certificate_enabled === 1,
+      status: certificate?.status ?? (session.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),
+      mintTransactionHash: certificate?.mint_transaction_hash ?? null,
+    },
+  };
+}
+
+const validateRoute = createRoute({
+  method: "post",
+  path: "/sessions/{id}/validate",
+  summary: "Validate a session for the hosted checkout (browser)",
+  request: { params: SessionParam, body: json(z.object({ clientToken })) },
+  responses: ok("The session as the customer may see it"),
+});
+const detailsRoute = createRoute({
+  method: "post",
+  path: "/sessions/{id}/details",
+  summary: "Contact and delivery details (browser)",
+  request: { params: SessionParam, body: json(z.object({ clientToken, contact: ContactSchema, delivery: DeliverySchema.optional() })) },
+  responses: ok("Saved"),
+});
+const paymentsRoute = createRoute({
+  method: "post",
+  path: "/payments",
+  summary: "Submit the transaction hash of the payment (browser)",
+  request: {
+    body: json(z.object({ clientToken, transactionHash: z.string().refine((value) => isHash(value), "a 32-byte transaction hash in hex") })),
+  },
+  responses: ok("Settled or pending; a transaction that does not pay the session is a problem with its reason"),
+});
+const claimRoute = createRoute({
+  method: "post",
+  path: "/sessions/{id}/claim",
+  summary: "Claim the certificate of a settled purchase (browser)",
+  request: {
+    params: SessionParam,
+    body: json(z.object({ clientToken, walletAddress: z.string().refine((value) => isAddress(value, { strict: false }), "an address") })),
+  },
+  responses: ok("Signed voucher and the ready-to-send mint transaction"),
+});
+
+/** Browser operations of the hosted checkout and claim page: the client token rides in the JSON body. */
+export function publicCheckoutRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv>()
+    .openapi(validateRoute, async (c) => {
+      const { id } = c.req.valid("param");
+      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: c.req.valid("json").clientToken, use: "read" });
+      return c.json(await publicSessionView(context, session), 200);
+    })
+    .openapi(detailsRoute, async (c) => {
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: body.clientToken, use: "write" });
+      if (session.status !== "awaiting_payment") {
+        throw new ProblemError({ status: 409, code: "session_not_open", title: "The session no longer takes details", detail: `The session is ${session.status}.` });
+      }
+      if (session.shipping_required === 1 && body.delivery === undefined) {
+        throw new ProblemError({ status: 400, code: "invalid_request", title: "The request is not valid", detail: "delivery: this order ships, so a delivery address is required" });
+      }
+      await context.store
+        .updateTable("checkout_session")
+        .set({
+          contact_json: JSON.stringify(body.contact),
+          delivery_json: body.delivery === undefined ? null : JSON.stringify(body.delivery),
+          updated_at: Date.now(),
+        })
+        .where("id", "=", session.id)
+        .where("status", "=", "awaiting_payment")
+        .execute();
+      const updated = await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow();
+      return c.json(await publicSessionView(context, updated), 200);
+    })
+    .openapi(paymentsRoute, async (c) => {
+      const body = c.req.valid("json");
+      const sessionId = await sessionIdOfClientToken(context.store, body.clientToken);
+      const session = await authenticateClientToken(context.store, { sessionId, clientToken: body.clientToken, use: "read" });
+      const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash as Hex });
+      const current = await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow();
+      return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
+    })
+    .openapi(claimRoute, async (c) => {
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: body.clientToken, use: "claim" });
+      const claim = await claimCertificate(context, { orderId: session.order_id, walletAddress: body.walletAddress as Address });
+      return c.json(claim, 200);
+    });
+}

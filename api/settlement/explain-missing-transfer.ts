@@ -1,0 +1,63 @@
+import { type Hex, type PublicClient, parseEventLogs, erc20Abi, TransactionReceiptNotFoundError } from "viem";
+import type { CheckoutSessionTable } from "../store/database.js";
+
+/** What one RPC receipt look-up says about a hash the index does not hold. */
+export type MissingTransferExplanation =
+  | { reason: "not_found" | "reverted" | "wrong_token" | "wrong_recipient" }
+  /** A canonical transfer to the session's address the indexer has not reached yet. */
+  | { reason: "not_yet_indexed"; blockNumber: bigint };
+
+type CacheEntry = { value: MissingTransferExplanation; expiresAt: number };
+const MAX_ENTRIES = 10_000;
+
+/**
+ * Explains a miss with at most one `eth_getTransactionReceipt` per (chain, hash)
+ * in a while: final answers are cached for 10 minutes, "not found" for 15 s (the
+ * transaction may still be in the mempool), "not yet indexed" for 2 s.
+ */
+export function createMissingTransferExplainer() {
+  const cache = new Map<string, CacheEntry>();
+  let rpcCalls = 0;
+
+  return {
+    get rpcCalls() {
+      return rpcCalls;
+    },
+    async explain(params: { client: PublicClient; session: CheckoutSessionTable; transactionHash: Hex }): Promise<MissingTransferExplanation> {
+      const key = `${params.session.chain_id}:${params.transactionHash}:${params.session.payment_address}:${params.session.token_address}`;
+      const cached = cache.get(key);
+      if (cached !== undefined && cached.expiresAt > Date.now()) return cached.value;
+
+      rpcCalls++;
+      const value = await lookUp(params);
+      const ttl = value.reason === "not_found" ? 15_000 : value.reason === "not_yet_indexed" ? 2_000 : 600_000;
+      cache.delete(key);
+      cache.set(key, { value, expiresAt: Date.now() + ttl });
+      if (cache.size > MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
+      return value;
+    },
+  };
+}
+
+async function lookUp(params: { client: PublicClient; session: CheckoutSessionTable; transactionHash: Hex }): Promise<MissingTransferExplanation> {
+  let receipt: Awaited<ReturnType<PublicClient["getTransactionReceipt"]>>;
+  try {
+    receipt = await params.client.getTransactionReceipt({ hash: params.transactionHash });
+  } catch (error) {
+    if (error instanceof TransactionReceiptNotFoundError) return { reason: "not_found" };
+    throw error;
+  }
+  if (receipt.status !== "success") return { reason: "reverted" };
+  const transfers = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: receipt.logs, strict: false });
+  const recipient = params.session.payment_address;
+  const token = params.session.token_address;
+  const canonical = transfers.filter((log) => log.address.toLowerCase() === token);
+  if (canonical.some((log) => log.args.to?.toLowerCase() === recipient)) {
+    return { reason: "not_yet_indexed", blockNumber: receipt.blockNumber };
+  }
+  if (transfers.some((log) => log.address.toLowerCase() !== token && log.args.to?.toLowerCase() === recipient)) {
+    return { reason: "wrong_token" };
+  }
+  if (canonical.length > 0) return { reason: "wrong_recipient" };
+  return { reason: transfers.length > 0 ? "wrong_token" : "not_found" };
+}

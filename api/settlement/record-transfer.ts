@@ -1,0 +1,275 @@
+import type { Kysely } from "kysely";
+import type { NetworkConfig } from "../config/networks.js";
+import { expireSession } from "../checkout/create-session.js";
+import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import { recordEvent } from "../outbox/record-event.js";
+import type { CheckoutSessionTable, Database, PaymentTable } from "../store/database.js";
+
+/** Why a transfer that reached a payment address did not settle a session (SPEC section 5, and ours). */
+export type UnresolvedReason =
+  | "unmatched"
+  | "late"
+  | "predates_session"
+  | "wrong_payer"
+  | "duplicate_payment";
+
+export type TransferDecision =
+  | { kind: "match"; session: CheckoutSessionTable }
+  | { kind: "unresolved"; reason: UnresolvedReason; session: CheckoutSessionTable | undefined };
+
+export function confirmationsOf(transfer: { blockNumber: bigint }, head: bigint): number {
+  return head < transfer.blockNumber ? 0 : Number(head - transfer.blockNumber + 1n);
+}
+
+/**
+ * Which session a transfer pays, read from the transfer alone: the exact amount
+ * on that address is the reference; the payer (RWA), the session's lifetime and
+ * the order's state decide whether it may settle.
+ */
+export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTransfer): Promise<TransferDecision> {
+  const reservation = await trx
+    .selectFrom("amount_reservation")
+    .select("session_id")
+    .where("chain_id", "=", transfer.chainId)
+    .where("payment_address", "=", transfer.to)
+    .where("amount_due", "=", transfer.value.toString())
+    .executeTakeFirst();
+  if (reservation === undefined) return { kind: "unresolved", reason: "unmatched", session: undefined };
+  const session = await trx.selectFrom("checkout_session").selectAll().where("id", "=", reservation.session_id).executeTakeFirstOrThrow();
+  const minedAtMs = Number(transfer.blockTimestamp) * 1000;
+
+  if (minedAtMs > Number(session.late_until)) return { kind: "unresolved", reason: "unmatched", session: undefined };
+  if (session.required_payer !== null && session.required_payer !== transfer.from) {
+    return { kind: "unresolved", reason: "wrong_payer", session };
+  }
+  // Block timestamps have whole seconds: compare with the second the session was created in.
+  if (minedAtMs < Math.floor(Number(session.created_at) / 1000) * 1000) {
+    return { kind: "unresolved", reason: "predates_session", session };
+  }
+  if (minedAtMs > Number(session.expires_at)) return { kind: "unresolved", reason: "late", session };
+  const order = await trx.selectFrom("orders").select("settled_session_id").where("id", "=", session.order_id).executeTakeFirstOrThrow();
+  if (order.settled_session_id !== null || session.status === "settled" || session.status === "payment_pending") {
+    return { kind: "unresolved", reason: "duplicate_payment", session };
+  }
+  return { kind: "match", session };
+}
+
+/**
+ * Records what a newly indexed transfer to a payment address means, once: the
+ * payment row's key (chain, tx hash, log index) is the replay guard. A match
+ * becomes `payment_pending` or, with enough confirmations, `settled` with its
+ * `purchase.settled` event in the same transaction.
+ */
+export async function recordTransfer(
+  store: Kysely<Database>,
+  params: { transfer: IndexedTransfer; network: NetworkConfig; head: bigint; now?: number },
+): Promise<PaymentTable> {
+  const { transfer, network } = params;
+  const now = params.now ?? Date.now();
+  return store.transaction().execute(async (trx) => {
+    const existing = await findPayment(trx, transfer);
+    if (existing !== undefined) return existing;
+
+    const decision = await decideTransfer(trx, transfer);
+    const confirmations = confirmationsOf(transfer, params.head);
+    const owner = await trx
+      .selectFrom("payment_address")
+      .select("partner_id")
+      .where("chain_id", "=", transfer.chainId)
+      .where("address", "=", transfer.to)
+      .executeTakeFirst();
+    const payment: PaymentTable = {
+      chain_id: transfer.chainId,
+      transaction_hash: transfer.transactionHash,
+      log_index: transfer.logIndex,
+      partner_id: decision.session?.partner_id ?? owner?.partner_id ?? null,
+      session_id: decision.session?.id ?? null,
+      status: decision.kind === "unresolved" ? "unresolved" : confirmations >= network.confirmations ? "settled" : "pending",
+      reason: decision.kind === "unresolved" ? decision.reason : null,
+      from_address: transfer.from,
+      to_address: transfer.to,
+      amount: transfer.value.toString(),
+      block_number: Number(transfer.blockNumber),
+      block_hash: transfer.blockHash,
+      block_timestamp: Number(transfer.blockTimestamp),
+      resolution: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await trx.insertInto("payment").values(payment).execute();
+
+    if (decision.kind === "unresolved") {
+      if (payment.partner_id !== null) await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });
+      return payment;
+    }
+    const moved = await trx
+      .updateTable("checkout_session")
+      .set({ status: payment.status === "settled" ? "settled" : "payment_pending", updated_at: now })
+      .where("id", "=", decision.session.id)
+      .where("status", "in", ["awaiting_payment", "expired"])
+      .executeTakeFirst();
+    if (moved.numUpdatedRows !== 1n) throw new Error(`session ${decision.session.id} changed while its payment was recorded`);
+    if (payment.status === "settled") await settleOrder(trx, { session: decision.session, payment, network, confirmations, now });
+    return payment;
+  });
+}
+
+/** A pending payment whose block now has enough confirmations settles; one that was reorged away is forgotten. */
+export async function confirmPendingPayment(
+  store: Kysely<Database>,
+  params: { payment: PaymentTable; stillIndexed: boolean; network: NetworkConfig; head: bigint; now?: number },
+): Promise<"settled" | "pending" | "reorged"> {
+  const now = params.now ?? Date.now();
+  const { payment } = params;
+  if (!params.stillIndexed) {
+    await store.transaction().execute(async (trx) => {
+      const removed = await trx
+        .deleteFrom("payment")
+        .where("chain_id", "=", payment.chain_id)
+        .where("transaction_hash", "=", payment.transaction_hash)
+        .where("log_index", "=", payment.log_index)
+        .where("status", "=", "pending")
+        .executeTakeFirst();
+      if (removed.numDeletedRows !== 1n || payment.session_id === null) return;
+      await trx
+        .updateTable("checkout_session")
+        .set({ status: "awaiting_payment", updated_at: now })
+        .where("id", "=", payment.session_id)
+        .where("status", "=", "payment_pending")
+        .execute();
+    });
+    return "reorged";
+  }
+  const confirmations = confirmationsOf({ blockNumber: BigInt(payment.block_number) }, params.head);
+  if (confirmations < params.network.confirmations) return "pending";
+  await store.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable("payment")
+      .set({ status: "settled", updated_at: now })
+      .where("chain_id", "=", payment.chain_id)
+      .where("transaction_hash", "=", payment.transaction_hash)
+      .where("log_index", "=", payment.log_index)
+      .where("status", "=", "pending")
+      .executeTakeFirst();
+    if (updated.numUpdatedRows !== 1n || payment.session_id === null) return;
+    await trx
+      .updateTable("checkout_session")
+      .set({ status: "settled", updated_at: now })
+      .where("id", "=", payment.session_id)
+      .where("status", "=", "payment_pending")
+      .execute();
+    const session = await trx.selectFrom("checkout_session").selectAll().where("id", "=", payment.session_id).executeTakeFirstOrThrow();
+    await settleOrder(trx, { session, payment: { ...payment, status: "settled" }, network: params.network, confirmations, now });
+  });
+  return "settled";
+}
+
+async function settleOrder(
+  trx: Kysely<Database>,
+  params: { session: CheckoutSessionTable; payment: PaymentTable; network: NetworkConfig; confirmations: number; now: number },
+) {
+  const { session, payment, network, now } = params;
+  await trx
+    .updateTable("orders")
+    .set({ status: "paid", settled_session_id: session.id, updated_at: now })
+    .where("id", "=", session.order_id)
+    .where("settled_session_id", "is", null)
+    .execute();
+  const order = await trx.selectFrom("orders").selectAll().where("id", "=", session.order_id).executeTakeFirstOrThrow();
+  if (session.certificate_enabled === 1 && network.certificate !== undefined) {
+    await trx
+      .insertInto("certificate")
+      .values({
+        order_id: order.id,
+        purchase_id: order.purchase_id,
+        status: "awaiting_wallet",
+        chain_id: network.chainId,
+        contract_address: network.certificate.toLowerCase(),
+        buyer: null,
+        token_id: BigInt(order.purchase_id).toString(),
+        voucher_deadline: null,
+        mint_transaction_hash: null,
+        mint_block_number: null,
+        minted_at: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+  await recordEvent(trx, {
+    partnerId: session.partner_id,
+    type: "purchase.settled",
+    orderingKey: order.id,
+    now,
+    data: {
+      externalOrderId: session.external_order_id,
+      orderId: order.id,
+      purchaseId: order.purchase_id,
+      sessionId: session.id,
+      transactionHash: payment.transaction_hash,
+      logIndex: payment.log_index,
+      network: network.name,
+      chainId: network.chainId,
+      blockNumber: String(payment.block_number),
+      confirmations: params.confirmations,
+      payer: payment.from_address,
+      recipient: payment.to_address,
+      tokenAddress: session.token_address,
+      totalPriceUsdc: session.total_price_usdc,
+      amountPaid: payment.amount,
+      certificate: { enabled: session.certificate_enabled === 1 },
+      settledAt: new Date(now).toISOString(),
+    },
+  });
+  // Other sessions of this order can no longer be paid.
+  const others = await trx
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("order_id", "=", order.id)
+    .where("id", "!=", session.id)
+    .where("status", "=", "awaiting_payment")
+    .execute();
+  for (const other of others) await expireSession(trx, { session: other, now, reason: "order_settled" });
+}
+
+async function recordUnresolvedEvent(
+  trx: Kysely<Database>,
+  params: { payment: PaymentTable; session: CheckoutSessionTable | undefined; network: NetworkConfig; now: number },
+) {
+  const { payment, session } = params;
+  const order = session
+    ? await trx.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirst()
+    : undefined;
+  await recordEvent(trx, {
+    partnerId: payment.partner_id as string,
+    type: "payment.unresolved",
+    orderingKey: order?.id ?? `${payment.chain_id}:${payment.transaction_hash}:${payment.log_index}`,
+    now: params.now,
+    data: {
+      externalOrderId: session?.external_order_id,
+      orderId: order?.id,
+      purchaseId: order?.purchase_id,
+      sessionId: session?.id,
+      transactionHash: payment.transaction_hash,
+      logIndex: payment.log_index,
+      network: params.network.name,
+      chainId: payment.chain_id,
+      reason: payment.reason,
+      payer: payment.from_address,
+      recipient: payment.to_address,
+      amount: payment.amount,
+      expectedAmount: session?.amount_due,
+    },
+  });
+}
+
+export function findPayment(db: Kysely<Database>, key: { chainId: number; transactionHash: string; logIndex: number }) {
+  return db
+    .selectFrom("payment")
+    .selectAll()
+    .where("chain_id", "=", key.chainId)
+    .where("transaction_hash", "=", key.transactionHash)
+    .where("log_index", "=", key.logIndex)
+    .executeTakeFirst();
+}

@@ -1,0 +1,130 @@
+import type { Hex } from "viem";
+import type { AppContext } from "../app-context.js";
+import { networkByChainId } from "../app-context.js";
+import { ProblemError } from "../http/problem.js";
+import type { CheckoutSessionTable } from "../store/database.js";
+import { confirmationsOf, decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
+
+/** Reasons a submitted hash does not pay the session (SPEC section 5, plus `wrong_payer` and `predates_session`). */
+export type RejectionReason =
+  | "wrong_amount"
+  | "late"
+  | "wrong_token"
+  | "wrong_recipient"
+  | "wrong_network"
+  | "reverted"
+  | "replay"
+  | "not_found"
+  | "wrong_payer"
+  | "predates_session";
+
+const rejectionText: Record<RejectionReason, string> = {
+  wrong_amount: "The transfer's amount is not the exact amount this checkout displays.",
+  late: "The transfer was mined after this checkout session expired.",
+  wrong_token: "The transaction moved a token other than the canonical USDC of this network.",
+  wrong_recipient: "The transaction sent USDC to an address other than this checkout's payment address.",
+  wrong_network: "The transaction is on another network than the one this checkout displays.",
+  reverted: "The transaction failed on chain (reverted); no USDC moved.",
+  replay: "This transfer has already been credited to another payment.",
+  not_found: "No transaction with this hash was found on this network. Check the hash and the network.",
+  wrong_payer: "The transfer was not sent from the wallet this purchase belongs to.",
+  predates_session: "The transfer was mined before this checkout session existed.",
+};
+
+export function paymentRejected(reason: RejectionReason): ProblemError {
+  return new ProblemError({
+    status: reason === "not_found" ? 404 : 422,
+    code: reason === "not_found" ? "payment_not_found" : reason,
+    title: reason === "not_found" ? "Payment not found" : "The transaction does not pay this checkout",
+    detail: rejectionText[reason],
+    extensions: { reason },
+  });
+}
+
+export type SubmissionResult = {
+  status: "settled" | "payment_pending";
+  transactionHash: Hex;
+  confirmations: number;
+  requiredConfirmations: number;
+};
+
+/**
+ * Checks a submitted hash against the index (no RPC on the hit path). The hash
+ * only helps to find the payment sooner: a transfer is credited from what it is
+ * on chain, never from who submitted it, and a rejection changes nothing.
+ */
+export async function submitTransactionHash(
+  context: AppContext,
+  params: { session: CheckoutSessionTable; transactionHash: Hex },
+): Promise<SubmissionResult> {
+  const { session } = params;
+  const transactionHash = params.transactionHash.toLowerCase() as Hex;
+  const network = networkByChainId(context, session.chain_id);
+  if (network === undefined) throw new Error(`session ${session.id} is on a network that is not enabled`);
+  const pending = (confirmations: number, status: SubmissionResult["status"]): SubmissionResult => ({
+    status,
+    transactionHash,
+    confirmations,
+    requiredConfirmations: network.confirmations,
+  });
+
+  const indexed = await context.indexed.transfersByHash(transactionHash);
+  const onChain = indexed.filter((transfer) => transfer.chainId === session.chain_id);
+  if (onChain.length === 0) {
+    if (indexed.length > 0) throw paymentRejected("wrong_network");
+    const client = context.rpc.get(session.chain_id);
+    if (client === undefined) throw paymentRejected("not_found");
+    const explanation = await context.explainer.explain({ client, session, transactionHash });
+    if (explanation.reason === "not_yet_indexed") return pending(0, "payment_pending");
+    throw paymentRejected(explanation.reason);
+  }
+
+  const toSession = onChain.filter((transfer) => transfer.to === session.payment_address);
+  if (toSession.length === 0) throw paymentRejected("wrong_recipient");
+  const exact = toSession.find((transfer) => transfer.value.toString() === session.amount_due);
+  if (exact === undefined) throw paymentRejected("wrong_amount");
+
+  const head = (await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? exact.blockNumber;
+  const credited = await findPayment(context.store, exact);
+  if (credited !== undefined) return answerForRecorded(credited, session, exact, head, pending);
+
+  // Decide without writing first: a rejection must change nothing.
+  const decision = await decideTransfer(context.store, exact);
+  if (decision.kind === "unresolved") throw paymentRejected(rejectionFor(decision.reason, decision.session, session));
+  if (decision.session.id !== session.id) throw paymentRejected("replay");
+
+  const payment = await recordTransfer(context.store, { transfer: exact, network, head });
+  return answerForRecorded(payment, session, exact, head, pending);
+}
+
+function answerForRecorded(
+  payment: { session_id: string | null; status: string; reason: string | null },
+  session: CheckoutSessionTable,
+  transfer: { blockNumber: bigint },
+  head: bigint,
+  answer: (confirmations: number, status: SubmissionResult["status"]) => SubmissionResult,
+): SubmissionResult {
+  if (payment.session_id !== session.id || (payment.status !== "settled" && payment.status !== "pending")) {
+    throw paymentRejected(payment.session_id === session.id ? rejectionForRecorded(payment) : "replay");
+  }
+  return answer(confirmationsOf(transfer, head), payment.status === "settled" ? "settled" : "payment_pending");
+}
+
+function rejectionFor(reason: string, matched: CheckoutSessionTable | undefined, session: CheckoutSessionTable): RejectionReason {
+  if (matched !== undefined && matched.id !== session.id) return "replay";
+  switch (reason) {
+    case "late":
+    case "wrong_payer":
+    case "predates_session":
+      return reason;
+    case "duplicate_payment":
+      return "replay";
+    default:
+      return "wrong_amount";
+  }
+}
+
+function rejectionForRecorded(payment: { reason?: string | null }): RejectionReason {
+  const reason = payment.reason ?? "";
+  return reason === "late" || reason === "wrong_payer" || reason === "predates_session" ? reason : "replay";
+}
