@@ -15,6 +15,8 @@ export type AnvilOptions = {
   blockTime?: number;
   /** File anvil loads its state from and dumps it to, so a restart keeps the chain. */
   stateFile?: string;
+  /** Unix seconds of the genesis block: a chain clock behind or ahead of the wall clock. */
+  genesisTimestamp?: number;
   /** Forward anvil's own output to this process' stdout. */
   verbose?: boolean;
 };
@@ -40,6 +42,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   const chainId = options.chainId ?? 31337;
   const args = ["--host", "127.0.0.1", "--port", String(port), "--chain-id", String(chainId), "--silent"];
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
+  if (options.genesisTimestamp !== undefined) args.push("--timestamp", String(options.genesisTimestamp));
   if (options.stateFile !== undefined) args.push("--state", options.stateFile, "--state-interval", "2");
 
   const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", options.verbose ? "inherit" : "ignore", "pipe"] });

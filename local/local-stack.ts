@@ -53,6 +53,8 @@ export async function startLocalStack(options: {
   persistChain?: boolean;
   /** Seconds between blocks; default: a block per transaction. */
   blockTime?: number;
+  /** Unix seconds of the chain's genesis block (tests move the chain clock). */
+  genesisTimestamp?: number;
   env?: NodeJS.ProcessEnv;
   inheritOutput?: boolean;
 }): Promise<LocalStack> {
@@ -65,6 +67,7 @@ export async function startLocalStack(options: {
     port: options.anvilPort,
     chainId,
     blockTime: options.blockTime,
+    genesisTimestamp: options.genesisTimestamp,
     stateFile: options.persistChain ? join(dataDir, "anvil-state.json") : undefined,
   });
 

@@ -3,7 +3,7 @@ import type { CheckoutSessionTable } from "../store/database.js";
 
 /** What one RPC receipt look-up says about a hash the index does not hold. */
 export type MissingTransferExplanation =
-  | { reason: "not_found" | "reverted" | "wrong_token" | "wrong_recipient" }
+  | { reason: "not_found" | "reverted" | "wrong_token" | "wrong_recipient" | "wrong_amount" }
   /** A canonical transfer to the session's address the indexer has not reached yet. */
   | { reason: "not_yet_indexed"; blockNumber: bigint };
 
@@ -52,9 +52,11 @@ async function lookUp(params: { client: PublicClient; session: CheckoutSessionTa
   const recipient = params.session.payment_address;
   const token = params.session.token_address;
   const canonical = transfers.filter((log) => log.address.toLowerCase() === token);
-  if (canonical.some((log) => log.args.to?.toLowerCase() === recipient)) {
+  const toRecipient = canonical.filter((log) => log.args.to?.toLowerCase() === recipient);
+  if (toRecipient.some((log) => log.args.value?.toString() === params.session.amount_due)) {
     return { reason: "not_yet_indexed", blockNumber: receipt.blockNumber };
   }
+  if (toRecipient.length > 0) return { reason: "wrong_amount" };
   if (transfers.some((log) => log.address.toLowerCase() !== token && log.args.to?.toLowerCase() === recipient)) {
     return { reason: "wrong_token" };
   }

@@ -38,7 +38,8 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
   const session = await trx.selectFrom("checkout_session").selectAll().where("id", "=", reservation.session_id).executeTakeFirstOrThrow();
   const minedAtMs = Number(transfer.blockTimestamp) * 1000;
 
-  if (minedAtMs > Number(session.late_until)) return { kind: "unresolved", reason: "unmatched", session: undefined };
+  // Past the late window the amount no longer names this session; it is still late.
+  if (minedAtMs > Number(session.late_until)) return { kind: "unresolved", reason: "late", session: undefined };
   if (session.required_payer !== null && session.required_payer !== transfer.from) {
     return { kind: "unresolved", reason: "wrong_payer", session };
   }

@@ -82,7 +82,16 @@ export async function submitTransactionHash(
   const toSession = onChain.filter((transfer) => transfer.to === session.payment_address);
   if (toSession.length === 0) throw paymentRejected("wrong_recipient");
   const exact = toSession.find((transfer) => transfer.value.toString() === session.amount_due);
-  if (exact === undefined) throw paymentRejected("wrong_amount");
+  if (exact === undefined) {
+    // A transfer already credited elsewhere is a replay whatever its amount.
+    for (const transfer of toSession) {
+      const credited = await findPayment(context.store, transfer);
+      if (credited?.session_id != null && credited.session_id !== session.id && credited.status !== "unresolved") {
+        throw paymentRejected("replay");
+      }
+    }
+    throw paymentRejected("wrong_amount");
+  }
 
   const head = (await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? exact.blockNumber;
   const credited = await findPayment(context.store, exact);
@@ -112,6 +121,7 @@ function answerForRecorded(
 
 function rejectionFor(reason: string, matched: CheckoutSessionTable | undefined, session: CheckoutSessionTable): RejectionReason {
   if (matched !== undefined && matched.id !== session.id) return "replay";
+  if (reason === "late" && matched === undefined) return "late";
   switch (reason) {
     case "late":
     case "wrong_payer":

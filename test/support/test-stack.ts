@@ -31,9 +31,11 @@ export type TestStack = LocalStack & {
 };
 
 /** One real local stack (Anvil + contracts + indexer + API) in a throw-away data directory. */
-export async function startTestStack(options: { env?: NodeJS.ProcessEnv; blockTime?: number } = {}): Promise<TestStack> {
-  const dataDir = mkdtempSync(join(tmpdir(), "settlement-test-"));
-  const stack = await startLocalStack({ dataDir, env: options.env, blockTime: options.blockTime });
+export async function startTestStack(
+  options: { env?: NodeJS.ProcessEnv; blockTime?: number; genesisTimestamp?: number; dataDir?: string } = {},
+): Promise<TestStack> {
+  const dataDir = options.dataDir ?? newDataDir();
+  const stack = await startLocalStack({ dataDir, ...options });
   const chain = defineChain({
     id: stack.local.chainId,
     name: "Anvil",
@@ -85,6 +87,10 @@ export async function startTestStack(options: { env?: NodeJS.ProcessEnv; blockTi
       rmSync(dataDir, { recursive: true, force: true });
     },
   });
+}
+
+export function newDataDir(): string {
+  return mkdtempSync(join(tmpdir(), "settlement-test-"));
 }
 
 /** Polls `probe` until it returns a value other than undefined. */
