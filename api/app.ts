@@ -7,6 +7,7 @@ import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
+import { docsRoutes } from "./routes/docs.js";
 import { healthRoutes } from "./routes/health.js";
 import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
@@ -64,9 +65,15 @@ export function createApp(context: AppContext) {
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
-  app.doc31("/openapi.json", {
+  const openApiConfig = {
     openapi: "3.1.0",
-    info: { title: "USDC settlement service", version: "1.0.0" },
-  });
+    info: {
+      title: "USDC settlement service",
+      version: "1.0.0",
+      description: "Checkout sessions, settlement of USDC transfers on Base, signed events, certificates and RWA portals.",
+    },
+  };
+  app.doc31("/openapi.json", openApiConfig);
+  app.route("/docs", docsRoutes(() => app.getOpenAPI31Document(openApiConfig)));
   return app;
 }

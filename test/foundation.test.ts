@@ -69,6 +69,19 @@ describe("local stack", () => {
   });
 });
 
+describe("API documentation", () => {
+  it("serves the OpenAPI document and self-contained human docs with every problem code", async () => {
+    const openApi = await (await fetch(`${stack.ponder.baseUrl}/openapi.json`)).json();
+    expect(openApi.openapi).toBe("3.1.0");
+    expect(Object.keys(openApi.paths)).toEqual(expect.arrayContaining(["/v1/checkout/sessions", "/v1/transfers", "/v1/health"]));
+    const docs = await fetch(`${stack.ponder.baseUrl}/docs`);
+    expect(docs.headers.get("content-type")).toContain("text/html");
+    const page = await docs.text();
+    expect(page).toContain('id="problem-wrong_amount"');
+    expect(page).not.toMatch(/<script[^>]+src="https?:/);
+  });
+});
+
 describe("indexed transfers", () => {
   it("shows a USDC transfer to a payment address by transaction hash within a few blocks", async () => {
     const paid = await stack.payUsdc({ from: 1, to: stack.local.partner.paymentAddress as Address, amount: 25_000_123n });
