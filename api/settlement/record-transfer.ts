@@ -165,9 +165,17 @@ export async function confirmPendingPayment(
   return "settled";
 }
 
-async function settleOrder(
+export async function settleOrder(
   trx: Kysely<Database>,
-  params: { session: CheckoutSessionTable; payment: PaymentTable; network: NetworkConfig; confirmations: number; now: number },
+  params: {
+    session: CheckoutSessionTable;
+    payment: PaymentTable;
+    network: NetworkConfig;
+    confirmations: number;
+    now: number;
+    /** Set when an administrator credited an unresolved payment by hand. */
+    resolution?: "attached";
+  },
 ) {
   const { session, payment, network, now } = params;
   await trx
@@ -221,6 +229,7 @@ async function settleOrder(
       amountPaid: payment.amount,
       certificate: { enabled: session.certificate_enabled === 1 },
       settledAt: new Date(now).toISOString(),
+      ...(params.resolution === undefined ? {} : { resolution: params.resolution }),
     },
   });
   // Other sessions of this order can no longer be paid.
