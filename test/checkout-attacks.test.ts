@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { type Address, encodeFunctionData, erc20Abi, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { deployTestUsdc } from "../local/deploy.js";
 import { createSession, outboxEvents, publicPost, readOrder, readSession, sessionBody, submitHash } from "./support/checkout-helpers.js";
@@ -208,6 +209,46 @@ describe("attacks on settlement: each fails and changes nothing", () => {
       expect((await response.json()).code).toBe("invalid_request");
     }
     expect(await store.selectFrom("checkout_session").select("id").execute()).toHaveLength(before.length);
+  });
+});
+
+describe("partner isolation", () => {
+  it("another partner's key reads, fulfils and lists nothing of this partner", async () => {
+    const partner = await createPartner(store, { name: "Other shop" });
+    const { apiKey } = await issueApiKey(store, { partnerId: partner.id, mode: "test" });
+    const other = (path: string, init: RequestInit & { json?: unknown } = {}) =>
+      stack.partnerFetch(path, { ...init, headers: { Authorization: `Bearer ${apiKey}` } });
+
+    const session = await createSession(stack, { certificate: { enabled: false } });
+    const paid = await stack.payUsdc({ from: 7, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+    await waitFor(async () => ((await readSession(stack, session.id)).status === "settled" ? true : undefined));
+
+    expect((await other(`/v1/checkout/sessions/${session.id}`)).status).toBe(404);
+    expect((await other(`/v1/orders/${session.orderId}`)).status).toBe(404);
+    const fulfil = await other(`/v1/orders/${session.orderId}/fulfillment`, { method: "POST", json: { fulfilmentReference: "x", idempotencyKey: "x" } });
+    expect(fulfil.status).toBe(404);
+    expect((await readOrder(stack, session.orderId)).status).toBe("paid");
+    expect((await (await other(`/v1/transfers?txHash=${paid.hash}`)).json()).data).toEqual([]);
+    expect((await (await other("/v1/payments")).json()).data).toEqual([]);
+    // The other partner has no payment address, so it cannot open a session either.
+    const create = await other("/v1/checkout/sessions", { method: "POST", json: sessionBody() });
+    expect(create.status).toBe(422);
+    expect((await create.json()).code).toBe("no_payment_address");
+  });
+
+  it("limits receipt look-ups for unknown hashes per session", async () => {
+    const session = await createSession(stack);
+    const statuses: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      const response = await submitHash(stack, session.clientToken, `0x${i.toString(16).padStart(64, "f")}` as Hex);
+      statuses.push(response.status);
+    }
+    expect(statuses.slice(0, 10).every((status) => status === 404)).toBe(true);
+    expect(statuses[10]).toBe(429);
+    // A known hash is still answered from the index.
+    const paid = await stack.payUsdc({ from: 7, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+    await recorded(paid.hash);
+    expect((await (await submitHash(stack, session.clientToken, paid.hash)).json()).status).toBe("settled");
   });
 });
 

@@ -24,6 +24,7 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
   { code: "replay", status: 422, meaning: "The transfer was already credited to another payment." },
   { code: "unsupported_network", status: 422, meaning: "The network is not enabled on this service." },
   { code: "no_payment_address", status: 422, meaning: "The partner has no watched payment address on that network." },
+  { code: "rate_limited", status: 429, meaning: "Too many requests (or unknown-hash look-ups for one checkout); retry later." },
   { code: "reference_space_exhausted", status: 503, meaning: "Every sub-cent offset of this total is taken; add a payment address." },
   { code: "voucher_key_missing", status: 503, meaning: "The service has no voucher key configured." },
   { code: "internal_error", status: 500, meaning: "Our fault; the response carries a requestId to quote." },

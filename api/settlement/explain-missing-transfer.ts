@@ -1,4 +1,5 @@
 import { type Hex, type PublicClient, parseEventLogs, erc20Abi, TransactionReceiptNotFoundError } from "viem";
+import { ProblemError } from "../http/problem.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 
 /** What one RPC receipt look-up says about a hash the index does not hold. */
@@ -9,6 +10,8 @@ export type MissingTransferExplanation =
 
 type CacheEntry = { value: MissingTransferExplanation; expiresAt: number };
 const MAX_ENTRIES = 10_000;
+/** Receipt look-ups one checkout session may cause per minute; cached answers are free. */
+const LOOKUPS_PER_SESSION_PER_MINUTE = 10;
 
 /**
  * Explains a miss with at most one `eth_getTransactionReceipt` per (chain, hash)
@@ -17,7 +20,19 @@ const MAX_ENTRIES = 10_000;
  */
 export function createMissingTransferExplainer() {
   const cache = new Map<string, CacheEntry>();
+  const lookupsBySession = new Map<string, number[]>();
   let rpcCalls = 0;
+
+  /** Random hashes must not turn the public submission route into an RPC amplifier. */
+  const allowLookup = (sessionId: string) => {
+    const now = Date.now();
+    const recent = (lookupsBySession.get(sessionId) ?? []).filter((at) => now - at < 60_000);
+    if (recent.length >= LOOKUPS_PER_SESSION_PER_MINUTE) return false;
+    recent.push(now);
+    lookupsBySession.set(sessionId, recent);
+    if (lookupsBySession.size > MAX_ENTRIES) lookupsBySession.delete(lookupsBySession.keys().next().value as string);
+    return true;
+  };
 
   return {
     get rpcCalls() {
@@ -28,6 +43,14 @@ export function createMissingTransferExplainer() {
       const cached = cache.get(key);
       if (cached !== undefined && cached.expiresAt > Date.now()) return cached.value;
 
+      if (!allowLookup(params.session.id)) {
+        throw new ProblemError({
+          status: 429,
+          code: "rate_limited",
+          title: "Too many look-ups",
+          detail: "This checkout has asked about too many unknown transactions; wait a minute and check the hash.",
+        });
+      }
       rpcCalls++;
       const value = await lookUp(params);
       const ttl = value.reason === "not_found" ? 15_000 : value.reason === "not_yet_indexed" ? 2_000 : 600_000;
