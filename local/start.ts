@@ -1,6 +1,8 @@
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { PROJECT_ROOT, startLocalStack } from "./local-stack.js";
 import { findFreePort } from "./ports.js";
+import { acquireStackLock } from "./stack-lock.js";
 
 /** `npm start`: the whole service on a local Anvil chain, until Ctrl-C. */
 async function isFree(port: number): Promise<boolean> {
@@ -18,6 +20,8 @@ async function preferredPort(envValue: string | undefined, fallback: number): Pr
 }
 
 const dataDir = process.env.DATA_DIR ?? join(PROJECT_ROOT, ".data");
+mkdirSync(dataDir, { recursive: true });
+const lock = acquireStackLock(dataDir);
 const stack = await startLocalStack({
   dataDir,
   anvilPort: await preferredPort(process.env.ANVIL_PORT, 8545),
@@ -27,6 +31,7 @@ const stack = await startLocalStack({
   inheritOutput: process.env.VERBOSE === "1",
 });
 
+lock.setChildren([stack.anvil.process.pid, stack.ponder.process.pid].filter((pid): pid is number => pid !== undefined));
 const { local } = stack;
 console.log(`
   USDC settlement service, local stack
@@ -48,6 +53,7 @@ const shutdown = async () => {
   stopping = true;
   console.log("stopping…");
   await stack.stop();
+  lock.release();
   process.exit(0);
 };
 process.on("SIGINT", shutdown);
@@ -55,5 +61,8 @@ process.on("SIGTERM", shutdown);
 stack.ponder.process.on("exit", (code) => {
   if (stopping) return;
   console.error(`the service exited (code ${code}); stopping the chain`);
-  void stack.anvil.stop().then(() => process.exit(1));
+  void stack.anvil.stop().then(() => {
+    lock.release();
+    process.exit(1);
+  });
 });
