@@ -8,11 +8,13 @@ import { ProblemError, problemResponse, problems } from "./http/problem.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
 import { docsRoutes } from "./routes/docs.js";
+import { eventsRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
 import { transfersRoutes } from "./routes/transfers.js";
+import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 
 /**
  * The HTTP surface. Ponder's server mounts it at `/` (it owns /health, /ready,
@@ -59,6 +61,8 @@ export function createApp(context: AppContext) {
 
   app.route("/v1/health", healthRoutes(context));
   partnerRoutes("/v1/transfers", transfersRoutes(context));
+  partnerRoutes("/v1/webhook-endpoints", webhookEndpointsRoutes(context));
+  partnerRoutes("/v1/events", eventsRoutes(context));
   partnerRoutes("/v1/checkout/sessions", checkoutSessionRoutes(context));
   partnerRoutes("/v1/orders", orderRoutes(context));
   partnerRoutes("/v1/payments", paymentRoutes(context));

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Hex, toHex } from "viem";
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { createSecretsKeyFileIfMissing } from "../api/outbox/secret-box.js";
 import { generateApiKey } from "../api/partners/api-keys.js";
 import { ANVIL_MNEMONIC } from "./anvil.js";
 
@@ -41,6 +42,14 @@ export function writeVoucherKeyFile(dataDir: string, privateKey: Hex): string {
   const path = voucherKeyFile(dataDir);
   writeFileSync(path, `${privateKey}\n`, { mode: 0o600 });
   return path;
+}
+
+/**
+ * The key that encrypts webhook secrets at rest (SECRETS_KEY_FILE); generated once
+ * per data directory and kept, or the secrets already stored could not be read.
+ */
+export function ensureSecretsKeyFile(dataDir: string): string {
+  return createSecretsKeyFileIfMissing(join(dataDir, "secrets.key"));
 }
 
 /** Anvil's funded development accounts. */

@@ -7,7 +7,13 @@ import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../ap
 import { migrateStore, openSqliteStore } from "../api/store/open-store.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
 import { deployContracts } from "./deploy.js";
-import { addressOf, anvilAccounts, loadOrCreateLocalSecrets, writeVoucherKeyFile } from "./local-secrets.js";
+import {
+  addressOf,
+  anvilAccounts,
+  ensureSecretsKeyFile,
+  loadOrCreateLocalSecrets,
+  writeVoucherKeyFile,
+} from "./local-secrets.js";
 import { type PonderProcess, startPonder } from "./ponder-process.js";
 import { findFreePort } from "./ports.js";
 
@@ -83,6 +89,7 @@ export async function startLocalStack(options: {
       VOUCHER_KEY_FILE: voucherKeyPath,
       ADMIN_ADDRESSES: addressOf(secrets.adminPrivateKey),
       LOCAL_MODE: "true",
+      SECRETS_KEY_FILE: ensureSecretsKeyFile(dataDir),
       ...options.env,
     };
     const port = options.apiPort ?? (await findFreePort());

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Database } from "../store/database.js";
+import type { WebhookDeliveryTable } from "../store/webhook-tables.js";
+import { subscribesTo } from "./subscription.js";
 
 export const EVENT_TYPES = [
   "purchase.settled",
@@ -41,7 +43,7 @@ export async function recordEvent(
     createdAt: new Date(now).toISOString(),
     data: params.data,
   };
-  await trx
+  const { seq } = await trx
     .insertInto("event")
     .values({
       id: envelope.id,
@@ -51,6 +53,63 @@ export async function recordEvent(
       payload: JSON.stringify(envelope),
       created_at: now,
     })
+    .returning("seq")
+    .executeTakeFirstOrThrow();
+
+  // Fan out now, in the same transaction: the event and its deliveries commit
+  // together. Endpoints registered later do not receive this event (a partner can
+  // ask for it with POST /v1/events/:id/redeliver or read it from GET /v1/events).
+  const endpoints = await trx
+    .selectFrom("webhook_endpoint")
+    .select(["id", "events_json"])
+    .where("partner_id", "=", params.partnerId)
+    .where("deleted_at", "is", null)
     .execute();
+  const subscribed = endpoints.filter((endpoint) => subscribesTo(endpoint.events_json, envelope.type));
+  if (subscribed.length > 0) {
+    await trx
+      .insertInto("webhook_delivery")
+      .values(
+        subscribed.map((endpoint) =>
+          newDelivery({
+            event: { id: envelope.id, seq: Number(seq), orderingKey: params.orderingKey },
+            endpoint,
+            partnerId: params.partnerId,
+            // The retry schedule runs on the wall clock, whatever instant the event reports.
+            now: Date.now(),
+          }),
+        ),
+      )
+      .execute();
+  }
   return envelope;
+}
+
+/** A delivery of one event to one endpoint, due at once. */
+export function newDelivery(params: {
+  event: { id: string; seq: number; orderingKey: string };
+  endpoint: { id: string };
+  partnerId: string;
+  now: number;
+}): WebhookDeliveryTable {
+  return {
+    id: `wdl_${randomUUID().replaceAll("-", "")}`,
+    event_id: params.event.id,
+    event_seq: params.event.seq,
+    ordering_key: params.event.orderingKey,
+    partner_id: params.partnerId,
+    endpoint_id: params.endpoint.id,
+    status: "pending",
+    attempt_count: 0,
+    queued_at: params.now,
+    next_attempt_at: params.now,
+    locked_until: null,
+    lock_token: null,
+    last_attempt_at: null,
+    last_status_code: null,
+    last_error: null,
+    delivered_at: null,
+    created_at: params.now,
+    updated_at: params.now,
+  };
 }

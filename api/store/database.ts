@@ -1,11 +1,12 @@
 import type { Generated } from "kysely";
+import type { WebhookTables } from "./webhook-tables.js";
 
 /**
  * Our own state (everything that is not an indexed chain fact), one type per table.
  * Portable between SQLite and Postgres: ids and money are text (money as a canonical
  * decimal string of USDC base units), instants are integer milliseconds since epoch.
  */
-export interface Database extends CommerceTables {
+export interface Database extends CommerceTables, WebhookTables {
   partner: PartnerTable;
   api_key: ApiKeyTable;
   payment_address: PaymentAddressTable;

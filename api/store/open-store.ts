@@ -5,12 +5,14 @@ import { Kysely, type Migration, type MigrationProvider, Migrator, SqliteDialect
 import type { Database } from "./database.js";
 import * as m0001 from "./migrations/0001_foundation.js";
 import * as m0002 from "./migrations/0002_commerce.js";
+import * as m0003 from "./migrations/0003_webhooks.js";
 
 export type Store = Kysely<Database>;
 
 const migrations: Record<string, Migration> = {
   "0001_foundation": m0001,
   "0002_commerce": m0002,
+  "0003_webhooks": m0003,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,5 +1,6 @@
 import type { AppContext } from "../app-context.js";
 import { mintConfirmer } from "../certificates/mint-confirmer.js";
+import { webhookDispatcher } from "../outbox/dispatcher.js";
 import { settlementWorker } from "../settlement/settlement-worker.js";
 import type { Worker } from "./run-worker.js";
 
@@ -8,5 +9,5 @@ import type { Worker } from "./run-worker.js";
  * (`WORKERS=off` disables them in a process that should only serve HTTP).
  */
 export function serviceWorkers(context: AppContext): Worker[] {
-  return [settlementWorker(context), mintConfirmer(context)];
+  return [settlementWorker(context), mintConfirmer(context), webhookDispatcher(context)];
 }

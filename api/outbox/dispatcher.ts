@@ -1,0 +1,273 @@
+import { randomInt, randomUUID } from "node:crypto";
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
+import { z } from "zod";
+import type { AppContext } from "../app-context.js";
+import type { Database } from "../store/database.js";
+import type { Store } from "../store/open-store.js";
+import type { Worker } from "../workers/run-worker.js";
+import { configuredSecretBox, type SecretBox } from "./secret-box.js";
+import { type SendOutcome, sendWebhook, USER_AGENT } from "./send-webhook.js";
+import { SIGNATURE_HEADER, signPayload } from "./signature.js";
+import { signingSecrets } from "./webhook-endpoints.js";
+import type { WebhookUrlPolicy } from "./webhook-url.js";
+
+export type DispatcherOptions = {
+  /** First retry waits up to this long; each further retry doubles the ceiling (full jitter). */
+  retryBaseMs: number;
+  /** Ceiling of one wait between attempts. */
+  retryMaxDelayMs: number;
+  /** A delivery is retried for at least this long after it was queued, then marked failed. */
+  retryWindowMs: number;
+  /** One attempt (DNS, connect, send, response) may take this long. */
+  attemptTimeoutMs: number;
+  /** Attempts in flight at once in one process. */
+  concurrency: number;
+  pollIntervalMs: number;
+};
+
+const HOUR = 60 * 60 * 1000;
+
+const optionsSchema = z.object({
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(1).default(10_000),
+  WEBHOOK_RETRY_MAX_DELAY_MS: z.coerce.number().int().min(1).default(HOUR),
+  WEBHOOK_RETRY_WINDOW_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(3 * 24 * HOUR),
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+});
+
+/** Retry schedule and limits; the defaults are production values, tests shorten them through the environment. */
+export function dispatcherOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): DispatcherOptions {
+  const values = optionsSchema.parse(env);
+  return {
+    retryBaseMs: values.WEBHOOK_RETRY_BASE_MS,
+    retryMaxDelayMs: values.WEBHOOK_RETRY_MAX_DELAY_MS,
+    retryWindowMs: values.WEBHOOK_RETRY_WINDOW_MS,
+    attemptTimeoutMs: values.WEBHOOK_ATTEMPT_TIMEOUT_MS,
+    concurrency: values.WEBHOOK_CONCURRENCY,
+    pollIntervalMs: 100,
+  };
+}
+
+/** Exponential backoff with full jitter: a uniform wait in [0, min(max, base * 2^(failures-1))]. */
+export function retryDelayMs(failures: number, options: Pick<DispatcherOptions, "retryBaseMs" | "retryMaxDelayMs">): number {
+  const ceiling = Math.min(options.retryMaxDelayMs, options.retryBaseMs * 2 ** Math.min(Math.max(failures - 1, 0), 40));
+  return randomInt(0, Math.max(1, Math.floor(ceiling)) + 1);
+}
+
+/**
+ * The webhook dispatcher: delivers every pending delivery at least once, in order
+ * per (endpoint, ordering key), retrying with backoff for the retry window.
+ *
+ * Several processes may run it against one store. A delivery is claimed by a
+ * guarded UPDATE that sets a lease (`locked_until`, `lock_token`) only if the row
+ * is still pending and unleased; whoever updated the row owns the attempt (on
+ * Postgres this plays the part of `FOR UPDATE SKIP LOCKED`). A process that dies
+ * mid-attempt leaves a lease that simply runs out, and the delivery is tried again.
+ * The row becomes `delivered` only after a 2xx arrived, so a crash can repeat a
+ * delivery but never lose one.
+ */
+export function webhookDispatcher(
+  context: Pick<AppContext, "store" | "settings">,
+  options: DispatcherOptions = dispatcherOptionsFromEnv(),
+): Worker {
+  const secretBox = configuredSecretBox();
+  const policy: WebhookUrlPolicy = { localMode: context.settings.localMode };
+  // An attempt is bounded by its timeout; the lease adds room for the store writes around it.
+  const leaseMs = options.attemptTimeoutMs + 5_000;
+  let inFlight = 0;
+  let pumping = false;
+  let pumpAgain = false;
+
+  const deliverClaimed = (claim: Claim) => {
+    inFlight++;
+    attemptDelivery(context.store, claim, { secretBox, policy, options })
+      .catch((error) =>
+        console.error(
+          JSON.stringify({ level: "error", msg: "webhook attempt failed", delivery: claim.id, error: String(error) }),
+        ),
+      )
+      .finally(() => {
+        inFlight--;
+        // The next event of the same ordering key may be waiting on this one: go on now.
+        void pump().catch(() => undefined);
+      });
+  };
+
+  async function pump(): Promise<void> {
+    if (pumping) {
+      pumpAgain = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        pumpAgain = false;
+        const room = options.concurrency - inFlight;
+        if (room <= 0) return;
+        for (const claim of await claimDueDeliveries(context.store, { limit: room, leaseMs })) deliverClaimed(claim);
+      } while (pumpAgain);
+    } finally {
+      pumping = false;
+    }
+  }
+
+  return { name: "webhook-dispatcher", intervalMs: options.pollIntervalMs, tick: pump };
+}
+
+type Claim = { id: string; token: string };
+
+/** An earlier delivery of the same ordering key to the same endpoint is still pending. */
+function earlierPending(eb: ExpressionBuilder<Database, "webhook_delivery">): Expression<SqlBool> {
+  return eb.exists(
+    eb
+      .selectFrom("webhook_delivery as earlier")
+      .select(sql<number>`1`.as("one"))
+      .whereRef("earlier.endpoint_id", "=", "webhook_delivery.endpoint_id")
+      .whereRef("earlier.ordering_key", "=", "webhook_delivery.ordering_key")
+      .where("earlier.status", "=", "pending")
+      .whereRef("earlier.event_seq", "<", "webhook_delivery.event_seq"),
+  );
+}
+
+/**
+ * Finds due deliveries that head their (endpoint, ordering key) line and claims
+ * each with a guarded UPDATE; a row another process claimed first is skipped.
+ */
+export async function claimDueDeliveries(store: Store, params: { limit: number; leaseMs: number }): Promise<Claim[]> {
+  const now = Date.now();
+  const unleased = (eb: ExpressionBuilder<Database, "webhook_delivery">) =>
+    eb.or([eb("webhook_delivery.locked_until", "is", null), eb("webhook_delivery.locked_until", "<", now)]);
+  const due = await store
+    .selectFrom("webhook_delivery")
+    .select("webhook_delivery.id")
+    .where("webhook_delivery.status", "=", "pending")
+    .where("webhook_delivery.next_attempt_at", "<=", now)
+    .where(unleased)
+    .where((eb) => eb.not(earlierPending(eb)))
+    .orderBy("webhook_delivery.next_attempt_at")
+    .orderBy("webhook_delivery.event_seq")
+    .limit(params.limit)
+    .execute();
+
+  const claims: Claim[] = [];
+  for (const row of due) {
+    const token = randomUUID();
+    const result = await store
+      .updateTable("webhook_delivery")
+      .set({ locked_until: now + params.leaseMs, lock_token: token })
+      .where("webhook_delivery.id", "=", row.id)
+      .where("webhook_delivery.status", "=", "pending")
+      .where(unleased)
+      .where((eb) => eb.not(earlierPending(eb)))
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 1) claims.push({ id: row.id, token });
+  }
+  return claims;
+}
+
+async function attemptDelivery(
+  store: Store,
+  claim: Claim,
+  deps: { secretBox: SecretBox; policy: WebhookUrlPolicy; options: DispatcherOptions },
+): Promise<void> {
+  const row = await store
+    .selectFrom("webhook_delivery")
+    .innerJoin("event", "event.id", "webhook_delivery.event_id")
+    .innerJoin("webhook_endpoint", "webhook_endpoint.id", "webhook_delivery.endpoint_id")
+    .selectAll("webhook_endpoint")
+    .select([
+      "webhook_delivery.attempt_count",
+      "webhook_delivery.queued_at",
+      "event.id as event_id",
+      "event.type as event_type",
+      "event.payload as payload",
+    ])
+    .where("webhook_delivery.id", "=", claim.id)
+    .where("webhook_delivery.lock_token", "=", claim.token)
+    .executeTakeFirst();
+  if (row === undefined) return;
+
+  const startedAt = Date.now();
+  let outcome: SendOutcome;
+  let secrets: string[] | undefined;
+  try {
+    secrets = signingSecrets(row, deps.secretBox, startedAt);
+  } catch {
+    secrets = undefined;
+  }
+  if (row.deleted_at !== null) {
+    outcome = { ok: false, statusCode: null, error: "the endpoint was deleted", responseExcerpt: null };
+  } else if (secrets === undefined) {
+    outcome = {
+      ok: false,
+      statusCode: null,
+      error: "the signing secret cannot be decrypted with the configured SECRETS_KEY_FILE; rotate the endpoint's secret",
+      responseExcerpt: null,
+    };
+  } else {
+    const signature = signPayload({ payload: row.payload, secrets, timestamp: Math.floor(startedAt / 1000) });
+    outcome = await sendWebhook({
+      url: row.url,
+      payload: row.payload,
+      headers: {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        [SIGNATURE_HEADER]: signature,
+        "Service-Event-Id": row.event_id,
+        "Service-Event-Type": row.event_type,
+      },
+      policy: deps.policy,
+      timeoutMs: deps.options.attemptTimeoutMs,
+    });
+  }
+  const finishedAt = Date.now();
+  const attempts = Number(row.attempt_count) + 1;
+  const deadline = Number(row.queued_at) + deps.options.retryWindowMs;
+  const next = outcome.ok
+    ? { status: "delivered" as const, next_attempt_at: finishedAt, delivered_at: finishedAt }
+    : row.deleted_at !== null
+      ? { status: "cancelled" as const, next_attempt_at: finishedAt, delivered_at: null }
+      : finishedAt >= deadline
+        ? { status: "failed" as const, next_attempt_at: finishedAt, delivered_at: null }
+        : {
+            status: "pending" as const,
+            // The last retry lands on the deadline, so retries span the whole window.
+            next_attempt_at: Math.min(finishedAt + retryDelayMs(attempts, deps.options), deadline),
+            delivered_at: null,
+          };
+
+  await store.transaction().execute(async (trx) => {
+    // Every attempt is kept, even one whose lease ran out and was taken over.
+    await trx
+      .insertInto("webhook_delivery_attempt")
+      .values({
+        id: `wda_${randomUUID().replaceAll("-", "")}`,
+        delivery_id: claim.id,
+        started_at: startedAt,
+        duration_ms: finishedAt - startedAt,
+        status_code: outcome.statusCode,
+        error: outcome.error,
+        response_excerpt: outcome.responseExcerpt,
+      })
+      .execute();
+    await trx
+      .updateTable("webhook_delivery")
+      .set({
+        ...next,
+        attempt_count: attempts,
+        last_attempt_at: startedAt,
+        last_status_code: outcome.statusCode,
+        last_error: outcome.error,
+        locked_until: null,
+        lock_token: null,
+        updated_at: finishedAt,
+      })
+      .where("id", "=", claim.id)
+      .where("lock_token", "=", claim.token)
+      .execute();
+  });
+}

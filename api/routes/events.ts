@@ -1,0 +1,153 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppContext } from "../app-context.js";
+import type { PartnerVariables } from "../http/partner-auth.js";
+import { DELIVERY_STATUSES, eventDeliveries, redeliverEvent } from "../outbox/deliveries.js";
+import { getEvent, listEvents } from "../outbox/events.js";
+import { EVENT_TYPES } from "../outbox/record-event.js";
+import type { AppEnv } from "./app-env.js";
+
+export const EventEnvelopeSchema = z
+  .object({
+    id: z.string().openapi({ description: "Unique per event; de-duplicate on it", example: "evt_3f1c..." }),
+    type: z.enum(EVENT_TYPES),
+    createdAt: z.string().openapi({ description: "ISO 8601" }),
+    data: z.record(z.string(), z.unknown()).openapi({
+      description: "externalOrderId, orderId, purchaseId, transactionHash and type-specific fields (see docs/events.md)",
+    }),
+  })
+  .openapi("EventEnvelope");
+
+const DeliverySchema = z
+  .object({
+    id: z.string(),
+    eventId: z.string(),
+    endpointId: z.string(),
+    url: z.string(),
+    status: z.enum(DELIVERY_STATUSES),
+    attemptCount: z.number().int().openapi({ description: "Attempts since the delivery was last queued" }),
+    nextAttemptAt: z.string().nullable(),
+    lastAttemptAt: z.string().nullable(),
+    lastStatusCode: z.number().int().nullable(),
+    lastError: z.string().nullable(),
+    deliveredAt: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .openapi("EventDelivery");
+
+const AttemptSchema = z
+  .object({
+    id: z.string(),
+    startedAt: z.string(),
+    durationMs: z.number().int(),
+    statusCode: z.number().int().nullable(),
+    error: z.string().nullable(),
+    responseExcerpt: z.string().nullable(),
+  })
+  .openapi("EventDeliveryAttempt");
+
+const IdParams = z.object({ id: z.string().max(100) });
+const problem = { "application/problem+json": { schema: z.object({ code: z.string(), detail: z.string() }).passthrough() } };
+
+const listRouteDef = createRoute({
+  method: "get",
+  path: "/",
+  summary: "Your events in the order they were recorded (reconciliation)",
+  description:
+    "Pass the id of the last event you processed as `after` to get what came since. `nextCursor` is set when more events " +
+    "follow this page. Every event ever recorded for you is here, whether or not a webhook delivered it.",
+  security: [{ apiKey: [] }],
+  request: {
+    query: z.object({
+      after: z.string().max(100).optional().openapi({ description: "An event id" }),
+      type: z.enum(EVENT_TYPES).optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+    }),
+  },
+  responses: {
+    200: {
+      description: "A page of events",
+      content: {
+        "application/json": { schema: z.object({ data: z.array(EventEnvelopeSchema), nextCursor: z.string().nullable() }) },
+      },
+    },
+  },
+});
+
+const getRouteDef = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "Read one event (the envelope its webhook carries)",
+  security: [{ apiKey: [] }],
+  request: { params: IdParams },
+  responses: {
+    200: { description: "The event", content: { "application/json": { schema: EventEnvelopeSchema } } },
+    404: { description: "`not_found`", content: problem },
+  },
+});
+
+const deliveriesRouteDef = createRoute({
+  method: "get",
+  path: "/{id}/deliveries",
+  summary: "Deliveries of an event, with every attempt",
+  security: [{ apiKey: [] }],
+  request: { params: IdParams },
+  responses: {
+    200: {
+      description: "One delivery per endpoint",
+      content: {
+        "application/json": {
+          schema: z.object({ data: z.array(DeliverySchema.extend({ attempts: z.array(AttemptSchema) })) }),
+        },
+      },
+    },
+    404: { description: "`not_found`", content: problem },
+  },
+});
+
+const redeliverRouteDef = createRoute({
+  method: "post",
+  path: "/{id}/redeliver",
+  summary: "Deliver an event again (same id, same body)",
+  description:
+    "With `endpointId`: to that endpoint (also one created after the event). Without: to every endpoint subscribed to the " +
+    "event's type. The delivery starts a fresh retry schedule.",
+  security: [{ apiKey: [] }],
+  request: {
+    params: IdParams,
+    body: {
+      content: { "application/json": { schema: z.object({ endpointId: z.string().max(100).optional() }) } },
+      required: false,
+    },
+  },
+  responses: {
+    202: { description: "Queued", content: { "application/json": { schema: z.object({ data: z.array(DeliverySchema) }) } } },
+    404: { description: "`not_found`", content: problem },
+    409: { description: "`no_webhook_endpoint`", content: problem },
+  },
+});
+
+/** `/v1/events`: the partner's events, their deliveries, and redelivery (SPEC section 4 and 6). */
+export function eventsRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(listRouteDef, async (c) => {
+      const query = c.req.valid("query");
+      const page = await listEvents(context.store, { partnerId: c.get("partner").id, ...query });
+      return c.json(page, 200);
+    })
+    .openapi(getRouteDef, async (c) => {
+      const event = await getEvent(context.store, { partnerId: c.get("partner").id, eventId: c.req.valid("param").id });
+      return c.json(JSON.parse(event.payload) as z.infer<typeof EventEnvelopeSchema>, 200);
+    })
+    .openapi(deliveriesRouteDef, async (c) => {
+      const data = await eventDeliveries(context.store, { partnerId: c.get("partner").id, eventId: c.req.valid("param").id });
+      return c.json({ data }, 200);
+    })
+    .openapi(redeliverRouteDef, async (c) => {
+      const data = await redeliverEvent(context.store, {
+        partnerId: c.get("partner").id,
+        eventId: c.req.valid("param").id,
+        endpointId: c.req.valid("json").endpointId,
+      });
+      return c.json({ data }, 202);
+    });
+}

@@ -1,0 +1,208 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppContext } from "../app-context.js";
+import { decodeCursor, encodeCursor } from "../http/cursor.js";
+import type { PartnerVariables } from "../http/partner-auth.js";
+import { EVENT_TYPES } from "../outbox/record-event.js";
+import { configuredSecretBox } from "../outbox/secret-box.js";
+import { ALL_EVENTS } from "../outbox/subscription.js";
+import {
+  createWebhookEndpoint,
+  deleteWebhookEndpoint,
+  getWebhookEndpoint,
+  listWebhookEndpoints,
+  rotateWebhookSecret,
+} from "../outbox/webhook-endpoints.js";
+import { MAX_WEBHOOK_URL_LENGTH } from "../outbox/webhook-url.js";
+import type { AppEnv } from "./app-env.js";
+
+const EventTypeOrAll = z.enum([ALL_EVENTS, ...EVENT_TYPES]);
+
+const WebhookEndpointSchema = z
+  .object({
+    id: z.string().openapi({ example: "we_0f8c..." }),
+    url: z.string(),
+    events: z.array(EventTypeOrAll).openapi({ description: '`["*"]`: every type, including types added later' }),
+    createdAt: z.string().openapi({ description: "ISO 8601" }),
+    previousSecretExpiresAt: z
+      .string()
+      .nullable()
+      .openapi({ description: "While a secret rotation is in progress: when the previous secret stops signing" }),
+  })
+  .openapi("WebhookEndpoint");
+
+const CreateBody = z
+  .object({
+    url: z.string().max(MAX_WEBHOOK_URL_LENGTH).openapi({ example: "https://shop.example/webhooks/settlement" }),
+    events: z
+      .array(EventTypeOrAll)
+      .min(1)
+      .max(EVENT_TYPES.length + 1)
+      .optional()
+      .openapi({ description: 'Event types to receive; omitted or `["*"]`: all types' }),
+  })
+  .openapi("CreateWebhookEndpoint");
+
+const IdParams = z.object({ id: z.string().max(100) });
+
+const problem = { "application/problem+json": { schema: z.object({ code: z.string(), detail: z.string() }).passthrough() } };
+
+const createRouteDef = createRoute({
+  method: "post",
+  path: "/",
+  summary: "Register a webhook endpoint",
+  description:
+    "The URL must be https (http only in local mode) and must not point at a private, loopback, link-local or reserved address, " +
+    "directly or through DNS. The signing secret is shown only in this answer. The endpoint receives events recorded from now on.",
+  security: [{ apiKey: [] }],
+  request: { body: { content: { "application/json": { schema: CreateBody } }, required: true } },
+  responses: {
+    201: {
+      description: "Created",
+      content: {
+        "application/json": { schema: WebhookEndpointSchema.extend({ secret: z.string().openapi({ example: "whsec_..." }) }) },
+      },
+    },
+    400: { description: "`invalid_webhook_url` or `invalid_request`", content: problem },
+    409: { description: "`too_many_webhook_endpoints`", content: problem },
+  },
+});
+
+const listRouteDef = createRoute({
+  method: "get",
+  path: "/",
+  summary: "List webhook endpoints (without secrets)",
+  security: [{ apiKey: [] }],
+  request: {
+    query: z.object({
+      cursor: z.string().max(500).optional(),
+      limit: z.coerce.number().int().min(1).max(100).default(100),
+    }),
+  },
+  responses: {
+    200: {
+      description: "A page of endpoints",
+      content: {
+        "application/json": { schema: z.object({ data: z.array(WebhookEndpointSchema), nextCursor: z.string().nullable() }) },
+      },
+    },
+  },
+});
+
+const getRouteDef = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "Read a webhook endpoint (without its secret)",
+  security: [{ apiKey: [] }],
+  request: { params: IdParams },
+  responses: {
+    200: { description: "The endpoint", content: { "application/json": { schema: WebhookEndpointSchema } } },
+    404: { description: "`not_found`", content: problem },
+  },
+});
+
+const deleteRouteDef = createRoute({
+  method: "delete",
+  path: "/{id}",
+  summary: "Delete a webhook endpoint",
+  description: "Deliveries to it that were not made yet are cancelled.",
+  security: [{ apiKey: [] }],
+  request: { params: IdParams },
+  responses: {
+    200: {
+      description: "Deleted",
+      content: { "application/json": { schema: z.object({ id: z.string(), deleted: z.literal(true) }) } },
+    },
+    404: { description: "`not_found`", content: problem },
+  },
+});
+
+const rotateRouteDef = createRoute({
+  method: "post",
+  path: "/{id}/rotate-secret",
+  summary: "Rotate the signing secret",
+  description:
+    "Returns the new secret (shown only here). Until `previousSecretExpiresAt` (default 24 h) every delivery carries two `v1=` " +
+    "signatures, one per secret, so a receiver can switch at its own pace.",
+  security: [{ apiKey: [] }],
+  request: {
+    params: IdParams,
+    body: {
+      content: {
+        "application/json": {
+          schema: z.object({
+            previousSecretExpiresInSeconds: z
+              .number()
+              .int()
+              .min(0)
+              .max(7 * 24 * 60 * 60)
+              .optional()
+              .openapi({ description: "How long the old secret keeps signing; default 86400, 0 retires it at once" }),
+          }),
+        },
+      },
+      required: false,
+    },
+  },
+  responses: {
+    200: {
+      description: "Rotated",
+      content: {
+        "application/json": {
+          schema: z.object({ id: z.string(), secret: z.string(), previousSecretExpiresAt: z.string() }),
+        },
+      },
+    },
+    404: { description: "`not_found`", content: problem },
+  },
+});
+
+const listCursor = z.object({ t: z.number().int(), i: z.string() });
+
+/** `/v1/webhook-endpoints`: where a partner receives its signed events (SPEC section 4 and 6). */
+export function webhookEndpointsRoutes(context: AppContext) {
+  const policy = { localMode: context.settings.localMode };
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(createRouteDef, async (c) => {
+      const body = c.req.valid("json");
+      const endpoint = await createWebhookEndpoint(context.store, {
+        partnerId: c.get("partner").id,
+        url: body.url,
+        events: body.events,
+        policy,
+        secretBox: configuredSecretBox(),
+      });
+      return c.json(endpoint, 201);
+    })
+    .openapi(listRouteDef, async (c) => {
+      const query = c.req.valid("query");
+      const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, listCursor);
+      const page = await listWebhookEndpoints(context.store, {
+        partnerId: c.get("partner").id,
+        after: after && { createdAt: after.t, id: after.i },
+        limit: query.limit,
+      });
+      return c.json({ data: page.data, nextCursor: page.next && encodeCursor({ t: page.next.createdAt, i: page.next.id }) }, 200);
+    })
+    .openapi(getRouteDef, async (c) => {
+      const endpoint = await getWebhookEndpoint(context.store, {
+        partnerId: c.get("partner").id,
+        endpointId: c.req.valid("param").id,
+      });
+      return c.json(endpoint, 200);
+    })
+    .openapi(deleteRouteDef, async (c) => {
+      const { id } = c.req.valid("param");
+      await deleteWebhookEndpoint(context.store, { partnerId: c.get("partner").id, endpointId: id });
+      return c.json({ id, deleted: true as const }, 200);
+    })
+    .openapi(rotateRouteDef, async (c) => {
+      const body = c.req.valid("json");
+      const rotated = await rotateWebhookSecret(context.store, {
+        partnerId: c.get("partner").id,
+        endpointId: c.req.valid("param").id,
+        previousSecretLifetimeSeconds: body.previousSecretExpiresInSeconds,
+        secretBox: configuredSecretBox(),
+      });
+      return c.json(rotated, 200);
+    });
+}
