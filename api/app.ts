@@ -10,6 +10,7 @@ import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
 import { docsRoutes } from "./routes/docs.js";
 import { eventsRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
+import { hostedPageRoutes } from "./routes/hosted-pages.js";
 import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
@@ -67,6 +68,7 @@ export function createApp(context: AppContext) {
   partnerRoutes("/v1/orders", orderRoutes(context));
   partnerRoutes("/v1/payments", paymentRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
+  app.route("/", hostedPageRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   const openApiConfig = {

@@ -1,0 +1,173 @@
+import { html } from "hono/html";
+
+/**
+ * The hosted pages' markup. Server-side they know only the session id: every
+ * detail of the session is read by the page's script with the client token, which
+ * reaches the page by postMessage (checkout) or a form POST (claim), never a URL.
+ */
+const head = (title: string) => html`<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${title}</title>
+<link rel="stylesheet" href="/assets/hosted.css">
+</head>`;
+
+export function checkoutPage(params: { sessionId: string }) {
+  return html`<!doctype html>
+<html lang="en">
+${head("Pay with USDC")}
+<body>
+<main id="checkout" class="card" data-session-id="${params.sessionId}" aria-labelledby="checkout-title">
+  <h1 id="checkout-title">Pay with USDC</h1>
+  <p id="summary" class="summary" hidden></p>
+  <p id="status" class="status" role="status" aria-live="polite">Loading the checkout…</p>
+
+  <section id="details-step" aria-labelledby="details-title" hidden>
+    <h2 id="details-title" tabindex="-1">1. Your details</h2>
+    <form id="details-form" novalidate>
+      <fieldset>
+        <legend>Contact</legend>
+        <div class="field">
+          <label for="email">Email <span class="required">(required)</span></label>
+          <input id="email" name="email" type="email" autocomplete="email" required aria-describedby="email-hint">
+          <p id="email-hint" class="hint">For the receipt and questions about your order.</p>
+        </div>
+        <div class="field">
+          <label for="contact-name">Name</label>
+          <input id="contact-name" name="name" type="text" autocomplete="name" maxlength="200">
+        </div>
+      </fieldset>
+      <fieldset id="delivery-fields" hidden disabled>
+        <legend>Delivery address</legend>
+        <div class="field">
+          <label for="delivery-name">Full name <span class="required">(required)</span></label>
+          <input id="delivery-name" name="deliveryName" type="text" autocomplete="shipping name" required maxlength="200">
+        </div>
+        <div class="field">
+          <label for="line1">Address <span class="required">(required)</span></label>
+          <input id="line1" name="line1" type="text" autocomplete="shipping address-line1" required maxlength="200">
+        </div>
+        <div class="field">
+          <label for="line2">Address line 2</label>
+          <input id="line2" name="line2" type="text" autocomplete="shipping address-line2" maxlength="200">
+        </div>
+        <div class="row">
+          <div class="field">
+            <label for="postal-code">Postal code <span class="required">(required)</span></label>
+            <input id="postal-code" name="postalCode" type="text" autocomplete="shipping postal-code" required maxlength="20">
+          </div>
+          <div class="field">
+            <label for="city">City <span class="required">(required)</span></label>
+            <input id="city" name="city" type="text" autocomplete="shipping address-level2" required maxlength="100">
+          </div>
+        </div>
+        <div class="row">
+          <div class="field">
+            <label for="region">Region</label>
+            <input id="region" name="region" type="text" autocomplete="shipping address-level1" maxlength="100">
+          </div>
+          <div class="field">
+            <label for="country">Country code <span class="required">(required)</span></label>
+            <input id="country" name="country" type="text" autocomplete="shipping country" required minlength="2" maxlength="2"
+              pattern="[A-Za-z]{2}" aria-describedby="country-hint">
+            <p id="country-hint" class="hint">Two letters, for example PT or US.</p>
+          </div>
+        </div>
+      </fieldset>
+      <p id="details-error" class="error" role="alert" hidden></p>
+      <button type="submit" class="primary">Continue to payment</button>
+    </form>
+  </section>
+
+  <section id="payment-step" aria-labelledby="payment-title" hidden>
+    <h2 id="payment-title" tabindex="-1">2. Send the payment</h2>
+    <p>Send <strong>exactly</strong> this amount of USDC from any wallet or exchange. No wallet connection is needed here.</p>
+    <dl class="payment">
+      <div>
+        <dt>Amount</dt>
+        <dd><span class="value"><strong id="amount"></strong> USDC</span>
+          <button type="button" class="copy" data-copy="amount" aria-label="Copy amount">Copy</button></dd>
+        <dd class="hint" id="amount-hint"></dd>
+      </div>
+      <div>
+        <dt>To address</dt>
+        <dd><code id="recipient" class="address"></code>
+          <button type="button" class="copy" data-copy="recipient" aria-label="Copy address">Copy</button></dd>
+      </div>
+      <div>
+        <dt>Network</dt>
+        <dd id="network"></dd>
+      </div>
+      <div>
+        <dt>Token</dt>
+        <dd>USDC <code id="token-address" class="address"></code></dd>
+      </div>
+      <div>
+        <dt>Time left</dt>
+        <dd><span id="countdown" role="timer" aria-live="off"></span></dd>
+      </div>
+    </dl>
+    <figure class="qr">
+      <div id="qr"></div>
+      <figcaption>Scan with a wallet app, or <a id="wallet-link" href="#">open the payment in your wallet</a>.</figcaption>
+    </figure>
+    <span id="copy-status" class="visually-hidden" aria-live="polite"></span>
+    <form id="hash-form" novalidate>
+      <div class="field">
+        <label for="transaction-hash">Transaction hash</label>
+        <input id="transaction-hash" name="transactionHash" type="text" inputmode="text" autocomplete="off" spellcheck="false"
+          pattern="0x[0-9a-fA-F]{64}" aria-describedby="hash-hint" required>
+        <p id="hash-hint" class="hint">After sending, paste the transaction hash (0x followed by 64 characters) from your wallet.
+          We also notice the payment without it.</p>
+      </div>
+      <p id="hash-error" class="error" role="alert" hidden></p>
+      <button type="submit" class="primary">Submit transaction hash</button>
+    </form>
+  </section>
+
+  <section id="done-step" aria-labelledby="done-title" hidden>
+    <h2 id="done-title" tabindex="-1">Payment received</h2>
+    <p id="done-message"></p>
+    <p>Transaction: <code id="done-hash" class="address"></code></p>
+  </section>
+
+  <section id="closed-step" aria-labelledby="closed-title" hidden>
+    <h2 id="closed-title" tabindex="-1">This checkout is closed</h2>
+    <p id="closed-message"></p>
+  </section>
+</main>
+<script src="/assets/checkout-page.js"></script>
+</body>
+</html>`;
+}
+
+export function claimPage(params: { sessionId: string; clientToken?: string }) {
+  return html`<!doctype html>
+<html lang="en">
+${head("Claim your certificate")}
+<body>
+<main id="claim" class="card" data-session-id="${params.sessionId}" data-client-token="${params.clientToken ?? ""}" aria-labelledby="claim-title">
+  <h1 id="claim-title">Claim your certificate</h1>
+  <p id="summary" class="summary" hidden></p>
+  <p id="status" class="status" role="status" aria-live="polite">Loading…</p>
+  <section id="wallet-step" aria-labelledby="wallet-title" hidden>
+    <h2 id="wallet-title" tabindex="-1">Mint it to your wallet</h2>
+    <p>The certificate is a non-transferable token minted to the wallet you connect. Your wallet sends one transaction and pays its network fee.</p>
+    <p id="account-line" hidden>Connected wallet: <code id="account" class="address"></code></p>
+    <p id="claim-error" class="error" role="alert" hidden></p>
+    <div class="actions">
+      <button type="button" id="connect" class="primary">Connect wallet</button>
+      <button type="button" id="mint" class="primary" hidden>Mint certificate</button>
+    </div>
+  </section>
+  <section id="result-step" aria-labelledby="result-title" hidden>
+    <h2 id="result-title" tabindex="-1">Certificate</h2>
+    <p id="result-message"></p>
+    <p id="mint-line" hidden>Transaction: <code id="mint-hash" class="address"></code> <a id="mint-link" hidden target="_blank" rel="noopener noreferrer">View on the block explorer</a></p>
+  </section>
+</main>
+<script src="/assets/claim-page.js"></script>
+</body>
+</html>`;
+}

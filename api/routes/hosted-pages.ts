@@ -1,0 +1,98 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppContext } from "../app-context.js";
+import { authenticateClientToken } from "../checkout/client-tokens.js";
+import { paymentView } from "../checkout/session-view.js";
+import { hostedAsset } from "../hosted/assets.js";
+import { checkoutPage, claimPage } from "../hosted/pages.js";
+import { paymentQrSvg } from "../hosted/payment-qr.js";
+import { hostedPageHeaders } from "../hosted/security-headers.js";
+import { problems } from "../http/problem.js";
+import type { AppEnv } from "./app-env.js";
+
+const SESSION_ID = /^[A-Za-z0-9_-]{1,100}$/;
+const ClientTokenBody = z.object({ clientToken: z.string().min(1).max(200) });
+
+function sessionIdOf(value: string): string {
+  if (!SESSION_ID.test(value)) throw problems.notFound(`Checkout session ${value.slice(0, 100)}`);
+  return value;
+}
+
+/**
+ * The hosted checkout (`/checkout/:sessionId`, framed by the partner's component),
+ * the certificate claim page (`/claim/:sessionId`) and their own assets. The pages
+ * hold no session data until the browser proves the client token.
+ */
+export function hostedPageRoutes(context: AppContext) {
+  const app = new OpenAPIHono<AppEnv>();
+
+  app.get("/checkout/:sessionId", (c) => {
+    const sessionId = sessionIdOf(c.req.param("sessionId"));
+    return c.html(checkoutPage({ sessionId }), 200, hostedPageHeaders("checkout"));
+  });
+
+  // The EIP-681 link as an SVG QR code, for the checkout page (token in the body, like every browser call).
+  app.post("/checkout/:sessionId/qr", async (c) => {
+    const sessionId = sessionIdOf(c.req.param("sessionId"));
+    const parsed = ClientTokenBody.safeParse(await c.req.json().catch(() => undefined));
+    if (!parsed.success) throw problems.invalidRequest("Send `{ clientToken }` as JSON.");
+    const session = await authenticateClientToken(context.store, {
+      sessionId,
+      clientToken: parsed.data.clientToken,
+      use: "read",
+    });
+    const svg = await paymentQrSvg(paymentView(session).uri);
+    return c.body(svg, 200, {
+      "Content-Type": "image/svg+xml; charset=utf-8",
+      "Cache-Control": "no-store",
+      "X-Content-Type-Options": "nosniff",
+    });
+  });
+
+  app.get("/claim/:sessionId", (c) => {
+    const sessionId = sessionIdOf(c.req.param("sessionId"));
+    return c.html(claimPage({ sessionId }), 200, hostedPageHeaders("claim"));
+  });
+
+  // The shop's "claim your certificate" form posts the client token here, so it never rides in a URL.
+  app.post("/claim/:sessionId", async (c) => {
+    const sessionId = sessionIdOf(c.req.param("sessionId"));
+    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+    const token = form.clientToken;
+    const clientToken = typeof token === "string" && token.length > 0 && token.length <= 200 ? token : undefined;
+    return c.html(claimPage({ sessionId, clientToken }), 200, hostedPageHeaders("claim"));
+  });
+
+  app.get("/assets/:name", (c) => {
+    const asset = hostedAsset(c.req.param("name"));
+    if (asset === undefined) throw problems.notFound(`Asset ${c.req.param("name").slice(0, 100)}`);
+    return c.body(asset.body, 200, {
+      "Content-Type": asset.contentType,
+      "Cache-Control": "public, max-age=300",
+      "X-Content-Type-Options": "nosniff",
+      // The component script is loaded by partner pages on other origins.
+      "Cross-Origin-Resource-Policy": "cross-origin",
+    });
+  });
+
+  const page = (path: string, summary: string, description: string) =>
+    app.openAPIRegistry.registerPath({
+      method: "get",
+      path,
+      summary,
+      description,
+      request: { params: z.object({ sessionId: z.string() }) },
+      responses: { 200: { description: "HTML page", content: { "text/html": { schema: z.string() } } } },
+    });
+  page(
+    "/checkout/{sessionId}",
+    "Hosted checkout page (framed by the checkout component)",
+    "Load `/assets/checkout-component.js` on your page and call `UsdcCheckout.mount(element, { sessionId, clientToken, onComplete, " +
+      "onStateChange })`; the component frames this page and hands it the client token by postMessage.",
+  );
+  page(
+    "/claim/{sessionId}",
+    "Certificate claim page",
+    "Open it with a form POST of `clientToken` to the same path (or `UsdcCheckout.openClaim`); it connects the customer's wallet and mints.",
+  );
+  return app;
+}

@@ -1,0 +1,158 @@
+import { baseUnitsString } from "./amounts.js";
+import { type Query, request, type Transport } from "./http.js";
+import { DEFAULT_BASE_URLS, type NetworkName } from "./networks.js";
+import type {
+  CheckoutSession,
+  CreateCheckoutSessionParams,
+  CreatedCheckoutSession,
+  CreatedWebhookEndpoint,
+  CreateWebhookEndpointParams,
+  EventDelivery,
+  EventDeliveryWithAttempts,
+  FulfilOrderParams,
+  Health,
+  ListEventsParams,
+  ListPaymentsParams,
+  ListTransfersParams,
+  Order,
+  Page,
+  Payment,
+  SettlementEvent,
+  Transfer,
+  WebhookEndpoint,
+} from "./types.js";
+
+export type ClientOptions = {
+  /** The partner API key. Server-side only: never ship it to a browser. */
+  apiKey: string;
+  /** Which Base network sessions are created on, and the default service address. */
+  network: NetworkName;
+  /** Overrides the network's default address (`DEFAULT_BASE_URLS`); locally, `baseUrl` of `.data/local.json`. */
+  baseUrl?: string;
+  /** Per request; default 30 s. */
+  timeoutMs?: number;
+  /** A fetch to use instead of the global one (tests, proxies). */
+  fetch?: typeof globalThis.fetch;
+};
+
+export type SettlementClient = ReturnType<typeof createClient>;
+
+const path = (strings: TemplateStringsArray, ...ids: string[]) =>
+  strings.reduce(
+    (joined, part, index) => joined + part + (index < ids.length ? encodeURIComponent(ids[index] as string) : ""),
+    "",
+  );
+
+/**
+ * The partner client. Every method is one call of SPEC section 4 and throws a
+ * `SettlementApiError` (with the problem `code`) when the service refuses.
+ */
+export function createClient(options: ClientOptions) {
+  if (typeof options.apiKey !== "string" || options.apiKey === "") throw new TypeError("createClient: `apiKey` is required.");
+  const baseUrl = options.baseUrl ?? DEFAULT_BASE_URLS[options.network];
+  if (baseUrl === undefined) throw new TypeError(`createClient: unknown network ${JSON.stringify(options.network)}.`);
+  const transport: Transport = {
+    baseUrl,
+    apiKey: options.apiKey,
+    timeoutMs: options.timeoutMs ?? 30_000,
+    fetch: options.fetch ?? globalThis.fetch,
+  };
+  const get = <answer>(p: string, query?: Query) => request<answer>(transport, { method: "GET", path: p, query });
+  const post = <answer>(p: string, body: unknown = {}) => request<answer>(transport, { method: "POST", path: p, body });
+
+  /** Follows `nextCursor` page by page; `next(cursor)` fetches the page after `cursor`. */
+  async function* paginate<item>(first: Page<item>, next: (cursor: string) => Promise<Page<item>>): AsyncGenerator<item> {
+    let page = first;
+    for (;;) {
+      yield* page.data;
+      if (page.nextCursor === null) return;
+      page = await next(page.nextCursor);
+    }
+  }
+
+  const events = {
+    /** One page of your events, oldest first; `after`: the id of the last event you processed. */
+    list: (params: ListEventsParams = {}) => get<Page<SettlementEvent>>("/v1/events", params),
+    /** Every event after `after`, across pages (reconciliation). */
+    async *iterate(params: ListEventsParams = {}): AsyncGenerator<SettlementEvent> {
+      yield* paginate(await events.list(params), (cursor) => events.list({ ...params, after: cursor }));
+    },
+    retrieve: (eventId: string) => get<SettlementEvent>(path`/v1/events/${eventId}`),
+    /** One delivery per endpoint, with every attempt. */
+    deliveries: async (eventId: string) =>
+      (await get<{ data: EventDeliveryWithAttempts[] }>(path`/v1/events/${eventId}/deliveries`)).data,
+    /** Queues the same event (same id and body) again; to one endpoint, or to every subscribed endpoint. */
+    redeliver: async (eventId: string, params: { endpointId?: string } = {}) =>
+      (await post<{ data: EventDelivery[] }>(path`/v1/events/${eventId}/redeliver`, params)).data,
+  };
+
+  const webhookEndpoints = {
+    create: (params: CreateWebhookEndpointParams) => post<CreatedWebhookEndpoint>("/v1/webhook-endpoints", params),
+    list: (params: { cursor?: string; limit?: number } = {}) => get<Page<WebhookEndpoint>>("/v1/webhook-endpoints", params),
+    async *iterate(): AsyncGenerator<WebhookEndpoint> {
+      yield* paginate(await webhookEndpoints.list(), (cursor) => webhookEndpoints.list({ cursor }));
+    },
+    retrieve: (endpointId: string) => get<WebhookEndpoint>(path`/v1/webhook-endpoints/${endpointId}`),
+    delete: (endpointId: string) =>
+      request<{ id: string; deleted: true }>(transport, { method: "DELETE", path: path`/v1/webhook-endpoints/${endpointId}` }),
+    /** New secret, shown only here; the old one keeps signing beside it until `previousSecretExpiresAt`. */
+    rotateSecret: (endpointId: string, params: { previousSecretExpiresInSeconds?: number } = {}) =>
+      post<{ id: string; secret: string; previousSecretExpiresAt: string }>(
+        path`/v1/webhook-endpoints/${endpointId}/rotate-secret`,
+        params,
+      ),
+  };
+
+  const transfers = {
+    list: (params: ListTransfersParams = {}) =>
+      get<Page<Transfer>>("/v1/transfers", {
+        ...params,
+        fromBlock: params.fromBlock === undefined ? undefined : BigInt(params.fromBlock),
+        toBlock: params.toBlock === undefined ? undefined : BigInt(params.toBlock),
+      }),
+    async *iterate(params: Omit<ListTransfersParams, "cursor"> = {}): AsyncGenerator<Transfer> {
+      yield* paginate(await transfers.list(params), (cursor) => transfers.list({ ...params, cursor }));
+    },
+  };
+
+  const payments = {
+    list: (params: ListPaymentsParams = {}) => get<Page<Payment>>("/v1/payments", params),
+    async *iterate(params: Omit<ListPaymentsParams, "cursor"> = {}): AsyncGenerator<Payment> {
+      yield* paginate(await payments.list(params), (cursor) => payments.list({ ...params, cursor }));
+    },
+  };
+
+  return {
+    network: options.network,
+    baseUrl,
+    checkout: {
+      sessions: {
+        /**
+         * Creates a session (or answers the original one for a repeated idempotency
+         * key, or the settled one when the order is already paid). `totalPriceUsdc`
+         * is a bigint or an integer string of base units; it is sent as a string.
+         */
+        create: async (params: CreateCheckoutSessionParams) =>
+          post<CreatedCheckoutSession>("/v1/checkout/sessions", {
+            paymentMethod: "usdc",
+            checkoutMode: "hosted_transfer",
+            network: options.network,
+            ...params,
+            totalPriceUsdc: baseUnitsString(params.totalPriceUsdc, "totalPriceUsdc"),
+          }),
+        retrieve: (sessionId: string) => get<CheckoutSession>(path`/v1/checkout/sessions/${sessionId}`),
+      },
+    },
+    orders: {
+      retrieve: (orderId: string) => get<Order>(path`/v1/orders/${orderId}`),
+      /** Marks a settled order fulfilled; the same key answers the same result again. */
+      fulfil: (orderId: string, params: FulfilOrderParams) => post<Order>(path`/v1/orders/${orderId}/fulfillment`, params),
+    },
+    events,
+    webhookEndpoints,
+    transfers,
+    payments,
+    /** Indexer head and lag per chain, store and workers; a degraded service answers too (status "degraded"). */
+    health: () => request<Health>(transport, { method: "GET", path: "/v1/health", accept: [503] }),
+  };
+}
