@@ -5,6 +5,7 @@ import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
+import { portalRoutes } from "./portals/routes/portal-routes.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -69,6 +70,7 @@ export function createApp(context: AppContext) {
   partnerRoutes("/v1/payments", paymentRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
   app.route("/", hostedPageRoutes(context));
+  app.route("/api", portalRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   const openApiConfig = {

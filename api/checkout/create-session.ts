@@ -67,7 +67,7 @@ export async function createCheckoutSession(context: AppContext, input: CreateSe
 async function createInTransaction(trx: Kysely<Database>, context: AppContext, input: CreateSessionInput): Promise<CreatedSession> {
   const now = Date.now();
   const lifetimeMs = (input.expiresInSeconds ?? DEFAULT_SESSION_SECONDS) * 1000;
-  const hash = requestHash(input.requestBody ?? input);
+  const hash = input.idempotencyKey === undefined ? "" : requestHash(input.requestBody ?? { ...input, totalPriceUsdc: input.totalPriceUsdc.toString() });
   const scope = "checkout_session";
 
   if (input.idempotencyKey !== undefined) {

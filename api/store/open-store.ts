@@ -6,6 +6,7 @@ import type { Database } from "./database.js";
 import * as m0001 from "./migrations/0001_foundation.js";
 import * as m0002 from "./migrations/0002_commerce.js";
 import * as m0003 from "./migrations/0003_webhooks.js";
+import * as m0004 from "./migrations/0004_portals.js";
 
 export type Store = Kysely<Database>;
 
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   "0001_foundation": m0001,
   "0002_commerce": m0002,
   "0003_webhooks": m0003,
+  "0004_portals": m0004,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,6 +1,7 @@
 import type { AppContext } from "../app-context.js";
 import { mintConfirmer } from "../certificates/mint-confirmer.js";
 import { webhookDispatcher } from "../outbox/dispatcher.js";
+import { reservationWorker } from "../portals/reservation-worker.js";
 import { settlementWorker } from "../settlement/settlement-worker.js";
 import type { Worker } from "./run-worker.js";
 
@@ -9,5 +10,5 @@ import type { Worker } from "./run-worker.js";
  * (`WORKERS=off` disables them in a process that should only serve HTTP).
  */
 export function serviceWorkers(context: AppContext): Worker[] {
-  return [settlementWorker(context), mintConfirmer(context), webhookDispatcher(context)];
+  return [settlementWorker(context), mintConfirmer(context), webhookDispatcher(context), reservationWorker(context)];
 }

@@ -1,0 +1,70 @@
+import { randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../store/database.js";
+import type { Store } from "../store/open-store.js";
+import type { PortalRole } from "../store/portal-tables.js";
+
+/** Who did something in a portal: the signed-in wallet and the role it signed in as. */
+export type PortalActor = { role: PortalRole; address: string };
+
+export type AuditEntry = {
+  id: string;
+  seq: number;
+  actor: { role: PortalRole; address: string };
+  action: string;
+  target: { type: string; id: string };
+  details: Record<string, unknown>;
+  createdAt: string;
+};
+
+/**
+ * Appends one entry to the audit log. Call it with the transaction that makes the
+ * change, so the change and its record commit together. There is deliberately no
+ * function that updates or deletes an entry.
+ */
+export async function appendAudit(
+  trx: Kysely<Database>,
+  params: {
+    actor: PortalActor;
+    action: string;
+    target: { type: string; id: string };
+    details?: Record<string, unknown>;
+    now?: number;
+  },
+): Promise<void> {
+  await trx
+    .insertInto("audit_log")
+    .values({
+      id: `aud_${randomUUID().replaceAll("-", "")}`,
+      actor_role: params.actor.role,
+      actor_address: params.actor.address.toLowerCase(),
+      action: params.action,
+      target_type: params.target.type,
+      target_id: params.target.id,
+      details: JSON.stringify(params.details ?? {}),
+      created_at: params.now ?? Date.now(),
+    })
+    .execute();
+}
+
+/** Newest first; `beforeSeq` continues a page. */
+export async function listAudit(
+  store: Store,
+  params: { beforeSeq?: number; limit: number; action?: string; actor?: string; targetId?: string },
+): Promise<AuditEntry[]> {
+  let query = store.selectFrom("audit_log").selectAll().orderBy("seq", "desc").limit(params.limit);
+  if (params.beforeSeq !== undefined) query = query.where("seq", "<", params.beforeSeq);
+  if (params.action !== undefined) query = query.where("action", "=", params.action);
+  if (params.actor !== undefined) query = query.where("actor_address", "=", params.actor.toLowerCase());
+  if (params.targetId !== undefined) query = query.where("target_id", "=", params.targetId);
+  const rows = await query.execute();
+  return rows.map((row) => ({
+    id: row.id,
+    seq: Number(row.seq),
+    actor: { role: row.actor_role, address: row.actor_address },
+    action: row.action,
+    target: { type: row.target_type, id: row.target_id },
+    details: JSON.parse(row.details) as Record<string, unknown>,
+    createdAt: new Date(Number(row.created_at)).toISOString(),
+  }));
+}

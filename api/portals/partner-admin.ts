@@ -1,0 +1,149 @@
+import { randomUUID } from "node:crypto";
+import { getAddress } from "viem";
+import type { AppContext } from "../app-context.js";
+import { ProblemError, problems } from "../http/problem.js";
+import { createPartner, issueApiKey } from "../partners/api-keys.js";
+import type { Store } from "../store/open-store.js";
+import { appendAudit, type PortalActor } from "./audit-log.js";
+
+/** A partner with its keys (prefixes only) and payment addresses, as the admin portal lists it. */
+export async function partnerDetails(store: Store, partnerId: string) {
+  const partner = await store.selectFrom("partner").selectAll().where("id", "=", partnerId).executeTakeFirst();
+  if (partner === undefined) throw problems.notFound(`Partner ${partnerId}`);
+  const [keys, addresses, issuer] = await Promise.all([
+    store.selectFrom("api_key").selectAll().where("partner_id", "=", partnerId).orderBy("created_at").execute(),
+    store.selectFrom("payment_address").selectAll().where("partner_id", "=", partnerId).orderBy("created_at").execute(),
+    store.selectFrom("issuer").select("id").where("partner_id", "=", partnerId).executeTakeFirst(),
+  ]);
+  return {
+    id: partner.id,
+    name: partner.name,
+    issuerId: issuer?.id ?? null,
+    createdAt: new Date(Number(partner.created_at)).toISOString(),
+    apiKeys: keys.map((key) => ({
+      id: key.id,
+      prefix: key.key_prefix,
+      createdAt: new Date(Number(key.created_at)).toISOString(),
+      revokedAt: key.revoked_at === null ? null : new Date(Number(key.revoked_at)).toISOString(),
+    })),
+    paymentAddresses: addresses.map((row) => ({
+      id: row.id,
+      network: row.network,
+      chainId: row.chain_id,
+      address: getAddress(row.address),
+    })),
+  };
+}
+
+export async function listPartnerIds(store: Store, params: { after?: string; limit: number }): Promise<string[]> {
+  let query = store.selectFrom("partner").select("id").orderBy("id").limit(params.limit);
+  if (params.after !== undefined) query = query.where("id", ">", params.after);
+  return (await query.execute()).map((row) => row.id);
+}
+
+/** A commerce partner with its first API key, which is returned here once and never again. */
+export async function createPartnerWithKey(store: Store, actor: PortalActor, params: { name: string; mode: "test" | "live" }) {
+  return store.transaction().execute(async (trx) => {
+    const partner = await createPartner(trx, { name: params.name });
+    const key = await issueApiKey(trx, { partnerId: partner.id, mode: params.mode });
+    await appendAudit(trx, {
+      actor,
+      action: "partner.create",
+      target: { type: "partner", id: partner.id },
+      details: { name: params.name, apiKeyId: key.id },
+    });
+    return { partner, key };
+  });
+}
+
+export async function createPartnerKey(store: Store, actor: PortalActor, params: { partnerId: string; mode: "test" | "live" }) {
+  return store.transaction().execute(async (trx) => {
+    const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
+    if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
+    const key = await issueApiKey(trx, { partnerId: partner.id, mode: params.mode });
+    await appendAudit(trx, {
+      actor,
+      action: "partner.api_key.create",
+      target: { type: "partner", id: partner.id },
+      details: { apiKeyId: key.id, prefix: key.apiKey.slice(0, 12) },
+    });
+    return key;
+  });
+}
+
+export async function revokePartnerKey(store: Store, actor: PortalActor, params: { partnerId: string; keyId: string }) {
+  await store.transaction().execute(async (trx) => {
+    const now = Date.now();
+    const key = await trx
+      .selectFrom("api_key")
+      .select(["id", "revoked_at"])
+      .where("id", "=", params.keyId)
+      .where("partner_id", "=", params.partnerId)
+      .executeTakeFirst();
+    if (key === undefined) throw problems.notFound(`API key ${params.keyId}`);
+    await trx.updateTable("api_key").set({ revoked_at: now }).where("id", "=", key.id).where("revoked_at", "is", null).execute();
+    await appendAudit(trx, {
+      actor,
+      action: "partner.api_key.revoke",
+      target: { type: "partner", id: params.partnerId },
+      details: { apiKeyId: key.id },
+      now,
+    });
+  });
+}
+
+/**
+ * Gives a partner a payment address. It must be one of the addresses the indexer
+ * watches on that network (PAYMENT_ADDRESSES): a transfer to any other address is
+ * never indexed, so a session paying there could never settle.
+ */
+export async function addPartnerPaymentAddress(
+  context: Pick<AppContext, "store" | "networks">,
+  actor: PortalActor,
+  params: { partnerId: string; network: string; address: string },
+) {
+  const network = context.networks.find((candidate) => candidate.name === params.network);
+  if (network === undefined) {
+    throw new ProblemError({
+      status: 422,
+      code: "unsupported_network",
+      title: "This network is not enabled",
+      detail: `Enabled networks: ${context.networks.map((candidate) => candidate.name).join(", ")}.`,
+    });
+  }
+  const address = params.address.toLowerCase();
+  if (!network.paymentAddresses.some((watched) => watched.toLowerCase() === address)) {
+    throw new ProblemError({
+      status: 422,
+      code: "payment_address_not_watched",
+      title: "The indexer does not watch this address",
+      detail: `Add it to ${network.name}'s PAYMENT_ADDRESSES and restart the indexer first; watched now: ${network.paymentAddresses.join(", ")}.`,
+      extensions: { watchedAddresses: network.paymentAddresses },
+    });
+  }
+  return context.store.transaction().execute(async (trx) => {
+    const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
+    if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
+    const id = `pad_${randomUUID()}`;
+    const inserted = await trx
+      .insertInto("payment_address")
+      .values({ id, partner_id: partner.id, network: network.name, chain_id: network.chainId, address, created_at: Date.now() })
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    if (inserted.numInsertedOrUpdatedRows !== 1n) {
+      throw new ProblemError({
+        status: 409,
+        code: "payment_address_taken",
+        title: "This payment address is already assigned",
+        detail: "A payment address belongs to one partner; choose another watched address.",
+      });
+    }
+    await appendAudit(trx, {
+      actor,
+      action: "partner.payment_address.add",
+      target: { type: "partner", id: partner.id },
+      details: { network: network.name, address: getAddress(address) },
+    });
+    return { id, network: network.name, chainId: network.chainId, address: getAddress(address) };
+  });
+}

@@ -1,0 +1,43 @@
+import type { Kysely } from "kysely";
+import type { ServiceSettings } from "../config/settings.js";
+import { ProblemError } from "../http/problem.js";
+import type { Database } from "../store/database.js";
+import type { PortalRole } from "../store/portal-tables.js";
+
+const notAllowed = (role: PortalRole, detail: string) =>
+  new ProblemError({
+    status: 403,
+    code: "portal_not_allowed",
+    title: `This wallet cannot use the ${role} portal`,
+    detail,
+    extensions: { portal: role },
+  });
+
+/**
+ * Who may use which portal: any wallet may be an investor; admins are the wallets
+ * of ADMIN_ADDRESSES; issuers are wallets an admin registered and has not disabled.
+ * Checked when a challenge is issued, at sign-in and again on every request.
+ */
+export async function assertMayUsePortal(
+  db: Kysely<Database>,
+  settings: Pick<ServiceSettings, "adminAddresses">,
+  params: { role: PortalRole; address: string },
+): Promise<void> {
+  const address = params.address.toLowerCase();
+  if (params.role === "admin") {
+    if (!settings.adminAddresses.some((admin) => admin.toLowerCase() === address)) {
+      throw notAllowed("admin", "This wallet is not one of the configured admin wallets (ADMIN_ADDRESSES).");
+    }
+    return;
+  }
+  if (params.role === "issuer") {
+    const issuer = await db
+      .selectFrom("issuer")
+      .select("id")
+      .where("address", "=", address)
+      .where("disabled_at", "is", null)
+      .executeTakeFirst();
+    if (issuer === undefined)
+      throw notAllowed("issuer", "This wallet is not a registered issuer; an admin registers issuer wallets.");
+  }
+}

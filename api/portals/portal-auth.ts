@@ -1,0 +1,37 @@
+import { createMiddleware } from "hono/factory";
+import type { AppContext } from "../app-context.js";
+import { ProblemError, problems } from "../http/problem.js";
+import type { PortalRole } from "../store/portal-tables.js";
+import { assertMayUsePortal } from "./portal-access.js";
+import { findPortalSession, type PortalSession } from "./portal-sessions.js";
+
+export type PortalVariables = { portalSession: PortalSession };
+
+/**
+ * `Authorization: Bearer <token>` from `/api/<role>/auth/verify`. A session only
+ * opens the portal it was issued for, and the wallet must still be allowed there
+ * (an admin removed from ADMIN_ADDRESSES or a disabled issuer loses access at once).
+ */
+export function requirePortalSession(context: Pick<AppContext, "store" | "settings">, role: PortalRole) {
+  return createMiddleware<{ Variables: PortalVariables }>(async (c, next) => {
+    const header = c.req.header("Authorization");
+    if (header === undefined) {
+      throw problems.unauthenticated(`Sign in through /api/${role}/auth/challenge and send \`Authorization: Bearer <token>\`.`);
+    }
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    if (match === null) throw problems.unauthenticated("The Authorization header must be `Bearer <token>`.");
+    const session = await findPortalSession(context.store, match[1] as string);
+    if (session === undefined) throw problems.unauthenticated("The session token is not valid, has expired or was signed out.");
+    if (session.role !== role) {
+      throw new ProblemError({
+        status: 403,
+        code: "wrong_portal",
+        title: "Not allowed",
+        detail: `This is a session of the ${session.role} portal; this route needs a ${role} session.`,
+      });
+    }
+    await assertMayUsePortal(context.store, context.settings, { role, address: session.address });
+    c.set("portalSession", session);
+    await next();
+  });
+}

@@ -1,0 +1,326 @@
+import { randomUUID } from "node:crypto";
+import { type Address, getAddress, type Hex } from "viem";
+import type { AppContext } from "../app-context.js";
+import { claimCertificate } from "../certificates/claim-certificate.js";
+import { createCheckoutSession } from "../checkout/create-session.js";
+import { paymentView } from "../checkout/session-view.js";
+import type { NetworkName } from "../config/networks.js";
+import { ProblemError, problems } from "../http/problem.js";
+import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
+import type { CertificateTable, CheckoutSessionTable } from "../store/database.js";
+import type { Store } from "../store/open-store.js";
+import type { RwaPurchaseTable } from "../store/portal-tables.js";
+import { findEligibility, ineligibilityReasons } from "./eligibility.js";
+import { findOffering, issuerOfOffering } from "./offerings.js";
+import type { PortalSettings } from "./portal-settings.js";
+import { offeringNotOpen, reconcileOfferings, releasePurchaseUnits, reserveUnits } from "./reservations.js";
+
+/** A purchase with what the payment engine knows about it. */
+export type PurchaseRecord = {
+  purchase: RwaPurchaseTable;
+  offeringName: string;
+  session: CheckoutSessionTable | undefined;
+  /** bytes32 purchase id of the order; the certificate's token id is uint256 of it. */
+  onchainPurchaseId: string | null;
+  settlement: { transactionHash: string; status: string } | null;
+  certificate: CertificateTable | undefined;
+};
+
+export function purchaseView(record: PurchaseRecord, options: { frozen?: boolean } = {}) {
+  const { purchase, session } = record;
+  const payment = session === undefined ? null : paymentView(session);
+  return {
+    id: purchase.id,
+    status: session?.status ?? ("expired" as const),
+    offering: { id: purchase.offering_id, name: record.offeringName },
+    investor: getAddress(purchase.investor),
+    recipient: getAddress(purchase.recipient),
+    units: purchase.units,
+    unitPriceUsdc: purchase.unit_price_usdc,
+    totalPriceUsdc: purchase.total_price_usdc,
+    network: purchase.network,
+    chainId: purchase.chain_id,
+    expiresAt: new Date(Number(session?.expires_at ?? purchase.expires_at)).toISOString(),
+    reservation: purchase.released_at === null ? ("held" as const) : ("released" as const),
+    payment: payment && {
+      tokenAddress: getAddress(payment.tokenAddress),
+      recipient: getAddress(payment.recipient),
+      amount: payment.amount,
+      totalPriceUsdc: payment.totalPriceUsdc,
+      chainId: purchase.chain_id,
+      decimals: payment.decimals,
+      uri: payment.uri,
+    },
+    settlement: record.settlement,
+    onchainPurchaseId: record.onchainPurchaseId,
+    certificate: certificateView(record, options.frozen ?? false),
+    createdAt: new Date(Number(purchase.created_at)).toISOString(),
+  };
+}
+
+function certificateView(record: PurchaseRecord, frozen: boolean) {
+  const enabled = record.session?.certificate_enabled === 1;
+  if (!enabled) return null;
+  const certificate = record.certificate;
+  return {
+    status: certificate?.status ?? ("not_requested" as const),
+    frozen,
+    tokenId: certificate?.token_id ?? (record.onchainPurchaseId === null ? null : BigInt(record.onchainPurchaseId).toString()),
+    contract: certificate === undefined ? null : getAddress(certificate.contract_address),
+    owner: certificate?.buyer == null ? null : getAddress(certificate.buyer),
+    mintTransactionHash: certificate?.mint_transaction_hash ?? null,
+  };
+}
+
+/**
+ * Starts an investor's purchase: checks the offering and the investor's
+ * eligibility, reserves the units (guarded UPDATEs, no oversubscription), then
+ * asks the payment engine for a checkout session that only a transfer from the
+ * investor's wallet, of the displayed amount, to the offering's settlement
+ * address can settle. If the session cannot be created the units go back.
+ */
+export async function startPurchase(
+  context: AppContext,
+  settings: PortalSettings,
+  params: { investor: string; offeringId: string; units: number; recipient?: string },
+): Promise<PurchaseRecord> {
+  const investor = params.investor.toLowerCase();
+  const offering = await findOffering(context.store, params.offeringId);
+  if (
+    offering === undefined ||
+    offering.status === "draft" ||
+    offering.status === "in_review" ||
+    offering.status === "rejected"
+  ) {
+    throw problems.notFound(`Offering ${params.offeringId}`);
+  }
+  await reconcileOfferings(context, { offeringIds: [offering.id], releaseGraceMs: settings.releaseGraceMs });
+  const now = Date.now();
+  if (offering.status !== "open") throw offeringNotOpen(offering.status);
+  if (now < Number(offering.opens_at)) {
+    throw new ProblemError({
+      status: 409,
+      code: "offering_not_open_yet",
+      title: "The offering is not open yet",
+      detail: `Purchases open at ${new Date(Number(offering.opens_at)).toISOString()}.`,
+    });
+  }
+  if (now >= Number(offering.closes_at)) throw offeringNotOpen("closed");
+  if (params.units < offering.min_units || params.units > offering.max_units_per_investor) {
+    throw problems.invalidRequest(
+      `\`units\` must be between ${offering.min_units} and ${offering.max_units_per_investor} for this offering.`,
+    );
+  }
+  const reasons = ineligibilityReasons(await findEligibility(context.store, investor), offering, now);
+  if (reasons.length > 0) {
+    throw new ProblemError({
+      status: 403,
+      code: reasons.includes("wallet_frozen") ? "wallet_frozen" : "not_eligible",
+      title: "This wallet may not buy into this offering",
+      detail: `Eligibility check failed: ${reasons.join(", ")}.`,
+      extensions: { reasons },
+    });
+  }
+
+  const issuer = await issuerOfOffering(context.store, offering);
+  const total = BigInt(offering.unit_price_usdc) * BigInt(params.units);
+  const purchase: RwaPurchaseTable = {
+    id: `pur_${randomUUID().replaceAll("-", "")}`,
+    offering_id: offering.id,
+    investor,
+    recipient: (params.recipient ?? investor).toLowerCase(),
+    units: params.units,
+    unit_price_usdc: offering.unit_price_usdc,
+    total_price_usdc: total.toString(),
+    network: offering.network,
+    chain_id: offering.chain_id,
+    session_id: null,
+    expires_at: now + settings.reservationSeconds * 1000,
+    released_at: null,
+    created_at: now,
+  };
+  await context.store.transaction().execute(async (trx) => {
+    await reserveUnits(trx, { offering, investor, units: params.units });
+    await trx.insertInto("rwa_purchase").values(purchase).execute();
+  });
+
+  let created: Awaited<ReturnType<typeof createCheckoutSession>>;
+  try {
+    created = await createCheckoutSession(context, {
+      partnerId: issuer.partner_id,
+      kind: "rwa",
+      network: offering.network as NetworkName,
+      externalOrderId: purchase.id,
+      externalProductId: offering.id,
+      productName: offering.name,
+      productCategory: "rwa",
+      quantity: params.units,
+      totalPriceUsdc: total,
+      shippingRequired: false,
+      certificateEnabled: offering.certificate_enabled === 1,
+      expiresInSeconds: settings.reservationSeconds,
+      requiredPayer: getAddress(investor),
+      paymentAddresses: [offering.settlement_address],
+      metadata: {
+        offeringId: offering.id,
+        purchaseId: purchase.id,
+        units: params.units,
+        unitPriceUsdc: offering.unit_price_usdc,
+      },
+      // What the engine fingerprints for idempotency: JSON-safe (no bigint).
+      requestBody: { offeringId: offering.id, purchaseId: purchase.id, units: params.units, totalPriceUsdc: total.toString() },
+    });
+  } catch (error) {
+    await context.store.transaction().execute((trx) => releasePurchaseUnits(trx, purchase.id));
+    throw error;
+  }
+  const session = created.session;
+  await context.store
+    .updateTable("rwa_purchase")
+    .set({ session_id: session.id, expires_at: Number(session.expires_at) })
+    .where("id", "=", purchase.id)
+    .execute();
+  return {
+    purchase: { ...purchase, session_id: session.id, expires_at: Number(session.expires_at) },
+    offeringName: offering.name,
+    session,
+    onchainPurchaseId: created.purchaseId,
+    settlement: null,
+    certificate: undefined,
+  };
+}
+
+/** Loads purchases with their sessions, orders, payments and certificates (a handful of batched reads). */
+export async function loadPurchaseRecords(store: Store, purchases: RwaPurchaseTable[]): Promise<PurchaseRecord[]> {
+  if (purchases.length === 0) return [];
+  const sessionIds = purchases.map((purchase) => purchase.session_id).filter((id): id is string => id !== null);
+  const offeringIds = [...new Set(purchases.map((purchase) => purchase.offering_id))];
+  const [sessions, offerings, payments] = await Promise.all([
+    sessionIds.length === 0 ? [] : store.selectFrom("checkout_session").selectAll().where("id", "in", sessionIds).execute(),
+    store.selectFrom("offering").select(["id", "name"]).where("id", "in", offeringIds).execute(),
+    sessionIds.length === 0
+      ? []
+      : store
+          .selectFrom("payment")
+          .select(["session_id", "transaction_hash", "status"])
+          .where("session_id", "in", sessionIds)
+          .where("status", "in", ["pending", "settled"])
+          .execute(),
+  ]);
+  const orderIds = sessions.map((session) => session.order_id);
+  const [orders, certificates] = await Promise.all([
+    orderIds.length === 0 ? [] : store.selectFrom("orders").select(["id", "purchase_id"]).where("id", "in", orderIds).execute(),
+    orderIds.length === 0 ? [] : store.selectFrom("certificate").selectAll().where("order_id", "in", orderIds).execute(),
+  ]);
+  return purchases.map((purchase) => {
+    const session = sessions.find((candidate) => candidate.id === purchase.session_id);
+    const payment = payments.find((candidate) => candidate.session_id === purchase.session_id);
+    return {
+      purchase,
+      session,
+      offeringName: offerings.find((offering) => offering.id === purchase.offering_id)?.name ?? "",
+      onchainPurchaseId: orders.find((order) => order.id === session?.order_id)?.purchase_id ?? null,
+      settlement: payment === undefined ? null : { transactionHash: payment.transaction_hash, status: payment.status },
+      certificate: certificates.find((certificate) => certificate.order_id === session?.order_id),
+    };
+  });
+}
+
+export type PurchaseCursor = { t: number; id: string };
+
+/** Newest first, keyset-paged; by investor (own purchases) or by offering (issuer). */
+export async function listPurchases(
+  store: Store,
+  params: { investor?: string; offeringId?: string; after?: PurchaseCursor; limit: number },
+): Promise<RwaPurchaseTable[]> {
+  let query = store
+    .selectFrom("rwa_purchase")
+    .selectAll()
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .limit(params.limit);
+  if (params.investor !== undefined) query = query.where("investor", "=", params.investor.toLowerCase());
+  if (params.offeringId !== undefined) query = query.where("offering_id", "=", params.offeringId);
+  const after = params.after;
+  if (after !== undefined) {
+    query = query.where((eb) =>
+      eb.or([eb("created_at", "<", after.t), eb.and([eb("created_at", "=", after.t), eb("id", "<", after.id)])]),
+    );
+  }
+  return query.execute();
+}
+
+/** The investor's own purchase; anyone else's is "not found". */
+export async function ownPurchase(store: Store, investor: string, purchaseId: string): Promise<RwaPurchaseTable> {
+  const purchase = await store
+    .selectFrom("rwa_purchase")
+    .selectAll()
+    .where("id", "=", purchaseId)
+    .where("investor", "=", investor.toLowerCase())
+    .executeTakeFirst();
+  if (purchase === undefined) throw problems.notFound(`Purchase ${purchaseId}`);
+  return purchase;
+}
+
+async function sessionOf(store: Store, purchase: RwaPurchaseTable): Promise<CheckoutSessionTable> {
+  const session =
+    purchase.session_id === null
+      ? undefined
+      : await store.selectFrom("checkout_session").selectAll().where("id", "=", purchase.session_id).executeTakeFirst();
+  if (session === undefined) {
+    throw new ProblemError({
+      status: 409,
+      code: "purchase_not_payable",
+      title: "This purchase cannot be paid",
+      detail: "The purchase has no checkout session; start a new purchase.",
+    });
+  }
+  return session;
+}
+
+/**
+ * The investor tells us the hash of the payment made from their wallet. The engine
+ * credits it only if that transfer, as indexed, is from this investor's wallet, of
+ * this purchase's exact amount, to its settlement address, on its network and not
+ * credited before; the hash only helps find it sooner.
+ */
+export async function submitWalletSettlement(
+  context: AppContext,
+  settings: PortalSettings,
+  params: { investor: string; purchaseId: string; transactionHash: Hex },
+) {
+  const purchase = await ownPurchase(context.store, params.investor, params.purchaseId);
+  const session = await sessionOf(context.store, purchase);
+  const result = await submitTransactionHash(context, { session, transactionHash: params.transactionHash });
+  if (result.status === "settled") {
+    await reconcileOfferings(context, { offeringIds: [purchase.offering_id], releaseGraceMs: settings.releaseGraceMs });
+  }
+  return { purchaseId: purchase.id, ...result };
+}
+
+/** A voucher for the certificate of a settled purchase, always for the recipient fixed at checkout. */
+export async function claimPurchaseCertificate(
+  context: AppContext,
+  params: { investor: string; purchaseId: string; walletAddress?: string },
+) {
+  const purchase = await ownPurchase(context.store, params.investor, params.purchaseId);
+  const eligibility = await findEligibility(context.store, params.investor);
+  if (eligibility?.frozen_at != null) {
+    throw new ProblemError({
+      status: 403,
+      code: "wallet_frozen",
+      title: "This wallet is frozen",
+      detail: "A compliance officer froze this wallet; certificates cannot be claimed until it is unfrozen.",
+    });
+  }
+  if (params.walletAddress !== undefined && params.walletAddress.toLowerCase() !== purchase.recipient) {
+    throw new ProblemError({
+      status: 409,
+      code: "recipient_mismatch",
+      title: "The certificate goes to the recipient chosen at checkout",
+      detail: `This purchase's certificate is bound to ${getAddress(purchase.recipient)}.`,
+    });
+  }
+  const session = await sessionOf(context.store, purchase);
+  return claimCertificate(context, { orderId: session.order_id, walletAddress: getAddress(purchase.recipient) as Address });
+}

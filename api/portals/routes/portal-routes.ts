@@ -1,0 +1,35 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppContext } from "../../app-context.js";
+import type { AppEnv } from "../../routes/app-env.js";
+import { loadPortalSettings, type PortalSettings } from "../portal-settings.js";
+import { adminRoutes } from "./admin-routes.js";
+import { authRoutes } from "./auth-routes.js";
+import { investorRoutes } from "./investor-routes.js";
+import { issuerRoutes } from "./issuer-routes.js";
+import { offeringRoutes } from "./offering-routes.js";
+import { purchaseRoutes } from "./purchase-routes.js";
+import { verifyRoutes } from "./verify-routes.js";
+
+/**
+ * Everything under `/api` (SPEC section 8): sign-in for the three portals, the RWA
+ * families and the issuer and admin operations. Each route names the session role
+ * it needs in its own `middleware`, so no prefix-wide guard can shadow sign-in.
+ */
+export function portalRoutes(context: AppContext, portal: PortalSettings = loadPortalSettings()) {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openAPIRegistry.registerComponent("securitySchemes", "portalSession", {
+    type: "http",
+    scheme: "bearer",
+    description: "Token from POST /api/{investor,issuer,admin}/auth/verify; bound to that portal's role",
+  });
+  return app
+    .route("/investor/auth", authRoutes(context, portal, "investor"))
+    .route("/issuer/auth", authRoutes(context, portal, "issuer"))
+    .route("/admin/auth", authRoutes(context, portal, "admin"))
+    .route("/investor", investorRoutes(context))
+    .route("/rwa/offerings", offeringRoutes(context, portal))
+    .route("/rwa/verify", verifyRoutes(context, portal))
+    .route("/rwa", purchaseRoutes(context, portal))
+    .route("/issuer", issuerRoutes(context, portal))
+    .route("/admin", adminRoutes(context));
+}

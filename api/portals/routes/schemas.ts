@@ -1,0 +1,190 @@
+import { z } from "@hono/zod-openapi";
+import { isAddress, isHash, isHex } from "viem";
+
+/** Shared request and response shapes of the portal routes. */
+
+export const AddressSchema = z
+  .string()
+  .refine((value) => isAddress(value, { strict: false }), "an address (0x followed by 40 hex digits)")
+  .openapi({ example: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" });
+
+export const TransactionHashSchema = z.string().refine((value) => isHash(value), "a 32-byte transaction hash in hex");
+
+export const SignatureSchema = z
+  .string()
+  .refine((value) => isHex(value) && value.length >= 132, "a hex signature")
+  .openapi({ description: "EIP-191 signature of the message (65 bytes), or an EIP-1271/6492 smart-wallet signature" });
+
+export const UsdcAmountSchema = z
+  .string()
+  .regex(/^(0|[1-9]\d{0,29})$/, "USDC base units (6 decimals) as an integer string")
+  .openapi({ example: "25000000" });
+
+export const IsoInstantSchema = z.iso.datetime({ offset: true }).openapi({ example: "2030-01-01T00:00:00Z" });
+
+export const JurisdictionSchema = z
+  .string()
+  .regex(/^[A-Za-z]{2}$/, "an ISO 3166-1 alpha-2 country code")
+  .openapi({ example: "DE" });
+
+export const IdParam = z.object({ id: z.string().min(1).max(100) });
+
+export const PageQuery = z.object({
+  cursor: z.string().max(500).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+export const keysetCursor = z.object({ t: z.number().int(), id: z.string() });
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string(),
+    instance: z.string(),
+    requestId: z.string().optional(),
+  })
+  .openapi("Problem");
+
+const problem = (description: string) => ({
+  description,
+  content: { "application/problem+json": { schema: ProblemSchema } },
+});
+
+/** Error answers every portal route can give (RFC 9457 problem+json with a stable `code`). */
+export const problemResponses = {
+  400: problem("The request is not valid"),
+  401: problem("No valid portal session"),
+  403: problem("The session's role or the wallet's status does not allow this"),
+  404: problem("Not found (also: another user's resource)"),
+  409: problem("The resource's state does not allow this"),
+  422: problem("The request cannot be carried out as asked"),
+} as const;
+
+export const jsonBody = <schema extends z.ZodType>(schema: schema) => ({
+  required: true,
+  content: { "application/json": { schema } },
+});
+
+export const jsonResponse = <schema extends z.ZodType>(description: string, schema: schema) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+export const OfferingSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(["draft", "in_review", "rejected", "open", "paused", "closed"]),
+    issuer: z.object({ id: z.string(), name: z.string() }),
+    name: z.string(),
+    description: z.string(),
+    network: z.string(),
+    chainId: z.number().int(),
+    assetToken: z.string().nullable(),
+    unitPriceUsdc: z.string(),
+    minUnits: z.number().int(),
+    maxUnitsPerInvestor: z.number().int(),
+    totalUnits: z.number().int(),
+    unitsAvailable: z.number().int(),
+    opensAt: z.string(),
+    closesAt: z.string(),
+    settlementAddress: z.string(),
+    certificate: z.object({ enabled: z.boolean() }),
+    eligibility: z.object({
+      requireKyc: z.boolean(),
+      jurisdictions: z.array(z.string()).nullable(),
+      blockedJurisdictions: z.array(z.string()),
+      requireAccreditation: z.boolean(),
+    }),
+    reviewReason: z.string().nullable(),
+    pausedBy: z.string().nullable(),
+    closeReason: z.string().nullable(),
+    submittedAt: z.string().nullable(),
+    approvedAt: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi("Offering");
+
+export const OfferingListSchema = z.object({ data: z.array(OfferingSchema), nextCursor: z.string().nullable() });
+
+export const PurchaseSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(["awaiting_payment", "payment_pending", "settled", "expired"]),
+    offering: z.object({ id: z.string(), name: z.string() }),
+    investor: z.string(),
+    recipient: z.string(),
+    units: z.number().int(),
+    unitPriceUsdc: z.string(),
+    totalPriceUsdc: z.string(),
+    network: z.string(),
+    chainId: z.number().int(),
+    expiresAt: z.string(),
+    reservation: z.enum(["held", "released"]),
+    payment: z
+      .object({
+        tokenAddress: z.string(),
+        recipient: z.string(),
+        amount: z.string().openapi({ description: "Exact amount to send: total plus a sub-cent reference offset" }),
+        totalPriceUsdc: z.string(),
+        chainId: z.number().int(),
+        decimals: z.literal(6),
+        uri: z.string().openapi({ description: "EIP-681 payment link" }),
+      })
+      .nullable(),
+    settlement: z.object({ transactionHash: z.string(), status: z.string() }).nullable(),
+    onchainPurchaseId: z
+      .string()
+      .nullable()
+      .openapi({ description: "bytes32 purchase id; the certificate's token id is uint256 of it" }),
+    certificate: z
+      .object({
+        status: z.enum(["not_requested", "awaiting_wallet", "voucher_issued", "pending", "minted"]),
+        frozen: z.boolean(),
+        tokenId: z.string().nullable(),
+        contract: z.string().nullable(),
+        owner: z.string().nullable(),
+        mintTransactionHash: z.string().nullable(),
+      })
+      .nullable(),
+    createdAt: z.string(),
+  })
+  .openapi("RwaPurchase");
+
+export const PurchaseListSchema = z.object({ data: z.array(PurchaseSchema), nextCursor: z.string().nullable() });
+
+export const EligibilitySchema = z
+  .object({
+    address: z.string(),
+    kycStatus: z.enum(["pending", "approved", "rejected", "needs_update"]),
+    jurisdiction: z.string().nullable(),
+    accredited: z.boolean(),
+    accreditationExpiresAt: z.string().nullable(),
+    frozen: z.boolean(),
+    frozenReason: z.string().nullable(),
+    updatedAt: z.string().nullable(),
+  })
+  .openapi("InvestorEligibility");
+
+export const CertificateClaimSchema = z
+  .object({
+    voucher: z.object({ buyer: z.string(), purchaseId: z.string(), tokenURI: z.string(), deadline: z.string() }),
+    signature: z.string(),
+    contract: z.object({ address: z.string(), chainId: z.number().int() }),
+    transaction: z.object({ to: z.string(), data: z.string(), chainId: z.number().int() }),
+  })
+  .openapi("CertificateClaim");
+
+export const IssuerSchema = z
+  .object({
+    id: z.string(),
+    address: z.string(),
+    name: z.string(),
+    partnerId: z.string(),
+    status: z.enum(["active", "disabled"]),
+    createdAt: z.string(),
+  })
+  .openapi("Issuer");

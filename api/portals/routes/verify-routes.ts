@@ -1,0 +1,133 @@
+import type { IncomingMessage } from "node:http";
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { rateLimiter } from "hono-rate-limiter";
+import type { Address, Hex } from "viem";
+import type { AppContext } from "../../app-context.js";
+import { ProblemError, problemResponse } from "../../http/problem.js";
+import type { AppEnv } from "../../routes/app-env.js";
+import type { PortalSettings } from "../portal-settings.js";
+import { verifyTokenId, verifyTransaction, verifyWallet } from "../verification.js";
+import { AddressSchema, jsonResponse, ProblemSchema, problemResponses, TransactionHashSchema } from "./schemas.js";
+
+const VerificationSchema = z
+  .object({
+    status: z.enum(["valid", "pending", "revoked", "mismatch"]),
+    chainId: z.number().int(),
+    contract: z.string(),
+    tokenId: z.string(),
+    owner: z.string(),
+    purchaseId: z.string(),
+    offering: z.object({ id: z.string(), name: z.string(), issuer: z.string() }).nullable(),
+    mint: z.object({ transactionHash: z.string(), blockNumber: z.string(), confirmations: z.number().int() }),
+  })
+  .openapi("CertificateVerification");
+
+const TokenIdParam = z.object({
+  tokenId: z
+    .string()
+    .regex(/^(\d{1,78}|0x[0-9a-fA-F]{1,64})$/, "a token id in decimal or 0x-hex")
+    .openapi({ description: "uint256 token id, decimal or 0x-hex (it equals the bytes32 purchase id)" }),
+});
+
+const responses = {
+  200: jsonResponse("The certificate as the chain shows it, checked against our records", VerificationSchema),
+  ...problemResponses,
+  429: { description: "Too many requests from this address", content: { "application/problem+json": { schema: ProblemSchema } } },
+};
+
+const notFound = (what: string) =>
+  new ProblemError({
+    status: 404,
+    code: "certificate_not_found",
+    title: "No certificate found",
+    detail: `No certificate was minted for ${what}.`,
+  });
+
+/** The client address: the socket's peer, or the first X-Forwarded-For entry behind a trusted proxy. */
+function clientIp(c: Context, trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = c.req.header("X-Forwarded-For")?.split(",")[0]?.trim();
+    if (forwarded) return forwarded;
+  }
+  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress ?? "unknown";
+}
+
+/**
+ * `/api/rwa/verify`: public certificate verification from indexed chain data, no
+ * personal data, rate limited per client IP (in-process memory: each replica
+ * counts on its own, so the effective limit is per replica).
+ */
+export function verifyRoutes(context: AppContext, portal: PortalSettings) {
+  const app = new OpenAPIHono<AppEnv>();
+  app.use(
+    "*",
+    rateLimiter<AppEnv>({
+      windowMs: portal.verifyRateLimit.windowMs,
+      limit: portal.verifyRateLimit.limit,
+      standardHeaders: "draft-7",
+      keyGenerator: (c) => clientIp(c, portal.trustProxy),
+      handler: (c) =>
+        problemResponse(
+          c,
+          new ProblemError({
+            status: 429,
+            code: "rate_limited",
+            title: "Too many requests",
+            detail: `At most ${portal.verifyRateLimit.limit} verification requests per ${portal.verifyRateLimit.windowMs / 1000} s per client; retry later.`,
+          }),
+        ),
+    }),
+  );
+  return app
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/certificates/{tokenId}",
+        tags: ["RWA: verification"],
+        summary: "Verify a certificate by token id",
+        request: { params: TokenIdParam },
+        responses,
+      }),
+      async (c) => {
+        const { tokenId } = c.req.valid("param");
+        const [result] = await verifyTokenId(context, BigInt(tokenId));
+        if (result === undefined) throw notFound(`token id ${tokenId}`);
+        return c.json(result, 200);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/transactions/{hash}",
+        tags: ["RWA: verification"],
+        summary: "Verify the certificate minted in a transaction, or paid for by a settled payment transaction",
+        request: { params: z.object({ hash: TransactionHashSchema }) },
+        responses,
+      }),
+      async (c) => {
+        const { hash } = c.req.valid("param");
+        const [result] = await verifyTransaction(context, hash as Hex);
+        if (result === undefined) throw notFound(`transaction ${hash}`);
+        return c.json(result, 200);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/wallets/{address}",
+        tags: ["RWA: verification"],
+        summary: "Verify every certificate held by a wallet",
+        request: { params: z.object({ address: AddressSchema }) },
+        responses: {
+          ...responses,
+          200: jsonResponse("Certificates of the wallet", z.object({ address: z.string(), data: z.array(VerificationSchema) })),
+        },
+      }),
+      async (c) => {
+        const { address } = c.req.valid("param");
+        const data = await verifyWallet(context, address as Address);
+        return c.json({ address, data }, 200);
+      },
+    );
+}

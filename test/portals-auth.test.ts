@@ -1,0 +1,244 @@
+import { createHash } from "node:crypto";
+import { request } from "node:http";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { adminWallet, api, challenge, expectJson, portalWallet, registerIssuer, signIn } from "./support/portal-client.js";
+import { startTestStack, type TestStack } from "./support/test-stack.js";
+
+// Short challenges so that expiry can be shown on the wall clock.
+const CHALLENGE_TTL_SECONDS = 3;
+
+let stack: TestStack;
+let store: Store;
+
+beforeAll(async () => {
+  stack = await startTestStack({ env: { SIWE_CHALLENGE_TTL_SECONDS: String(CHALLENGE_TTL_SECONDS) } });
+  store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
+});
+afterAll(async () => {
+  await store?.destroy();
+  await stack?.stop();
+});
+
+async function verify(role: string, message: string, signature: string) {
+  return api(stack, "POST", `/api/${role}/auth/verify`, { json: { message, signature } });
+}
+
+async function expectProblem(response: Response, status: number, code: string) {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  expect(response.headers.get("content-type")).toContain("application/problem+json");
+  expect(JSON.parse(text).code).toBe(code);
+}
+
+/** A request with a Host header of our choosing (fetch cannot set Host). */
+function rawPost(
+  path: string,
+  host: string,
+  body: unknown,
+): Promise<{ status: number; body: { message: string; code: string } }> {
+  const url = new URL(stack.ponder.baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path,
+        method: "POST",
+        headers: { Host: host, "Content-Type": "application/json" },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk) => {
+          text += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+describe("SIWE sign-in", () => {
+  it("issues an EIP-4361 message bound to domain, chain, portal and a short expiry, and answers with a session", async () => {
+    const wallet = portalWallet();
+    const issued = await challenge(stack, "investor", wallet.address);
+    const host = new URL(stack.ponder.baseUrl).host;
+    expect(issued.message).toContain(`${host} wants you to sign in with your Ethereum account:\n${wallet.address}`);
+    expect(issued.message).toContain("Chain ID: 31337");
+    expect(issued.message).toContain(`URI: ${stack.ponder.baseUrl}/api/investor`);
+    expect(issued.message).toContain(`Nonce: ${issued.nonce}`);
+    expect(issued.message).toContain("Expiration Time: ");
+    expect(Date.parse(issued.expiresAt) - Date.now()).toBeLessThanOrEqual(CHALLENGE_TTL_SECONDS * 1000);
+
+    const response = await verify("investor", issued.message, await wallet.sign(issued.message));
+    const session = await expectJson(response, 200);
+    expect(session).toMatchObject({ role: "investor", address: wallet.address });
+    const lifetime = Date.parse(session.expiresAt) - Date.now();
+    expect(lifetime).toBeGreaterThan(7.9 * 3600_000);
+    expect(lifetime).toBeLessThanOrEqual(8 * 3600_000);
+
+    const current = await expectJson(await api(stack, "GET", "/api/investor/auth/session", { token: session.token }), 200);
+    expect(current).toMatchObject({ role: "investor", address: wallet.address });
+  });
+
+  it("uses 128-bit nonces from a CSPRNG, not viem's generateSiweNonce", async () => {
+    const wallet = portalWallet();
+    const nonces = await Promise.all(
+      Array.from({ length: 5 }, async () => (await challenge(stack, "investor", wallet.address)).nonce),
+    );
+    for (const nonce of nonces) expect(nonce).toMatch(/^[0-9a-f]{32}$/);
+    // Consecutive generateSiweNonce() values share most characters; ours share about 1/16 by position.
+    const [a, b] = nonces as [string, string];
+    const same = [...a].filter((char, index) => b[index] === char).length;
+    expect(same).toBeLessThan(12);
+    expect(new Set(nonces).size).toBe(5);
+  });
+
+  it("stores the session token only as its SHA-256", async () => {
+    const wallet = portalWallet();
+    const token = await signIn(stack, "investor", wallet);
+    const rows = await store
+      .selectFrom("portal_session")
+      .selectAll()
+      .where("address", "=", wallet.address.toLowerCase())
+      .execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.token_hash).toBe(createHash("sha256").update(token).digest("hex"));
+    expect(JSON.stringify(rows)).not.toContain(token);
+  });
+
+  it("refuses a reused nonce", async () => {
+    const wallet = portalWallet();
+    const { message } = await challenge(stack, "investor", wallet.address);
+    const signature = await wallet.sign(message);
+    await expectJson(await verify("investor", message, signature), 200);
+    await expectProblem(await verify("investor", message, signature), 401, "challenge_used");
+  });
+
+  it("gives one session when the same signed challenge is submitted many times at once", async () => {
+    const wallet = portalWallet();
+    const { message } = await challenge(stack, "investor", wallet.address);
+    const signature = await wallet.sign(message);
+    const responses = await Promise.all(Array.from({ length: 8 }, () => verify("investor", message, signature)));
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(1);
+    expect(responses.filter((response) => response.status === 401)).toHaveLength(7);
+    const sessions = await store
+      .selectFrom("portal_session")
+      .select("id")
+      .where("address", "=", wallet.address.toLowerCase())
+      .execute();
+    expect(sessions).toHaveLength(1);
+  });
+
+  it("refuses an expired message", async () => {
+    const wallet = portalWallet();
+    const { message } = await challenge(stack, "investor", wallet.address);
+    const signature = await wallet.sign(message);
+    await new Promise((resolve) => setTimeout(resolve, CHALLENGE_TTL_SECONDS * 1000 + 500));
+    await expectProblem(await verify("investor", message, signature), 401, "challenge_expired");
+  });
+
+  it("refuses a message issued for another domain", async () => {
+    const wallet = portalWallet();
+    // A phishing page asks us for a challenge naming its own domain ...
+    const phished = await rawPost("/api/investor/auth/challenge", "evil.example", { address: wallet.address });
+    expect(phished.status).toBe(200);
+    expect(phished.body.message).toMatch(/^evil\.example wants you to sign in/);
+    const signature = await wallet.sign(phished.body.message);
+    // ... but the signed message only works on the domain it names, not on ours.
+    await expectProblem(await verify("investor", phished.body.message, signature), 401, "wrong_domain");
+
+    // And a challenge for our domain cannot be verified on another.
+    const ours = await challenge(stack, "investor", wallet.address);
+    const elsewhere = await rawPost("/api/investor/auth/verify", "evil.example", {
+      message: ours.message,
+      signature: await wallet.sign(ours.message),
+    });
+    expect(elsewhere.status).toBe(401);
+    expect(elsewhere.body.code).toBe("wrong_domain");
+  });
+
+  it("refuses a chain that is not enabled, and a message moved to another chain", async () => {
+    const wallet = portalWallet();
+    await expectProblem(
+      await api(stack, "POST", "/api/investor/auth/challenge", { json: { address: wallet.address, chainId: 8453 } }),
+      422,
+      "unsupported_chain",
+    );
+    const { message } = await challenge(stack, "investor", wallet.address);
+    const moved = message.replace("Chain ID: 31337", "Chain ID: 1");
+    await expectProblem(await verify("investor", moved, await wallet.sign(moved)), 401, "message_altered");
+  });
+
+  it("refuses a signature by another wallet", async () => {
+    const wallet = portalWallet();
+    const other = portalWallet();
+    const { message } = await challenge(stack, "investor", wallet.address);
+    await expectProblem(await verify("investor", message, await other.sign(message)), 401, "invalid_signature");
+    // The challenge is still usable by its own wallet: a bad signature does not burn it.
+    await expectJson(await verify("investor", message, await wallet.sign(message)), 200);
+  });
+
+  it("refuses an altered message, even when the challenged wallet signed the alteration", async () => {
+    const wallet = portalWallet();
+    const { message } = await challenge(stack, "investor", wallet.address);
+    const later = message.replace(/Expiration Time: .*/, "Expiration Time: 2099-01-01T00:00:00.000Z");
+    await expectProblem(await verify("investor", later, await wallet.sign(later)), 401, "message_altered");
+    const otherWallet = portalWallet();
+    const swapped = message.replace(wallet.address, otherWallet.address);
+    await expectProblem(await verify("investor", swapped, await otherWallet.sign(swapped)), 401, "message_altered");
+  });
+
+  it("binds a challenge to its portal", async () => {
+    const admin = adminWallet(stack);
+    const { message } = await challenge(stack, "investor", admin.address);
+    await expectProblem(await verify("admin", message, await admin.sign(message)), 401, "wrong_portal");
+  });
+
+  it("lets only configured admins and registered issuers sign in to their portals", async () => {
+    const stranger = portalWallet();
+    await expectProblem(
+      await api(stack, "POST", "/api/admin/auth/challenge", { json: { address: stranger.address } }),
+      403,
+      "portal_not_allowed",
+    );
+    await expectProblem(
+      await api(stack, "POST", "/api/issuer/auth/challenge", { json: { address: stranger.address } }),
+      403,
+      "portal_not_allowed",
+    );
+    const adminToken = await signIn(stack, "admin", adminWallet(stack));
+    const { token } = await registerIssuer(stack, adminToken, stranger, "Stranger Capital");
+    expect(token).toMatch(/^pst_/);
+  });
+
+  it("binds a session to its role", async () => {
+    const investorToken = await signIn(stack, "investor", adminWallet(stack));
+    const asInvestor = await api(stack, "GET", "/api/admin/audit-log", { token: investorToken });
+    await expectProblem(asInvestor, 403, "wrong_portal");
+    await expectProblem(await api(stack, "GET", "/api/admin/audit-log"), 401, "unauthenticated");
+    await expectProblem(await api(stack, "GET", "/api/admin/audit-log", { token: "pst_forged" }), 401, "unauthenticated");
+  });
+
+  it("revokes a session at logout", async () => {
+    const token = await signIn(stack, "admin", adminWallet(stack));
+    await expectJson(await api(stack, "GET", "/api/admin/auth/session", { token }), 200);
+    expect((await api(stack, "POST", "/api/admin/auth/logout", { token })).status).toBe(204);
+    await expectProblem(await api(stack, "GET", "/api/admin/auth/session", { token }), 401, "unauthenticated");
+    await expectProblem(await api(stack, "GET", "/api/admin/issuers", { token }), 401, "unauthenticated");
+    const audit = await store.selectFrom("audit_log").select("action").where("action", "like", "auth.%").execute();
+    expect(audit.map((row) => row.action)).toEqual(expect.arrayContaining(["auth.sign_in", "auth.sign_out"]));
+  });
+
+  it("cuts off an issuer at once when an admin disables it", async () => {
+    const adminToken = await signIn(stack, "admin", adminWallet(stack));
+    const wallet = portalWallet();
+    const { issuer, token } = await registerIssuer(stack, adminToken, wallet, "Short-lived Issuer");
+    await expectJson(await api(stack, "GET", "/api/issuer/profile", { token }), 200);
+    await expectJson(await api(stack, "POST", `/api/admin/issuers/${issuer.id}/disable`, { token: adminToken }), 200);
+    await expectProblem(await api(stack, "GET", "/api/issuer/profile", { token }), 403, "portal_not_allowed");
+  });
+});

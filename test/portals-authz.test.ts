@@ -1,0 +1,211 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  accountWallet,
+  adminWallet,
+  api,
+  expectJson,
+  offeringDraft,
+  openOffering,
+  portalWallet,
+  type Role,
+  registerIssuer,
+  signIn,
+} from "./support/portal-client.js";
+import { startTestStack, type TestStack } from "./support/test-stack.js";
+
+/**
+ * Who may call each portal route. The test reads /openapi.json and fails if a
+ * route under /api is missing here, so every new route gets a row.
+ */
+type Access = "public" | Role;
+const ACCESS: Record<string, Access> = {
+  "POST /api/investor/auth/challenge": "public",
+  "POST /api/investor/auth/verify": "public",
+  "POST /api/investor/auth/logout": "investor",
+  "GET /api/investor/auth/session": "investor",
+  "POST /api/issuer/auth/challenge": "public",
+  "POST /api/issuer/auth/verify": "public",
+  "POST /api/issuer/auth/logout": "issuer",
+  "GET /api/issuer/auth/session": "issuer",
+  "POST /api/admin/auth/challenge": "public",
+  "POST /api/admin/auth/verify": "public",
+  "POST /api/admin/auth/logout": "admin",
+  "GET /api/admin/auth/session": "admin",
+  "GET /api/investor/profile": "investor",
+  "GET /api/rwa/offerings": "public",
+  "GET /api/rwa/offerings/{id}": "public",
+  "GET /api/rwa/offerings/{id}/eligibility": "investor",
+  "GET /api/rwa/verify/certificates/{tokenId}": "public",
+  "GET /api/rwa/verify/transactions/{hash}": "public",
+  "GET /api/rwa/verify/wallets/{address}": "public",
+  "POST /api/rwa/checkout": "investor",
+  "GET /api/rwa/checkout": "investor",
+  "GET /api/rwa/checkout/{id}": "investor",
+  "POST /api/rwa/settlements/wallet": "investor",
+  "GET /api/rwa/certificates": "investor",
+  "POST /api/rwa/certificates/{purchaseId}/claim": "investor",
+  "GET /api/issuer/profile": "issuer",
+  "POST /api/issuer/offerings": "issuer",
+  "GET /api/issuer/offerings": "issuer",
+  "GET /api/issuer/offerings/{id}": "issuer",
+  "PUT /api/issuer/offerings/{id}": "issuer",
+  "POST /api/issuer/offerings/{id}/submit": "issuer",
+  "POST /api/issuer/offerings/{id}/pause": "issuer",
+  "POST /api/issuer/offerings/{id}/resume": "issuer",
+  "POST /api/issuer/offerings/{id}/close": "issuer",
+  "GET /api/issuer/offerings/{id}/purchases": "issuer",
+  "GET /api/issuer/offerings/{id}/purchases.csv": "issuer",
+  "GET /api/issuer/offerings/{id}/holders": "issuer",
+  "GET /api/issuer/offerings/{id}/holders.csv": "issuer",
+  "POST /api/admin/issuers": "admin",
+  "GET /api/admin/issuers": "admin",
+  "POST /api/admin/issuers/{id}/disable": "admin",
+  "GET /api/admin/investors": "admin",
+  "GET /api/admin/investors/{address}": "admin",
+  "PUT /api/admin/investors/{address}/eligibility": "admin",
+  "POST /api/admin/investors/{address}/freeze": "admin",
+  "POST /api/admin/investors/{address}/unfreeze": "admin",
+  "GET /api/admin/offerings": "admin",
+  "GET /api/admin/offerings/{id}": "admin",
+  "POST /api/admin/offerings/{id}/approve": "admin",
+  "POST /api/admin/offerings/{id}/reject": "admin",
+  "POST /api/admin/offerings/{id}/pause": "admin",
+  "POST /api/admin/offerings/{id}/resume": "admin",
+  "POST /api/admin/offerings/{id}/close": "admin",
+  "POST /api/admin/partners": "admin",
+  "GET /api/admin/partners": "admin",
+  "GET /api/admin/partners/{id}": "admin",
+  "POST /api/admin/partners/{id}/api-keys": "admin",
+  "DELETE /api/admin/partners/{id}/api-keys/{keyId}": "admin",
+  "POST /api/admin/partners/{id}/payment-addresses": "admin",
+  "GET /api/admin/event-deliveries": "admin",
+  "GET /api/admin/audit-log": "admin",
+};
+
+/** Routes on a resource that belongs to one issuer or one investor: others get 404, never the resource. */
+const OWNED_BY_ISSUER = Object.keys(ACCESS).filter((route) => route.includes("/api/issuer/offerings/{id}"));
+const OWNED_BY_INVESTOR = [
+  "GET /api/rwa/checkout/{id}",
+  "POST /api/rwa/certificates/{purchaseId}/claim",
+  "POST /api/rwa/settlements/wallet",
+];
+
+let stack: TestStack;
+const tokens = {} as Record<Role | "otherIssuer" | "otherInvestor", string>;
+let offeringId: string;
+let purchaseId: string;
+const stranger = portalWallet().address;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  tokens.admin = await signIn(stack, "admin", adminWallet(stack));
+  tokens.issuer = (await registerIssuer(stack, tokens.admin, portalWallet(), "Issuer A")).token;
+  tokens.otherIssuer = (await registerIssuer(stack, tokens.admin, portalWallet(), "Issuer B")).token;
+  tokens.investor = await signIn(stack, "investor", accountWallet(stack, 1));
+  tokens.otherInvestor = await signIn(stack, "investor", accountWallet(stack, 2));
+  offeringId = await openOffering(stack, { issuer: tokens.issuer, admin: tokens.admin });
+  const purchase = await expectJson(
+    await api(stack, "POST", "/api/rwa/checkout", { token: tokens.investor, json: { offeringId, units: 1 } }),
+    201,
+  );
+  purchaseId = purchase.id;
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+async function freshToken(role: Role): Promise<string> {
+  if (role === "admin") return signIn(stack, "admin", adminWallet(stack));
+  if (role === "investor") return signIn(stack, "investor", portalWallet());
+  return (await registerIssuer(stack, tokens.admin, portalWallet(), "Issuer C")).token;
+}
+
+function concretePath(template: string): string {
+  const values: Record<string, string> = {
+    tokenId: "1",
+    hash: `0x${"ab".repeat(32)}`,
+    address: stranger,
+    purchaseId,
+    keyId: "key_unknown",
+  };
+  let id = offeringId;
+  if (template.startsWith("/api/rwa/checkout/")) id = purchaseId;
+  if (template.startsWith("/api/admin/issuers/")) id = "iss_unknown";
+  if (template.startsWith("/api/admin/partners/")) id = "ptr_unknown";
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => (name === "id" ? id : (values[name] as string)));
+}
+
+async function call(route: string, token?: string, json: unknown = {}) {
+  const [method, template] = route.split(" ") as [string, string];
+  const response = await api(stack, method, concretePath(template), {
+    token,
+    json: method === "GET" || method === "DELETE" ? undefined : json,
+  });
+  const text = await response.text();
+  const code = response.headers.get("content-type")?.includes("json") && text ? JSON.parse(text).code : undefined;
+  return { status: response.status, code: code as string | undefined, text };
+}
+
+describe("authorisation matrix", () => {
+  it("lists every /api route of the OpenAPI document", async () => {
+    const document = await expectJson(await api(stack, "GET", "/openapi.json"), 200);
+    const routes = Object.entries(document.paths as Record<string, Record<string, unknown>>)
+      .filter(([path]) => path.startsWith("/api/"))
+      .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`));
+    expect(routes.sort()).toEqual(Object.keys(ACCESS).sort());
+    for (const route of routes) {
+      const [method, path] = route.split(" ") as [string, string];
+      const operation = (document.paths[path] as Record<string, { security?: unknown[] }>)[method.toLowerCase()];
+      expect(operation?.security !== undefined, route).toBe(ACCESS[route] !== "public");
+    }
+  });
+
+  it("refuses anonymous callers on every protected route with 401", async () => {
+    for (const [route, access] of Object.entries(ACCESS)) {
+      const { status, code } = await call(route);
+      if (access === "public") expect([401, 403], `${route} is public`).not.toContain(status);
+      else expect({ route, status, code }).toEqual({ route, status: 401, code: "unauthenticated" });
+    }
+  });
+
+  it("refuses a session of another role on every protected route with 403", async () => {
+    for (const [route, access] of Object.entries(ACCESS)) {
+      if (access === "public") continue;
+      for (const role of ["investor", "issuer", "admin"] as const) {
+        if (role === access) continue;
+        const { status, code } = await call(route, tokens[role]);
+        expect({ route, role, status, code }).toEqual({ route, role, status: 403, code: "wrong_portal" });
+      }
+    }
+  });
+
+  it("hides one issuer's offerings from another issuer", async () => {
+    for (const route of OWNED_BY_ISSUER) {
+      const body = route.startsWith("PUT") ? offeringDraft(stack) : {};
+      const { status, code } = await call(route, tokens.otherIssuer, body);
+      expect({ route, status, code }).toEqual({ route, status: 404, code: "not_found" });
+    }
+  });
+
+  it("hides one investor's purchases from another investor", async () => {
+    for (const route of OWNED_BY_INVESTOR) {
+      const body = route.includes("settlements") ? { purchaseId, transactionHash: `0x${"cd".repeat(32)}` } : {};
+      const { status, code } = await call(route, tokens.otherInvestor, body);
+      expect({ route, status, code }).toEqual({ route, status: 404, code: "not_found" });
+    }
+  });
+
+  it("lets the right role through on every route", async () => {
+    const denied = ["unauthenticated", "wrong_portal", "portal_not_allowed"];
+    for (const [route, access] of Object.entries(ACCESS)) {
+      if (access === "public") continue;
+      // Logging out ends the session, so it gets a session of its own.
+      const token = route.endsWith("/logout") ? await freshToken(access) : tokens[access];
+      const body = route === "PUT /api/issuer/offerings/{id}" ? offeringDraft(stack) : {};
+      const { status, code, text } = await call(route, token, body);
+      expect(status, `${route}: ${text}`).not.toBe(401);
+      expect(denied, `${route}: ${text}`).not.toContain(code);
+      expect(status, `${route}: ${text}`).toBeLessThan(500);
+    }
+  });
+});
