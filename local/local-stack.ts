@@ -87,9 +87,9 @@ export async function startLocalStack(options: {
       NETWORKS: "local",
       LOCAL_RPC_URL: anvil.rpcUrl,
       VOUCHER_KEY_FILE: voucherKeyPath,
+      SECRETS_KEY_FILE: ensureSecretsKeyFile(dataDir),
       ADMIN_ADDRESSES: addressOf(secrets.adminPrivateKey),
       LOCAL_MODE: "true",
-      SECRETS_KEY_FILE: ensureSecretsKeyFile(dataDir),
       ...options.env,
     };
     const port = options.apiPort ?? (await findFreePort());
