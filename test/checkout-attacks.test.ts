@@ -4,7 +4,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { deployTestUsdc } from "../local/deploy.js";
-import { createSession, outboxEvents, publicPost, readOrder, readSession, sessionBody, submitHash } from "./support/checkout-helpers.js";
+import {
+  createSession,
+  outboxEvents,
+  publicPost,
+  readOrder,
+  readSession,
+  sessionBody,
+  submitHash,
+} from "./support/checkout-helpers.js";
+import { adminWallet, api, expectJson, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 let stack: TestStack;
@@ -35,9 +44,13 @@ async function expectRejected(response: Response, status: number, code: string, 
 
 /** Waits until the worker has looked at a transfer (settled it or filed it as unresolved). */
 function recorded(hash: Hex) {
-  return waitFor(async () => (await store.selectFrom("payment").selectAll().where("transaction_hash", "=", hash).executeTakeFirst()) ?? undefined, {
-    what: `payment row for ${hash}`,
-  });
+  return waitFor(
+    async () =>
+      (await store.selectFrom("payment").selectAll().where("transaction_hash", "=", hash).executeTakeFirst()) ?? undefined,
+    {
+      what: `payment row for ${hash}`,
+    },
+  );
 }
 
 describe("attacks on settlement: each fails and changes nothing", () => {
@@ -59,25 +72,44 @@ describe("attacks on settlement: each fails and changes nothing", () => {
     const first = await (await submitHash(stack, session.clientToken, paid.hash)).json();
     const second = await (await submitHash(stack, session.clientToken, paid.hash)).json();
     expect([first.status, second.status]).toEqual(["settled", "settled"]);
-    const settledEvents = (await outboxEvents(stack, store)).filter((event) => event.type === "purchase.settled" && event.data.orderId === session.orderId);
+    const settledEvents = (await outboxEvents(stack, store)).filter(
+      (event) => event.type === "purchase.settled" && event.data.orderId === session.orderId,
+    );
     expect(settledEvents).toHaveLength(1);
   });
 
   it("a look-alike token contract emitting an identical Transfer", async () => {
     const session = await createSession(stack);
-    const fake = await deployTestUsdc({ rpcUrl: stack.local.rpcUrl, chainId: stack.local.chainId, deployerPrivateKey: stack.local.accounts[8]!.privateKey as Hex });
+    const fake = await deployTestUsdc({
+      rpcUrl: stack.local.rpcUrl,
+      chainId: stack.local.chainId,
+      deployerPrivateKey: stack.local.accounts[8]!.privateKey as Hex,
+    });
     const owner = stack.wallet(8);
     await stack.publicClient.waitForTransactionReceipt({
       hash: await owner.writeContract({
         address: fake,
-        abi: [{ type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ type: "address" }, { type: "uint256" }], outputs: [] }],
+        abi: [
+          {
+            type: "function",
+            name: "mint",
+            stateMutability: "nonpayable",
+            inputs: [{ type: "address" }, { type: "uint256" }],
+            outputs: [],
+          },
+        ],
         functionName: "mint",
         args: [owner.account!.address, 10n ** 12n],
         chain: stack.chain,
         account: owner.account!,
       }),
     });
-    const paid = await stack.payUsdc({ from: 8, to: session.payment.recipient, amount: BigInt(session.payment.amount), token: fake });
+    const paid = await stack.payUsdc({
+      from: 8,
+      to: session.payment.recipient,
+      amount: BigInt(session.payment.amount),
+      token: fake,
+    });
     const before = await snapshot(session.id);
     await expectRejected(await submitHash(stack, session.clientToken, paid.hash), 422, "wrong_token", "wrong_token");
     expect(await snapshot(session.id)).toEqual(before);
@@ -103,7 +135,11 @@ describe("attacks on settlement: each fails and changes nothing", () => {
 
   it("a transfer to another recipient", async () => {
     const session = await createSession(stack);
-    const paid = await stack.payUsdc({ from: 3, to: stack.local.accounts[9]!.address as Address, amount: BigInt(session.payment.amount) });
+    const paid = await stack.payUsdc({
+      from: 3,
+      to: stack.local.accounts[9]!.address as Address,
+      amount: BigInt(session.payment.amount),
+    });
     const before = await snapshot(session.id);
     await expectRejected(await submitHash(stack, session.clientToken, paid.hash), 422, "wrong_recipient", "wrong_recipient");
     expect(await snapshot(session.id)).toEqual(before);
@@ -112,7 +148,11 @@ describe("attacks on settlement: each fails and changes nothing", () => {
   it("one base unit short and one base unit over, which become unresolved payments", async () => {
     const session = await createSession(stack);
     for (const delta of [-1n, 1n]) {
-      const paid = await stack.payUsdc({ from: 4, to: session.payment.recipient, amount: BigInt(session.payment.amount) + delta });
+      const paid = await stack.payUsdc({
+        from: 4,
+        to: session.payment.recipient,
+        amount: BigInt(session.payment.amount) + delta,
+      });
       const payment = await recorded(paid.hash);
       const before = await snapshot(session.id);
       await expectRejected(await submitHash(stack, session.clientToken, paid.hash), 422, "wrong_amount", "wrong_amount");
@@ -138,7 +178,10 @@ describe("attacks on settlement: each fails and changes nothing", () => {
     const replayed = await replay.json();
     expect({ ...replayed, clientToken: undefined }).toEqual({ ...created, clientToken: undefined });
     const sessionsBefore = await store.selectFrom("checkout_session").select("id").execute();
-    const conflict = await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: { ...body, totalPriceUsdc: "26000000" } });
+    const conflict = await stack.partnerFetch("/v1/checkout/sessions", {
+      method: "POST",
+      json: { ...body, totalPriceUsdc: "26000000" },
+    });
     expect(conflict.status).toBe(409);
     expect((await conflict.json()).code).toBe("idempotency_conflict");
     expect(await store.selectFrom("checkout_session").select("id").execute()).toHaveLength(sessionsBefore.length);
@@ -171,14 +214,24 @@ describe("attacks on settlement: each fails and changes nothing", () => {
       })
     ).json();
     const thief = stack.wallet(6);
-    const hash = await thief.sendTransaction({ to: claim.transaction.to, data: claim.transaction.data, gas: 300_000n, chain: stack.chain, account: thief.account! });
+    const hash = await thief.sendTransaction({
+      to: claim.transaction.to,
+      data: claim.transaction.data,
+      gas: 300_000n,
+      chain: stack.chain,
+      account: thief.account!,
+    });
     expect((await stack.publicClient.waitForTransactionReceipt({ hash })).status).toBe("reverted");
     // Give the indexer and the mint confirmer time to see anything there might be.
     const marker = await stack.payUsdc({ from: 6, to: session.payment.recipient, amount: 1n });
     await recorded(marker.hash);
     const order = await readOrder(stack, session.orderId);
     expect(order.certificate.status).toBe("voucher_issued");
-    expect((await outboxEvents(stack, store)).some((event) => event.type === "certificate.minted" && event.data.orderId === session.orderId)).toBe(false);
+    expect(
+      (await outboxEvents(stack, store)).some(
+        (event) => event.type === "certificate.minted" && event.data.orderId === session.orderId,
+      ),
+    ).toBe(false);
   });
 
   it("an ineligible claim gets a clear problem", async () => {
@@ -225,7 +278,10 @@ describe("partner isolation", () => {
 
     expect((await other(`/v1/checkout/sessions/${session.id}`)).status).toBe(404);
     expect((await other(`/v1/orders/${session.orderId}`)).status).toBe(404);
-    const fulfil = await other(`/v1/orders/${session.orderId}/fulfillment`, { method: "POST", json: { fulfilmentReference: "x", idempotencyKey: "x" } });
+    const fulfil = await other(`/v1/orders/${session.orderId}/fulfillment`, {
+      method: "POST",
+      json: { fulfilmentReference: "x", idempotencyKey: "x" },
+    });
     expect(fulfil.status).toBe(404);
     expect((await readOrder(stack, session.orderId)).status).toBe("paid");
     expect((await (await other(`/v1/transfers?txHash=${paid.hash}`)).json()).data).toEqual([]);
@@ -249,6 +305,62 @@ describe("partner isolation", () => {
     const paid = await stack.payUsdc({ from: 7, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
     await recorded(paid.hash);
     expect((await (await submitHash(stack, session.clientToken, paid.hash)).json()).status).toBe("settled");
+  });
+});
+
+describe("unresolved payments resolved by an administrator", () => {
+  it("attaches a short payment to its order, which settles it, and marks another for refund, both audited", async () => {
+    const admin = await signIn(stack, "admin", adminWallet(stack));
+    const session = await createSession(stack, { certificate: { enabled: false } });
+    const short = await stack.payUsdc({ from: 9, to: session.payment.recipient, amount: BigInt(session.payment.amount) - 500n });
+    const stray = await stack.payUsdc({ from: 9, to: session.payment.recipient, amount: 1_234n });
+    await recorded(short.hash);
+    await recorded(stray.hash);
+
+    const unresolved = await expectJson(
+      await api(stack, "GET", "/api/admin/payments?status=unresolved&limit=200", { token: admin }),
+      200,
+    );
+    expect(unresolved.data.map((payment: { transactionHash: string }) => payment.transactionHash)).toEqual(
+      expect.arrayContaining([short.hash, stray.hash]),
+    );
+
+    const path = (hash: Hex, action: string) => `/api/admin/payments/31337/${hash}/0/${action}`;
+    // The partner's key is no admin credential.
+    expect(
+      (await stack.partnerFetch(path(short.hash, "attach"), { method: "POST", json: { orderId: session.orderId } })).status,
+    ).toBe(401);
+    await expectJson(
+      await api(stack, "POST", path(short.hash, "attach"), {
+        token: admin,
+        json: { orderId: session.orderId, note: "customer underpaid by 0.0005" },
+      }),
+      200,
+    );
+    const order = await readOrder(stack, session.orderId);
+    expect(order).toMatchObject({ status: "paid", amountPaid: (BigInt(session.payment.amount) - 500n).toString() });
+    const settled = (await outboxEvents(stack, store)).filter(
+      (event) => event.type === "purchase.settled" && event.data.orderId === session.orderId,
+    );
+    expect(settled).toHaveLength(1);
+    expect(settled[0]!.data).toMatchObject({ resolution: "attached", transactionHash: short.hash });
+    // Attaching twice is refused and changes nothing.
+    expect(
+      (await api(stack, "POST", path(short.hash, "attach"), { token: admin, json: { orderId: session.orderId } })).status,
+    ).toBe(409);
+
+    await expectJson(await api(stack, "POST", path(stray.hash, "refund"), { token: admin, json: { note: "not ours" } }), 200);
+    const refunds = await expectJson(
+      await api(stack, "GET", "/api/admin/payments?status=refund_requested", { token: admin }),
+      200,
+    );
+    expect(refunds.data.map((payment: { transactionHash: string }) => payment.transactionHash)).toContain(stray.hash);
+
+    const audit = await expectJson(await api(stack, "GET", "/api/admin/audit-log?limit=50", { token: admin }), 200);
+    const actions = audit.data.map((entry: { action: string; target: { id: string } }) => `${entry.action} ${entry.target.id}`);
+    expect(actions).toEqual(
+      expect.arrayContaining([`payment.attach 31337:${short.hash}:0`, `payment.refund 31337:${stray.hash}:0`]),
+    );
   });
 });
 

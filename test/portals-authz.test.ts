@@ -80,6 +80,9 @@ const ACCESS: Record<string, Access> = {
   "POST /api/admin/partners/{id}/payment-addresses": "admin",
   "GET /api/admin/event-deliveries": "admin",
   "GET /api/admin/audit-log": "admin",
+  "GET /api/admin/payments": "admin",
+  "POST /api/admin/payments/{chainId}/{transactionHash}/{logIndex}/attach": "admin",
+  "POST /api/admin/payments/{chainId}/{transactionHash}/{logIndex}/refund": "admin",
 };
 
 /** Routes on a resource that belongs to one issuer or one investor: others get 404, never the resource. */
@@ -127,6 +130,9 @@ function concretePath(template: string): string {
     address: stranger,
     purchaseId,
     keyId: "key_unknown",
+    chainId: "31337",
+    transactionHash: `0x${"cd".repeat(32)}`,
+    logIndex: "0",
   };
   let id = offeringId;
   if (template.startsWith("/api/rwa/checkout/")) id = purchaseId;

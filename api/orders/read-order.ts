@@ -23,7 +23,7 @@ export async function readOrder(context: AppContext, params: { partnerId: string
           .selectFrom("payment")
           .selectAll()
           .where("session_id", "=", order.settled_session_id)
-          .where("status", "=", "settled")
+          .where("status", "in", ["settled", "attached"])
           .executeTakeFirst();
   const certificate = await context.store.selectFrom("certificate").selectAll().where("order_id", "=", order.id).executeTakeFirst();
   const head = session ? (await context.indexed.heads()).get(session.chain_id)?.blockNumber : undefined;

@@ -41,7 +41,7 @@ async function publicSessionView(context: AppContext, session: CheckoutSessionTa
     .selectFrom("payment")
     .select(["transaction_hash", "status"])
     .where("session_id", "=", session.id)
-    .where("status", "in", ["pending", "settled"])
+    .where("status", "in", ["pending", "settled", "attached"])
     .executeTakeFirst();
   return {
     ...sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }),

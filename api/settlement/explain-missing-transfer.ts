@@ -1,4 +1,4 @@
-import { type Hex, type PublicClient, parseEventLogs, erc20Abi, TransactionReceiptNotFoundError } from "viem";
+import { erc20Abi, type Hex, type PublicClient, parseEventLogs, TransactionReceiptNotFoundError } from "viem";
 import { ProblemError } from "../http/problem.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 
@@ -38,7 +38,11 @@ export function createMissingTransferExplainer() {
     get rpcCalls() {
       return rpcCalls;
     },
-    async explain(params: { client: PublicClient; session: CheckoutSessionTable; transactionHash: Hex }): Promise<MissingTransferExplanation> {
+    async explain(params: {
+      client: PublicClient;
+      session: CheckoutSessionTable;
+      transactionHash: Hex;
+    }): Promise<MissingTransferExplanation> {
       const key = `${params.session.chain_id}:${params.transactionHash}:${params.session.payment_address}:${params.session.token_address}`;
       const cached = cache.get(key);
       if (cached !== undefined && cached.expiresAt > Date.now()) return cached.value;
@@ -62,7 +66,11 @@ export function createMissingTransferExplainer() {
   };
 }
 
-async function lookUp(params: { client: PublicClient; session: CheckoutSessionTable; transactionHash: Hex }): Promise<MissingTransferExplanation> {
+async function lookUp(params: {
+  client: PublicClient;
+  session: CheckoutSessionTable;
+  transactionHash: Hex;
+}): Promise<MissingTransferExplanation> {
   let receipt: Awaited<ReturnType<PublicClient["getTransactionReceipt"]>>;
   try {
     receipt = await params.client.getTransactionReceipt({ hash: params.transactionHash });

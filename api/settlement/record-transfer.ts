@@ -1,17 +1,12 @@
 import type { Kysely } from "kysely";
-import type { NetworkConfig } from "../config/networks.js";
 import { expireSession } from "../checkout/create-session.js";
+import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { CheckoutSessionTable, Database, PaymentTable } from "../store/database.js";
 
 /** Why a transfer that reached a payment address did not settle a session (SPEC section 5, and ours). */
-export type UnresolvedReason =
-  | "unmatched"
-  | "late"
-  | "predates_session"
-  | "wrong_payer"
-  | "duplicate_payment";
+export type UnresolvedReason = "unmatched" | "late" | "predates_session" | "wrong_payer" | "duplicate_payment";
 
 export type TransferDecision =
   | { kind: "match"; session: CheckoutSessionTable }
@@ -35,7 +30,11 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
     .where("amount_due", "=", transfer.value.toString())
     .executeTakeFirst();
   if (reservation === undefined) return { kind: "unresolved", reason: "unmatched", session: undefined };
-  const session = await trx.selectFrom("checkout_session").selectAll().where("id", "=", reservation.session_id).executeTakeFirstOrThrow();
+  const session = await trx
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("id", "=", reservation.session_id)
+    .executeTakeFirstOrThrow();
   const minedAtMs = Number(transfer.blockTimestamp) * 1000;
 
   // Past the late window the amount no longer names this session; it is still late.
@@ -48,7 +47,11 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
     return { kind: "unresolved", reason: "predates_session", session };
   }
   if (minedAtMs > Number(session.expires_at)) return { kind: "unresolved", reason: "late", session };
-  const order = await trx.selectFrom("orders").select("settled_session_id").where("id", "=", session.order_id).executeTakeFirstOrThrow();
+  const order = await trx
+    .selectFrom("orders")
+    .select("settled_session_id")
+    .where("id", "=", session.order_id)
+    .executeTakeFirstOrThrow();
   if (order.settled_session_id !== null || session.status === "settled" || session.status === "payment_pending") {
     return { kind: "unresolved", reason: "duplicate_payment", session };
   }
@@ -159,7 +162,11 @@ export async function confirmPendingPayment(
       .where("id", "=", payment.session_id)
       .where("status", "=", "payment_pending")
       .execute();
-    const session = await trx.selectFrom("checkout_session").selectAll().where("id", "=", payment.session_id).executeTakeFirstOrThrow();
+    const session = await trx
+      .selectFrom("checkout_session")
+      .selectAll()
+      .where("id", "=", payment.session_id)
+      .executeTakeFirstOrThrow();
     await settleOrder(trx, { session, payment: { ...payment, status: "settled" }, network: params.network, confirmations, now });
   });
   return "settled";

@@ -1,9 +1,13 @@
+import type { Kysely } from "kysely";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { ProblemError, problems } from "../http/problem.js";
+import type { Database } from "../store/database.js";
 import { confirmationsOf, findPayment, settleOrder } from "./record-transfer.js";
 
 export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
+/** Runs inside the resolution's transaction (the admin portal writes its audit entry there). */
+type AlsoInTransaction = (trx: Kysely<Database>) => Promise<void>;
 
 const notUnresolved = (status: string) =>
   new ProblemError({
@@ -18,7 +22,10 @@ const notUnresolved = (status: string) =>
  * order: the order settles with that transfer and the partner hears
  * `purchase.settled` with `resolution: "attached"`, in one transaction.
  */
-export async function attachPaymentToOrder(context: AppContext, params: PaymentKey & { orderId: string; note?: string }) {
+export async function attachPaymentToOrder(
+  context: AppContext,
+  params: PaymentKey & { orderId: string; note?: string; alsoInTransaction?: AlsoInTransaction },
+) {
   const now = Date.now();
   await context.store.transaction().execute(async (trx) => {
     const payment = await findPayment(trx, { ...params, transactionHash: params.transactionHash.toLowerCase() });
@@ -27,7 +34,12 @@ export async function attachPaymentToOrder(context: AppContext, params: PaymentK
     const order = await trx.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirst();
     if (order === undefined) throw problems.notFound(`Order ${params.orderId}`);
     if (order.settled_session_id !== null) {
-      throw new ProblemError({ status: 409, code: "order_already_settled", title: "The order is already paid", detail: "Mark the payment for refund instead." });
+      throw new ProblemError({
+        status: 409,
+        code: "order_already_settled",
+        title: "The order is already paid",
+        detail: "Mark the payment for refund instead.",
+      });
     }
     const session = await trx
       .selectFrom("checkout_session")
@@ -59,22 +71,30 @@ export async function attachPaymentToOrder(context: AppContext, params: PaymentK
       now,
       resolution: "attached",
     });
+    await params.alsoInTransaction?.(trx);
   });
 }
 
 /** An administrator records that an unresolved payment is to be sent back; the refund itself happens off-service. */
-export async function markPaymentForRefund(context: AppContext, params: PaymentKey & { note?: string }) {
-  const result = await context.store
-    .updateTable("payment")
-    .set({ status: "refund_requested", resolution: params.note ?? "refund requested", updated_at: Date.now() })
-    .where("chain_id", "=", params.chainId)
-    .where("transaction_hash", "=", params.transactionHash.toLowerCase())
-    .where("log_index", "=", params.logIndex)
-    .where("status", "=", "unresolved")
-    .executeTakeFirst();
-  if (result.numUpdatedRows !== 1n) {
-    const payment = await findPayment(context.store, { ...params, transactionHash: params.transactionHash.toLowerCase() });
-    if (payment === undefined) throw problems.notFound("Payment");
-    throw notUnresolved(payment.status);
-  }
+export async function markPaymentForRefund(
+  context: AppContext,
+  params: PaymentKey & { note?: string; alsoInTransaction?: AlsoInTransaction },
+) {
+  const key = { ...params, transactionHash: params.transactionHash.toLowerCase() };
+  await context.store.transaction().execute(async (trx) => {
+    const result = await trx
+      .updateTable("payment")
+      .set({ status: "refund_requested", resolution: params.note ?? "refund requested", updated_at: Date.now() })
+      .where("chain_id", "=", key.chainId)
+      .where("transaction_hash", "=", key.transactionHash)
+      .where("log_index", "=", key.logIndex)
+      .where("status", "=", "unresolved")
+      .executeTakeFirst();
+    if (result.numUpdatedRows !== 1n) {
+      const payment = await findPayment(trx, key);
+      if (payment === undefined) throw problems.notFound("Payment");
+      throw notUnresolved(payment.status);
+    }
+    await params.alsoInTransaction?.(trx);
+  });
 }

@@ -31,7 +31,11 @@ export function settlementWorker(context: AppContext, options: { intervalMs?: nu
 
 async function recordNewTransfers(context: AppContext, network: AppContext["networks"][number], head: bigint) {
   const cursorName = `settlement:transfers:${network.chainId}`;
-  const cursor = await context.store.selectFrom("worker_cursor").select("value").where("name", "=", cursorName).executeTakeFirst();
+  const cursor = await context.store
+    .selectFrom("worker_cursor")
+    .select("value")
+    .where("name", "=", cursorName)
+    .executeTakeFirst();
   const scannedTo = cursor === undefined ? BigInt(network.startBlock) - 1n : BigInt(cursor.value);
   let fromBlock = scannedTo - REORG_WINDOW_BLOCKS + 1n;
   if (fromBlock < 0n) fromBlock = 0n;
@@ -87,7 +91,9 @@ async function confirmPending(context: AppContext, network: AppContext["networks
     const indexed = await context.indexed.transfersByHash(payment.transaction_hash as `0x${string}`);
     const stillIndexed = indexed.some(
       (transfer) =>
-        transfer.chainId === payment.chain_id && transfer.logIndex === payment.log_index && transfer.blockHash === payment.block_hash,
+        transfer.chainId === payment.chain_id &&
+        transfer.logIndex === payment.log_index &&
+        transfer.blockHash === payment.block_hash,
     );
     await confirmPendingPayment(context.store, { payment, stillIndexed, network, head });
   }

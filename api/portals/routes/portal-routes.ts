@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { loadPortalSettings, type PortalSettings } from "../portal-settings.js";
+import { adminPaymentRoutes } from "./admin-payment-routes.js";
 import { adminRoutes } from "./admin-routes.js";
 import { authRoutes } from "./auth-routes.js";
 import { investorRoutes } from "./investor-routes.js";
@@ -31,5 +32,6 @@ export function portalRoutes(context: AppContext, portal: PortalSettings = loadP
     .route("/rwa/verify", verifyRoutes(context, portal))
     .route("/rwa", purchaseRoutes(context, portal))
     .route("/issuer", issuerRoutes(context, portal))
+    .route("/admin/payments", adminPaymentRoutes(context))
     .route("/admin", adminRoutes(context));
 }

@@ -1,0 +1,63 @@
+import { z } from "zod";
+import { decodeCursor, encodeCursor } from "../http/cursor.js";
+import type { PaymentStatus } from "../store/database.js";
+import type { Store } from "../store/open-store.js";
+
+export const PAYMENT_STATUSES = [
+  "pending",
+  "settled",
+  "unresolved",
+  "refund_requested",
+  "attached",
+] as const satisfies readonly PaymentStatus[];
+
+const cursorSchema = z.object({ t: z.number(), h: z.string(), l: z.number() });
+
+/** Payments the engine recorded, oldest first; a partner sees its own, an administrator everyone's. */
+export async function listPayments(
+  store: Store,
+  params: { partnerId?: string; status?: PaymentStatus; cursor?: string; limit: number },
+) {
+  let select = store.selectFrom("payment").selectAll();
+  if (params.partnerId !== undefined) select = select.where("partner_id", "=", params.partnerId);
+  if (params.status !== undefined) select = select.where("status", "=", params.status);
+  if (params.cursor !== undefined) {
+    const after = decodeCursor(params.cursor, cursorSchema);
+    select = select.where((eb) =>
+      eb.or([
+        eb("created_at", ">", after.t),
+        eb.and([eb("created_at", "=", after.t), eb("transaction_hash", ">", after.h)]),
+        eb.and([eb("created_at", "=", after.t), eb("transaction_hash", "=", after.h), eb("log_index", ">", after.l)]),
+      ]),
+    );
+  }
+  const rows = await select
+    .orderBy("created_at")
+    .orderBy("transaction_hash")
+    .orderBy("log_index")
+    .limit(params.limit + 1)
+    .execute();
+  const page = rows.slice(0, params.limit);
+  const last = page.at(-1);
+  return {
+    data: page.map((row) => ({
+      chainId: row.chain_id,
+      transactionHash: row.transaction_hash,
+      logIndex: row.log_index,
+      partnerId: row.partner_id,
+      status: row.status,
+      reason: row.reason,
+      sessionId: row.session_id,
+      from: row.from_address,
+      to: row.to_address,
+      amount: row.amount,
+      blockNumber: String(row.block_number),
+      minedAt: new Date(Number(row.block_timestamp) * 1000).toISOString(),
+      resolution: row.resolution,
+    })),
+    nextCursor:
+      rows.length > params.limit && last !== undefined
+        ? encodeCursor({ t: Number(last.created_at), h: last.transaction_hash, l: last.log_index })
+        : null,
+  };
+}
