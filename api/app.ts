@@ -82,6 +82,9 @@ export function createApp(context: AppContext) {
     },
   };
   app.doc31("/openapi.json", openApiConfig);
-  app.route("/docs", docsRoutes(() => app.getOpenAPI31Document(openApiConfig)));
+  app.route(
+    "/docs",
+    docsRoutes(() => app.getOpenAPI31Document(openApiConfig)),
+  );
   return app;
 }

@@ -21,7 +21,10 @@ afterAll(async () => {
 });
 
 const paymentRow = (hash: string) =>
-  waitFor(async () => (await store.selectFrom("payment").selectAll().where("transaction_hash", "=", hash).executeTakeFirst()) ?? undefined);
+  waitFor(
+    async () =>
+      (await store.selectFrom("payment").selectAll().where("transaction_hash", "=", hash).executeTakeFirst()) ?? undefined,
+  );
 
 describe("time and finality", () => {
   it("a transfer mined before the session existed does not pay it", async () => {
@@ -33,7 +36,11 @@ describe("time and finality", () => {
     const response = await submitHash(stack, session.clientToken, paid.hash);
     expect(response.status).toBe(422);
     expect(await response.json()).toMatchObject({ code: "predates_session", reason: "predates_session" });
-    expect(await paymentRow(paid.hash)).toMatchObject({ status: "unresolved", reason: "predates_session", session_id: session.id });
+    expect(await paymentRow(paid.hash)).toMatchObject({
+      status: "unresolved",
+      reason: "predates_session",
+      session_id: session.id,
+    });
     expect((await readSession(stack, session.id)).status).toBe("awaiting_payment");
   });
 
@@ -49,11 +56,17 @@ describe("time and finality", () => {
     expect(body).toMatchObject({ status: "payment_pending", requiredConfirmations: 3 });
     expect(body.confirmations).toBeLessThan(3);
     expect((await readSession(stack, session.id)).status).toBe("payment_pending");
-    expect((await outboxEvents(stack, store)).some((event) => event.type === "purchase.settled" && event.data.orderId === session.orderId)).toBe(false);
+    expect(
+      (await outboxEvents(stack, store)).some(
+        (event) => event.type === "purchase.settled" && event.data.orderId === session.orderId,
+      ),
+    ).toBe(false);
 
     await stack.testClient.mine({ blocks: 2 });
     await waitFor(async () => ((await readSession(stack, session.id)).status === "settled" ? true : undefined));
-    const settled = (await outboxEvents(stack, store)).filter((event) => event.type === "purchase.settled" && event.data.orderId === session.orderId);
+    const settled = (await outboxEvents(stack, store)).filter(
+      (event) => event.type === "purchase.settled" && event.data.orderId === session.orderId,
+    );
     expect(settled).toHaveLength(1);
     expect(settled[0]!.data.confirmations).toBeGreaterThanOrEqual(3);
   });
@@ -61,10 +74,20 @@ describe("time and finality", () => {
   it("an expired session is swept, tells the partner, refuses new details, and a new session for the order can be made", async () => {
     const session = await createSession(stack);
     // Five minutes is the shortest lifetime a partner can ask for; move this session's expiry instead of waiting.
-    await store.updateTable("checkout_session").set({ expires_at: Date.now() - 1 }).where("id", "=", session.id).execute();
-    await store.updateTable("client_token").set({ expires_at: Date.now() - 1 }).where("session_id", "=", session.id).execute();
+    await store
+      .updateTable("checkout_session")
+      .set({ expires_at: Date.now() - 1 })
+      .where("id", "=", session.id)
+      .execute();
+    await store
+      .updateTable("client_token")
+      .set({ expires_at: Date.now() - 1 })
+      .where("session_id", "=", session.id)
+      .execute();
     await waitFor(async () => ((await readSession(stack, session.id)).status === "expired" ? true : undefined));
-    const expired = (await outboxEvents(stack, store)).filter((event) => event.type === "session.expired" && event.data.sessionId === session.id);
+    const expired = (await outboxEvents(stack, store)).filter(
+      (event) => event.type === "session.expired" && event.data.sessionId === session.id,
+    );
     expect(expired).toHaveLength(1);
     expect(expired[0]!.data).toMatchObject({ externalOrderId: session.externalOrderId, reason: "expired" });
 
@@ -76,7 +99,10 @@ describe("time and finality", () => {
     expect(details.status).toBe(410);
     expect((await details.json()).code).toBe("session_expired");
 
-    const renewed = await createSession(stack, { externalOrderId: session.externalOrderId, idempotencyKey: `renew-${session.externalOrderId}` });
+    const renewed = await createSession(stack, {
+      externalOrderId: session.externalOrderId,
+      idempotencyKey: `renew-${session.externalOrderId}`,
+    });
     expect(renewed.status).toBe("awaiting_payment");
     expect(renewed.id).not.toBe(session.id);
     expect(renewed.orderId).toBe(session.orderId);

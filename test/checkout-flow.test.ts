@@ -1,7 +1,6 @@
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { certificateNftAbi } from "../contracts/generated/index.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createSession, outboxEvents, publicPost, readOrder, readSession, submitHash } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
@@ -79,7 +78,10 @@ describe("commerce checkout, seed section 3", () => {
     });
 
     const fulfil = (reference: string, key: string) =>
-      stack.partnerFetch(`/v1/orders/${session.orderId}/fulfillment`, { method: "POST", json: { fulfilmentReference: reference, idempotencyKey: key } });
+      stack.partnerFetch(`/v1/orders/${session.orderId}/fulfillment`, {
+        method: "POST",
+        json: { fulfilmentReference: reference, idempotencyKey: key },
+      });
     expect((await fulfil("ship-1", "f-1")).status).toBe(200);
     expect((await fulfil("ship-1", "f-1")).status).toBe(200);
     const again = await fulfil("ship-2", "f-2");
@@ -108,7 +110,9 @@ describe("commerce checkout, seed section 3", () => {
       return current.certificate.status === "minted" ? current : undefined;
     });
     expect(minted.certificate).toMatchObject({ owner: buyer.account!.address.toLowerCase(), mintTransactionHash: mintHash });
-    const mintEvents = (await outboxEvents(stack, store)).filter((event) => event.type === "certificate.minted" && event.data.orderId === session.orderId);
+    const mintEvents = (await outboxEvents(stack, store)).filter(
+      (event) => event.type === "certificate.minted" && event.data.orderId === session.orderId,
+    );
     expect(mintEvents).toHaveLength(1);
     expect(mintEvents[0]!.data).toMatchObject({ transactionHash: mintHash, tokenId: BigInt(session.purchaseId).toString() });
 
@@ -143,11 +147,16 @@ describe("commerce checkout, seed section 3", () => {
     const first = await createSession(stack, { certificate: { enabled: false } });
     await stack.payUsdc({ from: 3, to: first.payment.recipient, amount: BigInt(first.payment.amount) });
     await waitFor(async () => ((await readSession(stack, first.id)).status === "settled" ? true : undefined));
-    const second = await createSession(stack, { externalOrderId: first.externalOrderId, idempotencyKey: `retry-${first.externalOrderId}` });
+    const second = await createSession(stack, {
+      externalOrderId: first.externalOrderId,
+      idempotencyKey: `retry-${first.externalOrderId}`,
+    });
     expect(second.status).toBe("settled");
     expect(second.id).toBe(first.id);
     expect(second.payment.amount).toBe(first.payment.amount);
-    const validate = await publicPost(stack, `/v1/public/checkout/sessions/${second.id}/validate`, { clientToken: second.clientToken });
+    const validate = await publicPost(stack, `/v1/public/checkout/sessions/${second.id}/validate`, {
+      clientToken: second.clientToken,
+    });
     expect((await validate.json()).status).toBe("settled");
   });
 });

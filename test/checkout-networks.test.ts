@@ -1,7 +1,7 @@
+import { join } from "node:path";
 import { type Address, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import { loadNetworks } from "../api/config/networks.js";
 import { addPaymentAddress } from "../api/partners/api-keys.js";
 import { openSqliteStore } from "../api/store/open-store.js";
@@ -22,7 +22,11 @@ const [deployer, payer] = anvilAccounts(2) as [{ address: Hex; privateKey: Hex }
 beforeAll(async () => {
   sepolia = await startAnvil({ chainId: 84532 });
   sepoliaUsdc = await deployTestUsdc({ rpcUrl: sepolia.rpcUrl, chainId: 84532, deployerPrivateKey: deployer.privateKey });
-  const owner = createWalletClient({ chain: localChain({ rpcUrl: sepolia.rpcUrl, chainId: 84532 }), transport: http(sepolia.rpcUrl), account: privateKeyToAccount(deployer.privateKey) });
+  const owner = createWalletClient({
+    chain: localChain({ rpcUrl: sepolia.rpcUrl, chainId: 84532 }),
+    transport: http(sepolia.rpcUrl),
+    account: privateKeyToAccount(deployer.privateKey),
+  });
   await owner.writeContract({ address: sepoliaUsdc, abi: testUsdcAbi, functionName: "mint", args: [payer.address, 10n ** 12n] });
 
   const dataDir = newDataDir();
@@ -39,7 +43,12 @@ beforeAll(async () => {
   });
   // The demo partner also holds its address on base-sepolia.
   const store = openSqliteStore(join(dataDir, "app.sqlite"));
-  await addPaymentAddress(store, { partnerId: stack.local.partner.id, network: "base-sepolia", chainId: 84532, address: paymentAddress });
+  await addPaymentAddress(store, {
+    partnerId: stack.local.partner.id,
+    network: "base-sepolia",
+    chainId: 84532,
+    address: paymentAddress,
+  });
   await store.destroy();
 });
 afterAll(async () => {
@@ -51,8 +60,17 @@ describe("networks", () => {
   it("refuses a hash of a transfer made on another network", async () => {
     const session = await createSession(stack);
     expect(session.network).toBe("local");
-    const wallet = createWalletClient({ chain: localChain({ rpcUrl: sepolia.rpcUrl, chainId: 84532 }), transport: http(sepolia.rpcUrl), account: privateKeyToAccount(payer.privateKey) });
-    const hash = await wallet.writeContract({ address: sepoliaUsdc, abi: testUsdcAbi, functionName: "transfer", args: [session.payment.recipient, BigInt(session.payment.amount)] });
+    const wallet = createWalletClient({
+      chain: localChain({ rpcUrl: sepolia.rpcUrl, chainId: 84532 }),
+      transport: http(sepolia.rpcUrl),
+      account: privateKeyToAccount(payer.privateKey),
+    });
+    const hash = await wallet.writeContract({
+      address: sepoliaUsdc,
+      abi: testUsdcAbi,
+      functionName: "transfer",
+      args: [session.payment.recipient, BigInt(session.payment.amount)],
+    });
     // The transfer is indexed on base-sepolia ...
     await waitFor(async () => {
       const page = await (await stack.partnerFetch(`/v1/transfers?txHash=${hash}&network=base-sepolia`)).json();
@@ -67,9 +85,9 @@ describe("networks", () => {
   it("validates network configuration with clear errors", () => {
     expect(() => loadNetworks({ NETWORKS: "base" })).toThrow(/No RPC URL for network "base": set BASE_RPC_URL/);
     expect(() => loadNetworks({ NETWORKS: "base", BASE_RPC_URL: "https://node.example" })).toThrow(/set BASE_PAYMENT_ADDRESSES/);
-    expect(() => loadNetworks({ NETWORKS: "base", BASE_RPC_URL: "https://node.example", BASE_PAYMENT_ADDRESSES: "0x1234" })).toThrow(
-      /BASE_PAYMENT_ADDRESSES/,
-    );
+    expect(() =>
+      loadNetworks({ NETWORKS: "base", BASE_RPC_URL: "https://node.example", BASE_PAYMENT_ADDRESSES: "0x1234" }),
+    ).toThrow(/BASE_PAYMENT_ADDRESSES/);
     expect(() => loadNetworks({ NETWORKS: "mainnet" })).toThrow(/not one of base, base-sepolia, local/);
     const [base] = loadNetworks({
       NETWORKS: "base",

@@ -34,7 +34,11 @@ export async function claimCertificate(
   params: { orderId: string; walletAddress: Address; now?: number },
 ): Promise<CertificateClaim> {
   const now = params.now ?? Date.now();
-  const certificate = await context.store.selectFrom("certificate").selectAll().where("order_id", "=", params.orderId).executeTakeFirst();
+  const certificate = await context.store
+    .selectFrom("certificate")
+    .selectAll()
+    .where("order_id", "=", params.orderId)
+    .executeTakeFirst();
   if (certificate === undefined) {
     const order = await context.store.selectFrom("orders").select("status").where("id", "=", params.orderId).executeTakeFirst();
     throw order?.status === "awaiting_payment" || order === undefined
@@ -42,19 +46,35 @@ export async function claimCertificate(
       : notAvailable("certificate_disabled", "This purchase does not include a certificate.");
   }
   if (certificate.status === "minted" || certificate.status === "pending") {
-    throw notAvailable(certificate.status === "minted" ? "already_minted" : "mint_pending", "The certificate of this purchase has already been minted.");
+    throw notAvailable(
+      certificate.status === "minted" ? "already_minted" : "mint_pending",
+      "The certificate of this purchase has already been minted.",
+    );
   }
   if (context.settings.voucherPrivateKey === undefined) {
-    throw new ProblemError({ status: 503, code: "voucher_key_missing", title: "Certificates are not configured", detail: "The service has no voucher key." });
+    throw new ProblemError({
+      status: 503,
+      code: "voucher_key_missing",
+      title: "Certificates are not configured",
+      detail: "The service has no voucher key.",
+    });
   }
 
   const order = await context.store.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirstOrThrow();
-  const session = await context.store.selectFrom("checkout_session").selectAll().where("id", "=", order.settled_session_id ?? "").executeTakeFirstOrThrow();
+  const session = await context.store
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("id", "=", order.settled_session_id ?? "")
+    .executeTakeFirstOrThrow();
   const contract = getAddress(certificate.contract_address);
   const voucher: CertificateVoucher = {
     buyer: getAddress(params.walletAddress),
     purchaseId: certificate.purchase_id as Hex,
-    tokenURI: certificateMetadataUri({ productName: session.product_name, purchaseId: certificate.purchase_id, chainId: certificate.chain_id }),
+    tokenURI: certificateMetadataUri({
+      productName: session.product_name,
+      purchaseId: certificate.purchase_id,
+      chainId: certificate.chain_id,
+    }),
     deadline: BigInt(Math.floor(now / 1000) + VOUCHER_LIFETIME_SECONDS),
   };
   const signature = await signCertificateVoucher({
@@ -65,7 +85,12 @@ export async function claimCertificate(
   });
   await context.store
     .updateTable("certificate")
-    .set({ status: "voucher_issued", buyer: voucher.buyer.toLowerCase(), voucher_deadline: Number(voucher.deadline), updated_at: now })
+    .set({
+      status: "voucher_issued",
+      buyer: voucher.buyer.toLowerCase(),
+      voucher_deadline: Number(voucher.deadline),
+      updated_at: now,
+    })
     .where("order_id", "=", params.orderId)
     .where("status", "in", ["awaiting_wallet", "voucher_issued"])
     .execute();

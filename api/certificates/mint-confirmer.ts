@@ -39,7 +39,12 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
           if (certificate.status !== "pending") {
             await context.store
               .updateTable("certificate")
-              .set({ status: "pending", mint_transaction_hash: mint.transactionHash, mint_block_number: Number(mint.blockNumber), updated_at: now })
+              .set({
+                status: "pending",
+                mint_transaction_hash: mint.transactionHash,
+                mint_block_number: Number(mint.blockNumber),
+                updated_at: now,
+              })
               .where("order_id", "=", certificate.order_id)
               .where("status", "=", "voucher_issued")
               .execute();
@@ -61,7 +66,11 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
             .where("status", "in", ["voucher_issued", "pending"])
             .executeTakeFirst();
           if (updated.numUpdatedRows !== 1n) return;
-          const order = await trx.selectFrom("orders").selectAll().where("id", "=", certificate.order_id).executeTakeFirstOrThrow();
+          const order = await trx
+            .selectFrom("orders")
+            .selectAll()
+            .where("id", "=", certificate.order_id)
+            .executeTakeFirstOrThrow();
           await recordEvent(trx, {
             partnerId: order.partner_id,
             type: "certificate.minted",

@@ -17,7 +17,12 @@ export async function issueClientToken(
   const token = `ct_${randomBytes(24).toString("base64url")}`;
   await trx
     .insertInto("client_token")
-    .values({ token_hash: hashClientToken(token), session_id: params.sessionId, expires_at: params.expiresAt, created_at: params.now })
+    .values({
+      token_hash: hashClientToken(token),
+      session_id: params.sessionId,
+      expires_at: params.expiresAt,
+      created_at: params.now,
+    })
     .execute();
   return token;
 }

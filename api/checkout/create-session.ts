@@ -59,15 +59,23 @@ export async function createCheckoutSession(context: AppContext, input: CreateSe
     return await context.store.transaction().execute((trx) => createInTransaction(trx, context, input));
   } catch (error) {
     // Two requests with one key at once: the loser now finds the winner's session.
-    if (error instanceof IdempotencyRace) return context.store.transaction().execute((trx) => createInTransaction(trx, context, input));
+    if (error instanceof IdempotencyRace)
+      return context.store.transaction().execute((trx) => createInTransaction(trx, context, input));
     throw error;
   }
 }
 
-async function createInTransaction(trx: Kysely<Database>, context: AppContext, input: CreateSessionInput): Promise<CreatedSession> {
+async function createInTransaction(
+  trx: Kysely<Database>,
+  context: AppContext,
+  input: CreateSessionInput,
+): Promise<CreatedSession> {
   const now = Date.now();
   const lifetimeMs = (input.expiresInSeconds ?? DEFAULT_SESSION_SECONDS) * 1000;
-  const hash = input.idempotencyKey === undefined ? "" : requestHash(input.requestBody ?? { ...input, totalPriceUsdc: input.totalPriceUsdc.toString() });
+  const hash =
+    input.idempotencyKey === undefined
+      ? ""
+      : requestHash(input.requestBody ?? { ...input, totalPriceUsdc: input.totalPriceUsdc.toString() });
   const scope = "checkout_session";
 
   if (input.idempotencyKey !== undefined) {
@@ -223,8 +231,16 @@ async function reissue(
   trx: Kysely<Database>,
   params: { sessionId: string; now: number; lifetimeMs: number; replayed: boolean },
 ): Promise<CreatedSession> {
-  const session = await trx.selectFrom("checkout_session").selectAll().where("id", "=", params.sessionId).executeTakeFirstOrThrow();
-  const order = await trx.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirstOrThrow();
+  const session = await trx
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("id", "=", params.sessionId)
+    .executeTakeFirstOrThrow();
+  const order = await trx
+    .selectFrom("orders")
+    .select(["id", "purchase_id"])
+    .where("id", "=", session.order_id)
+    .executeTakeFirstOrThrow();
   // A fresh browser credential: tokens are stored hashed, so the first one cannot be read back.
   const expiresAt = Math.max(Number(session.expires_at), session.status === "settled" ? params.now + params.lifetimeMs : 0);
   const clientToken = await issueClientToken(trx, { sessionId: session.id, expiresAt, now: params.now });
@@ -243,7 +259,11 @@ export async function expireSession(
     .where("status", "=", "awaiting_payment")
     .executeTakeFirst();
   if (result.numUpdatedRows !== 1n) return false;
-  const order = await trx.selectFrom("orders").select(["purchase_id"]).where("id", "=", params.session.order_id).executeTakeFirstOrThrow();
+  const order = await trx
+    .selectFrom("orders")
+    .select(["purchase_id"])
+    .where("id", "=", params.session.order_id)
+    .executeTakeFirstOrThrow();
   await recordEvent(trx, {
     partnerId: params.session.partner_id,
     type: "session.expired",

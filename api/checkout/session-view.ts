@@ -25,7 +25,10 @@ export function paymentView(session: CheckoutSessionTable) {
 }
 
 /** The session as the partner backend and the hosted checkout see it (never a token). */
-export function sessionView(session: CheckoutSessionTable, extra: { orderId: string; purchaseId: string; network?: NetworkConfig }) {
+export function sessionView(
+  session: CheckoutSessionTable,
+  extra: { orderId: string; purchaseId: string; network?: NetworkConfig },
+) {
   return {
     id: session.id,
     status: session.status,

@@ -21,7 +21,8 @@ export async function fulfilOrder(
       .executeTakeFirst();
     if (order === undefined) throw problems.notFound(`Order ${params.orderId}`);
     if (order.status === "fulfilled") {
-      if (order.fulfilment_idempotency_key === params.idempotencyKey && order.fulfilment_reference === params.fulfilmentReference) return;
+      if (order.fulfilment_idempotency_key === params.idempotencyKey && order.fulfilment_reference === params.fulfilmentReference)
+        return;
       throw new ProblemError({
         status: 409,
         code: order.fulfilment_idempotency_key === params.idempotencyKey ? "idempotency_conflict" : "order_already_fulfilled",

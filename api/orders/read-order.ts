@@ -25,7 +25,11 @@ export async function readOrder(context: AppContext, params: { partnerId: string
           .where("session_id", "=", order.settled_session_id)
           .where("status", "in", ["settled", "attached"])
           .executeTakeFirst();
-  const certificate = await context.store.selectFrom("certificate").selectAll().where("order_id", "=", order.id).executeTakeFirst();
+  const certificate = await context.store
+    .selectFrom("certificate")
+    .selectAll()
+    .where("order_id", "=", order.id)
+    .executeTakeFirst();
   const head = session ? (await context.indexed.heads()).get(session.chain_id)?.blockNumber : undefined;
   const network = session ? networkByChainId(context, session.chain_id) : undefined;
 
@@ -38,7 +42,14 @@ export async function readOrder(context: AppContext, params: { partnerId: string
     chainId: session?.chain_id ?? null,
     totalPriceUsdc: session?.total_price_usdc ?? null,
     amountPaid: payment?.amount ?? null,
-    session: session ? { id: session.id, status: session.status, expiresAt: new Date(Number(session.expires_at)).toISOString(), payment: paymentView(session) } : null,
+    session: session
+      ? {
+          id: session.id,
+          status: session.status,
+          expiresAt: new Date(Number(session.expires_at)).toISOString(),
+          payment: paymentView(session),
+        }
+      : null,
     payment: payment
       ? {
           transactionHash: payment.transaction_hash,
@@ -71,6 +82,12 @@ export async function readOrder(context: AppContext, params: { partnerId: string
 }
 
 async function latestSession(store: Kysely<Database>, orderId: string, settledSessionId: string | null) {
-  if (settledSessionId !== null) return store.selectFrom("checkout_session").selectAll().where("id", "=", settledSessionId).executeTakeFirst();
-  return store.selectFrom("checkout_session").selectAll().where("order_id", "=", orderId).orderBy("created_at", "desc").executeTakeFirst();
+  if (settledSessionId !== null)
+    return store.selectFrom("checkout_session").selectAll().where("id", "=", settledSessionId).executeTakeFirst();
+  return store
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("order_id", "=", orderId)
+    .orderBy("created_at", "desc")
+    .executeTakeFirst();
 }

@@ -1,15 +1,15 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
-import { NETWORK_NAMES } from "../config/networks.js";
 import { createCheckoutSession } from "../checkout/create-session.js";
 import { sessionView } from "../checkout/session-view.js";
+import { NETWORK_NAMES } from "../config/networks.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import type { AppEnv } from "./app-env.js";
 
 const baseUnits = z
   .string()
-  .regex(/^[1-9]\d{0,17}$/, "a positive integer of USDC base units (6 decimals) written as a string, e.g. \"25000000\" for 25 USDC")
+  .regex(/^[1-9]\d{0,17}$/, 'a positive integer of USDC base units (6 decimals) written as a string, e.g. "25000000" for 25 USDC')
   .openapi({ example: "25000000" });
 
 /** Seed 2.1, with the choices SPEC section 4 fixes. */
@@ -64,8 +64,14 @@ const createRoute_ = createRoute({
   security: [{ apiKey: [] }],
   request: { body: { required: true, content: { "application/json": { schema: CreateSessionBody } } } },
   responses: {
-    201: { description: "Created", content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } } },
-    200: { description: "Replay of an earlier request, or the settled session of an already paid order", content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } } },
+    201: {
+      description: "Created",
+      content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } },
+    },
+    200: {
+      description: "Replay of an earlier request, or the settled session of an already paid order",
+      content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } },
+    },
   },
 });
 
@@ -100,7 +106,8 @@ export function checkoutSessionRoutes(context: AppContext) {
         requestBody: body,
       });
       const view = { ...sessionView(created.session, created), clientToken: created.clientToken };
-      const isNew = !created.replayed && created.session.status === "awaiting_payment" && created.session.created_at >= Date.now() - 60_000;
+      const isNew =
+        !created.replayed && created.session.status === "awaiting_payment" && created.session.created_at >= Date.now() - 60_000;
       return isNew ? c.json(view, 201) : c.json(view, 200);
     })
     .openapi(readRoute, async (c) => {
@@ -112,7 +119,11 @@ export function checkoutSessionRoutes(context: AppContext) {
         .where("partner_id", "=", c.get("partner").id)
         .executeTakeFirst();
       if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
-      const order = await context.store.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirstOrThrow();
+      const order = await context.store
+        .selectFrom("orders")
+        .select(["id", "purchase_id"])
+        .where("id", "=", session.order_id)
+        .executeTakeFirstOrThrow();
       return c.json(sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }), 200);
     });
 }

@@ -25,16 +25,16 @@ Amounts are decimal strings of USDC base units (6 decimals). Errors are RFC 9457
 <code>application/problem+json</code> with a stable <code>code</code>.</p>
 <h2>Operations</h2>
 <table><thead><tr><th>Method</th><th>Path</th><th>What it does</th></tr></thead><tbody>
-${raw(operations.map((op) => `<tr><td>${op.method}</td><td><code>${escape(op.path)}</code></td><td>${escape(op.summary ?? "")}</td></tr>`).join(""))}
+${raw(operations.map((op) => `<tr><td>${op.method}</td><td><code>${escapeHtml(op.path)}</code></td><td>${escapeHtml(op.summary ?? "")}</td></tr>`).join(""))}
 </tbody></table>
 <h2>Problem codes</h2>
 <table><thead><tr><th>Code</th><th>Status</th><th>Meaning</th></tr></thead><tbody>
-${raw(PROBLEM_CATALOGUE.map((p) => `<tr id="problem-${p.code}"><td><code>${p.code}</code></td><td>${p.status}</td><td>${escape(p.meaning)}</td></tr>`).join(""))}
+${raw(PROBLEM_CATALOGUE.map((p) => `<tr id="problem-${p.code}"><td><code>${p.code}</code></td><td>${p.status}</td><td>${escapeHtml(p.meaning)}</td></tr>`).join(""))}
 </tbody></table>
 </body></html>`);
   });
 }
 
-function escape(text: string): string {
+function escapeHtml(text: string): string {
   return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;").replaceAll('"', "&quot;");
 }

@@ -27,7 +27,9 @@ const fulfilRoute = createRoute({
       required: true,
       content: {
         "application/json": {
-          schema: z.object({ fulfilmentReference: z.string().min(1).max(200), idempotencyKey: z.string().min(1).max(255) }).strict(),
+          schema: z
+            .object({ fulfilmentReference: z.string().min(1).max(200), idempotencyKey: z.string().min(1).max(255) })
+            .strict(),
         },
       },
     },
@@ -37,7 +39,9 @@ const fulfilRoute = createRoute({
 
 export function orderRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
-    .openapi(readRoute, async (c) => c.json(await readOrder(context, { partnerId: c.get("partner").id, orderId: c.req.valid("param").orderId }), 200))
+    .openapi(readRoute, async (c) =>
+      c.json(await readOrder(context, { partnerId: c.get("partner").id, orderId: c.req.valid("param").orderId }), 200),
+    )
     .openapi(fulfilRoute, async (c) => {
       const partnerId = c.get("partner").id;
       const { orderId } = c.req.valid("param");

@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { isAddress, isHash, type Address, type Hex } from "viem";
+import { type Address, type Hex, isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken, sessionIdOfClientToken } from "../checkout/client-tokens.js";
@@ -35,8 +35,16 @@ const json = <schema extends z.ZodType>(schema: schema) => ({ required: true, co
 const ok = (description: string) => ({ 200: { description, content: { "application/json": { schema: z.any() } } } });
 
 async function publicSessionView(context: AppContext, session: CheckoutSessionTable) {
-  const order = await context.store.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirstOrThrow();
-  const certificate = await context.store.selectFrom("certificate").select(["status", "mint_transaction_hash"]).where("order_id", "=", order.id).executeTakeFirst();
+  const order = await context.store
+    .selectFrom("orders")
+    .select(["id", "purchase_id"])
+    .where("id", "=", session.order_id)
+    .executeTakeFirstOrThrow();
+  const certificate = await context.store
+    .selectFrom("certificate")
+    .select(["status", "mint_transaction_hash"])
+    .where("order_id", "=", order.id)
+    .executeTakeFirst();
   const payment = await context.store
     .selectFrom("payment")
     .select(["transaction_hash", "status"])
@@ -67,7 +75,10 @@ const detailsRoute = createRoute({
   method: "post",
   path: "/sessions/{id}/details",
   summary: "Contact and delivery details (browser)",
-  request: { params: SessionParam, body: json(z.object({ clientToken, contact: ContactSchema, delivery: DeliverySchema.optional() })) },
+  request: {
+    params: SessionParam,
+    body: json(z.object({ clientToken, contact: ContactSchema, delivery: DeliverySchema.optional() })),
+  },
   responses: ok("Saved"),
 });
 const paymentsRoute = createRoute({
@@ -75,7 +86,12 @@ const paymentsRoute = createRoute({
   path: "/payments",
   summary: "Submit the transaction hash of the payment (browser)",
   request: {
-    body: json(z.object({ clientToken, transactionHash: z.string().refine((value) => isHash(value), "a 32-byte transaction hash in hex") })),
+    body: json(
+      z.object({
+        clientToken,
+        transactionHash: z.string().refine((value) => isHash(value), "a 32-byte transaction hash in hex"),
+      }),
+    ),
   },
   responses: ok("Settled or pending; a transaction that does not pay the session is a problem with its reason"),
 });
@@ -85,7 +101,9 @@ const claimRoute = createRoute({
   summary: "Claim the certificate of a settled purchase (browser)",
   request: {
     params: SessionParam,
-    body: json(z.object({ clientToken, walletAddress: z.string().refine((value) => isAddress(value, { strict: false }), "an address") })),
+    body: json(
+      z.object({ clientToken, walletAddress: z.string().refine((value) => isAddress(value, { strict: false }), "an address") }),
+    ),
   },
   responses: ok("Signed voucher and the ready-to-send mint transaction"),
 });
@@ -95,18 +113,36 @@ export function publicCheckoutRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv>()
     .openapi(validateRoute, async (c) => {
       const { id } = c.req.valid("param");
-      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: c.req.valid("json").clientToken, use: "read" });
+      const session = await authenticateClientToken(context.store, {
+        sessionId: id,
+        clientToken: c.req.valid("json").clientToken,
+        use: "read",
+      });
       return c.json(await publicSessionView(context, session), 200);
     })
     .openapi(detailsRoute, async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: body.clientToken, use: "write" });
+      const session = await authenticateClientToken(context.store, {
+        sessionId: id,
+        clientToken: body.clientToken,
+        use: "write",
+      });
       if (session.status !== "awaiting_payment") {
-        throw new ProblemError({ status: 409, code: "session_not_open", title: "The session no longer takes details", detail: `The session is ${session.status}.` });
+        throw new ProblemError({
+          status: 409,
+          code: "session_not_open",
+          title: "The session no longer takes details",
+          detail: `The session is ${session.status}.`,
+        });
       }
       if (session.shipping_required === 1 && body.delivery === undefined) {
-        throw new ProblemError({ status: 400, code: "invalid_request", title: "The request is not valid", detail: "delivery: this order ships, so a delivery address is required" });
+        throw new ProblemError({
+          status: 400,
+          code: "invalid_request",
+          title: "The request is not valid",
+          detail: "delivery: this order ships, so a delivery address is required",
+        });
       }
       await context.store
         .updateTable("checkout_session")
@@ -118,7 +154,11 @@ export function publicCheckoutRoutes(context: AppContext) {
         .where("id", "=", session.id)
         .where("status", "=", "awaiting_payment")
         .execute();
-      const updated = await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow();
+      const updated = await context.store
+        .selectFrom("checkout_session")
+        .selectAll()
+        .where("id", "=", session.id)
+        .executeTakeFirstOrThrow();
       return c.json(await publicSessionView(context, updated), 200);
     })
     .openapi(paymentsRoute, async (c) => {
@@ -126,13 +166,21 @@ export function publicCheckoutRoutes(context: AppContext) {
       const sessionId = await sessionIdOfClientToken(context.store, body.clientToken);
       const session = await authenticateClientToken(context.store, { sessionId, clientToken: body.clientToken, use: "read" });
       const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash as Hex });
-      const current = await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow();
+      const current = await context.store
+        .selectFrom("checkout_session")
+        .selectAll()
+        .where("id", "=", session.id)
+        .executeTakeFirstOrThrow();
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(claimRoute, async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: body.clientToken, use: "claim" });
+      const session = await authenticateClientToken(context.store, {
+        sessionId: id,
+        clientToken: body.clientToken,
+        use: "claim",
+      });
       const claim = await claimCertificate(context, { orderId: session.order_id, walletAddress: body.walletAddress as Address });
       return c.json(claim, 200);
     });

@@ -55,7 +55,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn("updated_at", "bigint", (col) => col.notNull())
     .execute();
   await db.schema.createIndex("checkout_session_order").on("checkout_session").column("order_id").execute();
-  await db.schema.createIndex("checkout_session_status_expiry").on("checkout_session").columns(["status", "expires_at"]).execute();
+  await db.schema
+    .createIndex("checkout_session_status_expiry")
+    .on("checkout_session")
+    .columns(["status", "expires_at"])
+    .execute();
 
   // The payment reference: one open claim on (chain, address, exact amount) at a time.
   await db.schema
