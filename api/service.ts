@@ -1,4 +1,3 @@
-import { join } from "node:path";
 import { createPublicClient, http, type PublicClient } from "viem";
 import { createApp } from "./app.js";
 import type { AppContext } from "./app-context.js";
@@ -6,7 +5,7 @@ import { dataDirectory, loadNetworks } from "./config/networks.js";
 import { loadSettings } from "./config/settings.js";
 import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
 import { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
-import { migrateStore, openSqliteStore } from "./store/open-store.js";
+import { migrateStore, openStore } from "./store/open-store.js";
 import { runWorkers } from "./workers/run-worker.js";
 import { serviceWorkers } from "./workers/service-workers.js";
 
@@ -17,7 +16,7 @@ import { serviceWorkers } from "./workers/service-workers.js";
 export async function startService(params: { db: unknown; schema: unknown; publicClients?: unknown }) {
   const networks = loadNetworks();
   const settings = loadSettings();
-  const store = openSqliteStore(process.env.STORE_FILE ?? join(dataDirectory(), "app.sqlite"));
+  const store = openStore({ storeUrl: process.env.STORE_URL, dataDir: dataDirectory() });
   await migrateStore(store);
   const indexed = createIndexedChain({ db: params.db as PonderDb, schema: params.schema as PonderSchema });
   const rpc = new Map<number, PublicClient>(

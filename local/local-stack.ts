@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { createPublicClient, http, parseUnits } from "viem";
 import { KNOWN_NETWORKS, type LocalDeployment, localDeploymentPath, readLocalDeployment } from "../api/config/networks.js";
 import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
-import { migrateStore, openSqliteStore } from "../api/store/open-store.js";
+import { migrateStore, openStore } from "../api/store/open-store.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
 import { deployContracts } from "./deploy.js";
 import {
@@ -80,7 +80,7 @@ export async function startLocalStack(options: {
   try {
     const deployment = await ensureDeployment({ dataDir, rpcUrl: anvil.rpcUrl, chainId, secrets });
     const voucherKeyPath = writeVoucherKeyFile(dataDir, secrets.voucherPrivateKey);
-    await seedDemoPartner({ dataDir, apiKey: secrets.demoApiKey, deployment });
+    await seedDemoPartner({ dataDir, storeUrl: options.env?.STORE_URL, apiKey: secrets.demoApiKey, deployment });
 
     const serviceEnv: NodeJS.ProcessEnv = {
       DATA_DIR: dataDir,
@@ -174,8 +174,8 @@ async function ensureDeployment(params: {
   return deployment;
 }
 
-async function seedDemoPartner(params: { dataDir: string; apiKey: string; deployment: LocalDeployment }) {
-  const store = openSqliteStore(join(params.dataDir, "app.sqlite"));
+async function seedDemoPartner(params: { dataDir: string; storeUrl?: string; apiKey: string; deployment: LocalDeployment }) {
+  const store = openStore({ storeUrl: params.storeUrl, dataDir: params.dataDir });
   try {
     await migrateStore(store);
     const existing = await store.selectFrom("partner").select("id").where("id", "=", DEMO_PARTNER_ID).executeTakeFirst();

@@ -100,7 +100,13 @@ export async function recordTransfer(
       created_at: now,
       updated_at: now,
     };
-    await trx.insertInto("payment").values(payment).execute();
+    // Another process may have recorded it since we looked: its row stands.
+    const inserted = await trx
+      .insertInto("payment")
+      .values(payment)
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    if (inserted.numInsertedOrUpdatedRows !== 1n) return (await findPayment(trx, transfer)) as PaymentTable;
 
     if (decision.kind === "unresolved") {
       if (payment.partner_id !== null) await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });

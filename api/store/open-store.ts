@@ -1,7 +1,10 @@
 import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
 import SQLite from "better-sqlite3";
-import { Kysely, type Migration, type MigrationProvider, Migrator, SqliteDialect } from "kysely";
+import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect } from "kysely";
+import { PGliteDialect } from "kysely-pglite-dialect";
+import pg from "pg";
 import type { Database } from "./database.js";
 import * as m0001 from "./migrations/0001_foundation.js";
 import * as m0002 from "./migrations/0002_commerce.js";
@@ -31,6 +34,41 @@ export function openSqliteStore(file: string): Store {
   database.pragma("foreign_keys = ON");
   database.pragma("synchronous = NORMAL");
   return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+}
+
+/** Postgres `int8` columns (our instants) come back as numbers, as SQLite gives them. */
+const INT8_OID = 20;
+
+/** Postgres for scale-out: the same Kysely code, every process sharing one database. */
+export function openPostgresStore(connectionString: string): Store {
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") =>
+        oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** Embedded Postgres (PGlite) in one directory: Postgres semantics without a server, one process at a time. */
+export function openPgliteStore(directory: string): Store {
+  mkdirSync(directory, { recursive: true });
+  const database = new PGlite(directory, { parsers: { [INT8_OID]: (value: string) => Number(value) } });
+  return new Kysely<Database>({ dialect: new PGliteDialect(database) });
+}
+
+/**
+ * The store named by `STORE_URL`: `postgres://…` (scale-out), `pglite:<dir>`
+ * (embedded Postgres), or by default the SQLite file `<dataDir>/app.sqlite`.
+ */
+export function openStore(params: { storeUrl?: string; dataDir: string }): Store {
+  const url = params.storeUrl;
+  if (url === undefined || url === "") return openSqliteStore(join(params.dataDir, "app.sqlite"));
+  if (url.startsWith("postgres://") || url.startsWith("postgresql://")) return openPostgresStore(url);
+  if (url.startsWith("pglite:")) return openPgliteStore(url.slice("pglite:".length));
+  throw new Error("STORE_URL must be postgres://…, postgresql://… or pglite:<directory>");
 }
 
 export async function migrateStore(store: Store): Promise<void> {
