@@ -1,9 +1,10 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
-import type { Worker } from "../workers/run-worker.js";
+import { type Worker, wakeWorker } from "../workers/run-worker.js";
 
 /**
  * Moves certificates along as the indexer sees their mint: `pending` while the
@@ -51,7 +52,7 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
           }
           continue;
         }
-        await context.store.transaction().execute(async (trx) => {
+        const minted = await context.store.transaction().execute(async (trx) => {
           const updated = await trx
             .updateTable("certificate")
             .set({
@@ -65,7 +66,7 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
             .where("order_id", "=", certificate.order_id)
             .where("status", "in", ["voucher_issued", "pending"])
             .executeTakeFirst();
-          if (updated.numUpdatedRows !== 1n) return;
+          if (updated.numUpdatedRows !== 1n) return false;
           const order = await trx
             .selectFrom("orders")
             .selectAll()
@@ -89,7 +90,9 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
               blockNumber: mint.blockNumber.toString(),
             },
           });
+          return true;
         });
+        if (minted) wakeWorker(DISPATCHER_NAME);
       }
     },
   };

@@ -26,6 +26,7 @@ export type DispatcherOptions = {
 };
 
 const HOUR = 60 * 60 * 1000;
+export const DISPATCHER_NAME = "webhook-dispatcher";
 
 const optionsSchema = z.object({
   WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(1).default(10_000),
@@ -115,7 +116,7 @@ export function webhookDispatcher(
     }
   }
 
-  return { name: "webhook-dispatcher", intervalMs: options.pollIntervalMs, tick: pump };
+  return { name: DISPATCHER_NAME, intervalMs: options.pollIntervalMs, tick: pump };
 }
 
 type Claim = { id: string; token: string };

@@ -1,6 +1,7 @@
 import type { AppContext } from "../app-context.js";
 import { expireSession } from "../checkout/create-session.js";
-import type { Worker } from "../workers/run-worker.js";
+import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
+import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { confirmPendingPayment, recordTransfer } from "./record-transfer.js";
 
 /** Ponder keeps the last 30 blocks unfinalised (Base and Anvil); rescan that far back for late-arriving rows. */
@@ -13,23 +14,39 @@ const BATCH = 500;
  * once they have enough confirmations, and expires sessions at `expiresAt`.
  */
 export function settlementWorker(context: AppContext, options: { intervalMs?: number } = {}): Worker {
+  // Watching the indexed head is one cheap query, so it is checked often; the full
+  // pass runs when a chain moved, and at least every FULL_PASS_MS for expiries.
+  const seenHeads = new Map<number, bigint>();
+  let lastFullPass = 0;
   return {
     name: "settlement",
-    intervalMs: options.intervalMs ?? 100,
+    intervalMs: options.intervalMs ?? 20,
     async tick() {
       const heads = await context.indexed.heads();
+      const moved = context.networks.some(
+        (network) => heads.get(network.chainId)?.blockNumber !== seenHeads.get(network.chainId),
+      );
+      if (!moved && Date.now() - lastFullPass < FULL_PASS_MS) return;
+      lastFullPass = Date.now();
+      let changes = 0;
       for (const network of context.networks) {
         const head = heads.get(network.chainId)?.blockNumber;
         if (head === undefined) continue;
-        await recordNewTransfers(context, network, head);
-        await confirmPending(context, network, head);
+        changes += await recordNewTransfers(context, network, head);
+        changes += await confirmPending(context, network, head);
+        seenHeads.set(network.chainId, head);
       }
-      await expireSessions(context);
+      changes += await expireSessions(context);
+      if (changes > 0) wakeWorker(DISPATCHER_NAME);
     },
   };
 }
 
-async function recordNewTransfers(context: AppContext, network: AppContext["networks"][number], head: bigint) {
+const FULL_PASS_MS = 500;
+
+/** Returns how many transfers it recorded. */
+async function recordNewTransfers(context: AppContext, network: AppContext["networks"][number], head: bigint): Promise<number> {
+  let recorded = 0;
   const cursorName = `settlement:transfers:${network.chainId}`;
   const cursor = await context.store
     .selectFrom("worker_cursor")
@@ -64,6 +81,7 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
     for (const transfer of transfers) {
       if (seen.has(`${transfer.transactionHash}:${transfer.logIndex}`)) continue;
       await recordTransfer(context.store, { transfer, network, head });
+      recorded++;
     }
     const last = transfers.at(-1)!;
     after = { chainId: last.chainId, blockNumber: last.blockNumber, logIndex: last.logIndex };
@@ -77,9 +95,12 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
       .onConflict((oc) => oc.column("name").doUpdateSet({ value: head.toString(), updated_at: now }))
       .execute();
   }
+  return recorded;
 }
 
-async function confirmPending(context: AppContext, network: AppContext["networks"][number], head: bigint) {
+/** Returns how many pending payments settled or were forgotten after a reorg. */
+async function confirmPending(context: AppContext, network: AppContext["networks"][number], head: bigint): Promise<number> {
+  let changed = 0;
   const pending = await context.store
     .selectFrom("payment")
     .selectAll()
@@ -95,11 +116,14 @@ async function confirmPending(context: AppContext, network: AppContext["networks
         transfer.logIndex === payment.log_index &&
         transfer.blockHash === payment.block_hash,
     );
-    await confirmPendingPayment(context.store, { payment, stillIndexed, network, head });
+    if ((await confirmPendingPayment(context.store, { payment, stillIndexed, network, head })) !== "pending") changed++;
   }
+  return changed;
 }
 
-async function expireSessions(context: AppContext) {
+/** Returns how many sessions it expired. */
+async function expireSessions(context: AppContext): Promise<number> {
+  let expired = 0;
   const now = Date.now();
   const due = await context.store
     .selectFrom("checkout_session")
@@ -109,6 +133,7 @@ async function expireSessions(context: AppContext) {
     .limit(BATCH)
     .execute();
   for (const session of due) {
-    await context.store.transaction().execute((trx) => expireSession(trx, { session, now, reason: "expired" }));
+    if (await context.store.transaction().execute((trx) => expireSession(trx, { session, now, reason: "expired" }))) expired++;
   }
+  return expired;
 }

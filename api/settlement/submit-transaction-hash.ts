@@ -2,7 +2,9 @@ import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { ProblemError } from "../http/problem.js";
+import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import type { CheckoutSessionTable } from "../store/database.js";
+import { wakeWorker } from "../workers/run-worker.js";
 import { confirmationsOf, decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
 
 /** Reasons a submitted hash does not pay the session (SPEC section 5, plus `wrong_payer` and `predates_session`). */
@@ -103,6 +105,7 @@ export async function submitTransactionHash(
   if (decision.session.id !== session.id) throw paymentRejected("replay");
 
   const payment = await recordTransfer(context.store, { transfer: exact, network, head });
+  wakeWorker(DISPATCHER_NAME);
   return answerForRecorded(payment, session, exact, head, pending);
 }
 

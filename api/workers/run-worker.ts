@@ -11,6 +11,16 @@ export type Worker = {
 export type RunningWorkers = { stop: () => Promise<void> };
 
 const instanceId = `${hostname()}:${process.pid}`;
+const wakers = new Map<string, () => void>();
+
+/**
+ * Ends the current wait of a worker in this process, so work that another
+ * component just committed (an event for the dispatcher) is picked up at once
+ * instead of at the next poll. Other processes still find it by polling.
+ */
+export function wakeWorker(name: string): void {
+  wakers.get(name)?.();
+}
 
 /**
  * Runs each worker in its own loop and records a heartbeat per worker, which
@@ -39,7 +49,14 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
           .catch(() => undefined);
       }
       const wait = Math.max(0, worker.intervalMs - (Date.now() - started));
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wait);
+        wakers.set(worker.name, () => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      wakers.delete(worker.name);
     }
   });
   return {
