@@ -40,7 +40,8 @@ const invalidToken = () =>
 /** Resolves a client token to its session, refusing tokens of other sessions and expired uses. */
 export async function authenticateClientToken(
   db: Kysely<Database>,
-  params: { sessionId: string; clientToken: string; use: ClientTokenUse; now?: number },
+  /** Without `sessionId` the token names its session (hash submission carries no session id). */
+  params: { sessionId?: string; clientToken: string; use: ClientTokenUse; now?: number },
 ): Promise<CheckoutSessionTable> {
   const now = params.now ?? Date.now();
   const row = await db
@@ -50,7 +51,7 @@ export async function authenticateClientToken(
     .select("client_token.expires_at as token_expires_at")
     .where("client_token.token_hash", "=", hashClientToken(params.clientToken))
     .executeTakeFirst();
-  if (row === undefined || row.id !== params.sessionId) throw invalidToken();
+  if (row === undefined || (params.sessionId !== undefined && row.id !== params.sessionId)) throw invalidToken();
   const { token_expires_at, ...session } = row;
   const live = now < Number(token_expires_at);
   if (!live && !(session.status === "settled" && params.use !== "write")) {
@@ -62,15 +63,4 @@ export async function authenticateClientToken(
     });
   }
   return session;
-}
-
-/** For `POST /v1/public/checkout/payments`, where the body names no session. */
-export async function sessionIdOfClientToken(db: Kysely<Database>, clientToken: string): Promise<string> {
-  const row = await db
-    .selectFrom("client_token")
-    .select("session_id")
-    .where("token_hash", "=", hashClientToken(clientToken))
-    .executeTakeFirst();
-  if (row === undefined) throw invalidToken();
-  return row.session_id;
 }

@@ -66,10 +66,14 @@ export type IndexedChain = {
   heads(): Promise<Map<number, IndexedHead>>;
 };
 
+/** How stale a cached indexed head may be; the settlement worker polls every 20 ms. */
+const HEADS_TTL_MS = 15;
+
 const lower = <value extends string>(value: value) => value.toLowerCase() as value;
 
 export function createIndexedChain({ db, schema }: { db: PonderDb; schema: PonderSchema }): IndexedChain {
   const { usdcTransfer, certificateMint, certificateRevocation } = schema;
+  let headsCache: { at: number; value: Promise<Map<number, IndexedHead>> } | undefined;
 
   const toTransfer = (row: typeof usdcTransfer.$inferSelect): IndexedTransfer => ({
     ...row,
@@ -141,24 +145,35 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
       return new Set(rows.map((row) => lower(row.purchaseId)));
     },
 
-    async heads() {
-      // Ponder keeps its progress per chain in `_ponder_checkpoint`; a checkpoint
-      // string encodes timestamp (10 digits), chain id (16) and block number (16).
-      const result = await db.execute(sql`select chain_id, latest_checkpoint from _ponder_checkpoint`);
-      const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
-        chain_id: number | string;
-        latest_checkpoint: string;
-      }[];
-      const heads = new Map<number, IndexedHead>();
-      for (const row of rows) {
-        const checkpoint = row.latest_checkpoint;
-        heads.set(Number(row.chain_id), {
-          chainId: Number(row.chain_id),
-          blockTimestamp: BigInt(checkpoint.slice(0, 10)),
-          blockNumber: BigInt(checkpoint.slice(26, 42)),
+    heads() {
+      // Every request and worker tick asks; one query per HEADS_TTL_MS answers them all.
+      if (headsCache === undefined || Date.now() - headsCache.at > HEADS_TTL_MS) {
+        headsCache = { at: Date.now(), value: readHeads() };
+        headsCache.value.catch(() => {
+          headsCache = undefined;
         });
       }
-      return heads;
+      return headsCache.value;
     },
   };
+
+  async function readHeads(): Promise<Map<number, IndexedHead>> {
+    // Ponder keeps its progress per chain in `_ponder_checkpoint`; a checkpoint
+    // string encodes timestamp (10 digits), chain id (16) and block number (16).
+    const result = await db.execute(sql`select chain_id, latest_checkpoint from _ponder_checkpoint`);
+    const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
+      chain_id: number | string;
+      latest_checkpoint: string;
+    }[];
+    const heads = new Map<number, IndexedHead>();
+    for (const row of rows) {
+      const checkpoint = row.latest_checkpoint;
+      heads.set(Number(row.chain_id), {
+        chainId: Number(row.chain_id),
+        blockTimestamp: BigInt(checkpoint.slice(0, 10)),
+        blockNumber: BigInt(checkpoint.slice(26, 42)),
+      });
+    }
+    return heads;
+  }
 }

@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
-import { authenticateClientToken, sessionIdOfClientToken } from "../checkout/client-tokens.js";
+import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { sessionView } from "../checkout/session-view.js";
 import { ProblemError } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
@@ -35,31 +35,31 @@ const json = <schema extends z.ZodType>(schema: schema) => ({ required: true, co
 const ok = (description: string) => ({ 200: { description, content: { "application/json": { schema: z.any() } } } });
 
 async function publicSessionView(context: AppContext, session: CheckoutSessionTable) {
-  const order = await context.store
+  // One round trip: the order, its certificate and the session's credited payment.
+  const row = await context.store
     .selectFrom("orders")
-    .select(["id", "purchase_id"])
-    .where("id", "=", session.order_id)
+    .leftJoin("certificate", "certificate.order_id", "orders.id")
+    .leftJoin("payment", (join) =>
+      join.on("payment.session_id", "=", session.id).on("payment.status", "in", ["pending", "settled", "attached"]),
+    )
+    .select([
+      "orders.id as order_id",
+      "orders.purchase_id",
+      "certificate.status as certificate_status",
+      "certificate.mint_transaction_hash",
+      "payment.transaction_hash",
+    ])
+    .where("orders.id", "=", session.order_id)
     .executeTakeFirstOrThrow();
-  const certificate = await context.store
-    .selectFrom("certificate")
-    .select(["status", "mint_transaction_hash"])
-    .where("order_id", "=", order.id)
-    .executeTakeFirst();
-  const payment = await context.store
-    .selectFrom("payment")
-    .select(["transaction_hash", "status"])
-    .where("session_id", "=", session.id)
-    .where("status", "in", ["pending", "settled", "attached"])
-    .executeTakeFirst();
   return {
-    ...sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }),
-    transactionHash: payment?.transaction_hash ?? null,
+    ...sessionView(session, { orderId: row.order_id, purchaseId: row.purchase_id }),
+    transactionHash: row.transaction_hash ?? null,
     contactProvided: session.contact_json !== null,
     deliveryProvided: session.delivery_json !== null,
     certificate: {
       enabled: session.certificate_enabled === 1,
-      status: certificate?.status ?? (session.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),
-      mintTransactionHash: certificate?.mint_transaction_hash ?? null,
+      status: row.certificate_status ?? (session.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),
+      mintTransactionHash: row.mint_transaction_hash ?? null,
     },
   };
 }
@@ -163,14 +163,13 @@ export function publicCheckoutRoutes(context: AppContext) {
     })
     .openapi(paymentsRoute, async (c) => {
       const body = c.req.valid("json");
-      const sessionId = await sessionIdOfClientToken(context.store, body.clientToken);
-      const session = await authenticateClientToken(context.store, { sessionId, clientToken: body.clientToken, use: "read" });
+      const session = await authenticateClientToken(context.store, { clientToken: body.clientToken, use: "read" });
       const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash as Hex });
-      const current = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", session.id)
-        .executeTakeFirstOrThrow();
+      // Settling moves the session on; re-read it only then.
+      const current =
+        result.status === "settled" && session.status !== "settled"
+          ? await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow()
+          : session;
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(claimRoute, async (c) => {

@@ -70,6 +70,21 @@ export async function submitTransactionHash(
     requiredConfirmations: network.confirmations,
   });
 
+  // Fast path: the settlement worker has already recorded this very transfer (the
+  // exact amount to this session's address on its chain); answer from that row.
+  const recorded = await context.store
+    .selectFrom("payment")
+    .selectAll()
+    .where("chain_id", "=", session.chain_id)
+    .where("transaction_hash", "=", transactionHash)
+    .where("to_address", "=", session.payment_address)
+    .where("amount", "=", session.amount_due)
+    .executeTakeFirst();
+  if (recorded !== undefined) {
+    const head = (await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? BigInt(recorded.block_number);
+    return answerForRecorded(recorded, session, { blockNumber: BigInt(recorded.block_number) }, head, pending);
+  }
+
   const indexed = await context.indexed.transfersByHash(transactionHash);
   const onChain = indexed.filter((transfer) => transfer.chainId === session.chain_id);
   if (onChain.length === 0) {
