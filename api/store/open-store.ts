@@ -2,7 +2,15 @@ import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import SQLite from "better-sqlite3";
-import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, SqliteDialect } from "kysely";
+import {
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  PostgresDialect,
+  type SqliteDatabase,
+  SqliteDialect,
+} from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
 import pg from "pg";
 import type { Database } from "./database.js";
@@ -33,7 +41,28 @@ export function openSqliteStore(file: string): Store {
   database.pragma("busy_timeout = 5000");
   database.pragma("foreign_keys = ON");
   database.pragma("synchronous = NORMAL");
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+}
+
+/** Compiled statements kept per SQL text; Kysely's dialect would otherwise prepare every query anew. */
+const STATEMENT_CACHE_SIZE = 1000;
+
+function withStatementCache(database: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    close: () => database.close(),
+    prepare(sql) {
+      const cached = statements.get(sql);
+      // A statement still being iterated (a streamed query) cannot run again: prepare a fresh one.
+      if (cached !== undefined && !cached.busy) return cached;
+      const statement = database.prepare(sql);
+      if (cached === undefined) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value as string);
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 /** Postgres `int8` columns (our instants) come back as numbers, as SQLite gives them. */
