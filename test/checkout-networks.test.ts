@@ -89,6 +89,15 @@ describe("networks", () => {
       loadNetworks({ NETWORKS: "base", BASE_RPC_URL: "https://node.example", BASE_PAYMENT_ADDRESSES: "0x1234" }),
     ).toThrow(/BASE_PAYMENT_ADDRESSES/);
     expect(() => loadNetworks({ NETWORKS: "mainnet" })).toThrow(/not one of base, base-sepolia, local/);
+    // Ponder itself refuses under 100 ms; we refuse first, naming the variable.
+    expect(() =>
+      loadNetworks({
+        NETWORKS: "base",
+        BASE_RPC_URL: "https://node.example",
+        BASE_PAYMENT_ADDRESSES: deployer.address,
+        BASE_POLLING_INTERVAL_MS: "50",
+      }),
+    ).toThrow(/BASE_POLLING_INTERVAL_MS/);
     const [base] = loadNetworks({
       NETWORKS: "base",
       BASE_RPC_URL: "https://node.example",

@@ -81,7 +81,8 @@ const networkEnvSchema = z.object({
   PAYMENT_ADDRESSES: addressList.optional(),
   START_BLOCK: z.coerce.number().int().nonnegative().optional(),
   CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).optional(),
-  POLLING_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).optional(),
+  // Ponder refuses a polling interval under 100 ms; say so here, at start, with the variable's name.
+  POLLING_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).optional(),
 });
 
 export class NetworkConfigError extends Error {
