@@ -1,0 +1,216 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { DEFAULT_RPC_DELAY_MS } from "./rpc-delay-proxy.js";
+import { type HashSubmissionResult, measureHashSubmission } from "./scenarios/hash-submission.js";
+import { type IndexerResult, measureIndexer } from "./scenarios/indexer.js";
+import { measureSessionCreation, type SessionCreationResult } from "./scenarios/session-creation.js";
+import { type LatencyResult, measureSettlementLatency } from "./scenarios/settlement-latency.js";
+import { startMemorySampler } from "./support/memory.js";
+import { PROJECT_ROOT } from "./support/processes.js";
+import { renderReport } from "./support/report.js";
+import { type BenchStack, startBenchStack } from "./support/service-stack.js";
+
+/**
+ * `npm run bench`: starts its own local stacks in temporary data directories,
+ * runs every scenario, prints a table and writes bench-results/latest.json.
+ * A benchmark, not a test: goals are reported, never enforced; the exit code is
+ * non-zero only when the harness itself broke.
+ */
+const quick = process.env.BENCH_QUICK === "1";
+const envNumber = (name: string, fallback: number) => {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
+  return value;
+};
+
+export const config = {
+  quick,
+  purchases: envNumber("BENCH_PURCHASES", quick ? 50 : 200),
+  payRatePerS: envNumber("BENCH_PAY_RATE", 4),
+  blockTimeS: envNumber("BENCH_BLOCK_TIME", 1),
+  confirmations: envNumber("BENCH_CONFIRMATIONS", 2),
+  durationS: envNumber("BENCH_DURATION_S", quick ? 3 : 8),
+  concurrencies: [1, 16, 64],
+  sessionConcurrency: 16,
+  rpcDelayMs: envNumber("BENCH_RPC_DELAY_MS", DEFAULT_RPC_DELAY_MS),
+  transfers: envNumber("BENCH_TRANSFERS", quick ? 10_000 : 100_000),
+  transfersPerTransaction: 250,
+  // Anvil mines each block of anvil_mine one by one, ever slower as the chain grows: keep gaps short.
+  gapBlocks: 4,
+  indexerTimeoutMs: envNumber("BENCH_INDEXER_TIMEOUT_S", 600) * 1000,
+  /** Extra environment for the service under test, e.g. '{"LOCAL_POLLING_INTERVAL_MS":"250"}' (experiments). */
+  serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
+  only: (process.env.BENCH_ONLY ?? "latency,hash,sessions,indexer").split(",").map((name) => name.trim()),
+};
+
+export type BenchResults = {
+  startedAt: string;
+  durationS?: number;
+  machine: { node: string; platform: string; cpus: number; cpuModel: string; memoryGiB: number };
+  commit: string | undefined;
+  workingTreeDirty: boolean | undefined;
+  config: typeof config;
+  latency?: Omit<LatencyResult, "settledPurchases">;
+  hashSubmission?: HashSubmissionResult;
+  sessionCreation?: SessionCreationResult;
+  indexer?: IndexerResult;
+  errors: { scenario: string; message: string }[];
+};
+
+const log = (line: string) => console.log(line);
+
+function gitInfo(): { commit: string | undefined; dirty: boolean | undefined } {
+  try {
+    const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: PROJECT_ROOT, encoding: "utf8" }).trim();
+    const status = execFileSync("git", ["status", "--porcelain"], { cwd: PROJECT_ROOT, encoding: "utf8" });
+    return { commit, dirty: status.trim() !== "" };
+  } catch {
+    return { commit: undefined, dirty: undefined };
+  }
+}
+
+async function main(): Promise<number> {
+  const started = performance.now();
+  const git = gitInfo();
+  const results: BenchResults = {
+    startedAt: new Date().toISOString(),
+    machine: {
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+    },
+    commit: git.commit,
+    workingTreeDirty: git.dirty,
+    config,
+    errors: [],
+  };
+  const workDir = mkdtempSync(join(tmpdir(), "settlement-bench-work-"));
+  const memory = startMemorySampler();
+  const cleanups: (() => Promise<void>)[] = [];
+  const onSignal = () => {
+    log("\ninterrupted: stopping the stacks...");
+    void Promise.allSettled(cleanups.map((cleanup) => cleanup())).then(() => process.exit(130));
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+
+  const scenario = async (name: string, run: () => Promise<void>) => {
+    try {
+      await run();
+    } catch (error) {
+      const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      results.errors.push({ scenario: name, message });
+      log(`  ${name} failed: ${message.split("\n").slice(0, 12).join("\n")}`);
+    }
+  };
+
+  log(`benchmark (${quick ? "quick" : "full"} run), ${results.machine.cpus} cores, node ${process.version}`);
+  const wantsStack = ["latency", "hash", "sessions"].some((name) => config.only.includes(name));
+  if (wantsStack) {
+    let bench: BenchStack | undefined;
+    await scenario("service stack", async () => {
+      log(`starting a local stack (block time ${config.blockTimeS} s, ${config.confirmations} confirmations)...`);
+      bench = await startBenchStack({
+        blockTime: config.blockTimeS,
+        env: { LOCAL_CONFIRMATIONS: String(config.confirmations), ...config.serviceEnv },
+      });
+      const stack = bench;
+      cleanups.push(() => stack.stop());
+      memory.watch(stack.stack.ponder.process.pid);
+    });
+    if (bench !== undefined) {
+      const stack = bench;
+      let latency: LatencyResult | undefined;
+      if (config.only.includes("latency") || config.only.includes("hash")) {
+        await scenario("settlement latency", async () => {
+          log("settlement latency");
+          latency = await measureSettlementLatency({
+            bench: stack,
+            purchases: config.purchases,
+            payRatePerS: config.payRatePerS,
+            blockTimeS: config.blockTimeS,
+            requiredConfirmations: config.confirmations,
+            memory,
+            log,
+          });
+          const { settledPurchases: _, ...rest } = latency;
+          results.latency = rest;
+        });
+      }
+      if (config.only.includes("hash") && latency !== undefined) {
+        const settled = latency.settledPurchases;
+        await scenario("hash submission", async () => {
+          log("hash submission (hit path)");
+          results.hashSubmission = await measureHashSubmission({
+            bench: stack,
+            purchases: settled,
+            concurrencies: config.concurrencies,
+            durationS: config.durationS,
+            rpcDelayMs: config.rpcDelayMs,
+            requiredConfirmations: config.confirmations,
+            workDir,
+            memory,
+            log,
+          });
+        });
+      }
+      if (config.only.includes("sessions")) {
+        await scenario("session creation", async () => {
+          log("session creation");
+          results.sessionCreation = await measureSessionCreation({
+            bench: stack,
+            connections: config.sessionConcurrency,
+            durationS: config.durationS,
+            memory,
+            log,
+          });
+        });
+      }
+      memory.watch(undefined);
+      await stack.stop();
+      cleanups.pop();
+    }
+  }
+
+  if (config.only.includes("indexer")) {
+    await scenario("indexer", async () => {
+      log("indexer");
+      results.indexer = await measureIndexer({
+        transfers: config.transfers,
+        transfersPerTransaction: config.transfersPerTransaction,
+        gapBlocks: config.gapBlocks,
+        timeoutMs: config.indexerTimeoutMs,
+        memory,
+        log,
+      });
+    });
+  }
+
+  await memory.stop();
+  rmSync(workDir, { recursive: true, force: true });
+  results.durationS = Math.round((performance.now() - started) / 1000);
+
+  const report = renderReport(results);
+  log(`\n${report}`);
+  const outDir = join(PROJECT_ROOT, "bench-results");
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, "latest.json"), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(outDir, "latest.txt"), `${report}\n`);
+  log(`wrote bench-results/latest.json and bench-results/latest.txt (${results.durationS} s in all)`);
+  return results.errors.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
