@@ -204,7 +204,7 @@ describe("a customer buys in the sample shop, pays, and mints the certificate (h
     releasePolls();
     // A held poll the frame has given up on in the meantime (it saw the settlement
     // first) can no longer be continued; that is not a failure of the flow.
-    await context.unroute(validatePath, { behavior: "ignoreErrors" });
+    await context.unrouteAll({ behavior: "ignoreErrors" });
 
     // 5. Completion: the frame, then the shop page through the component's callback.
     await frame.locator("#done-step").waitFor({ timeout: 20_000 });
