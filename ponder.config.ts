@@ -18,6 +18,9 @@ const chains = Object.fromEntries(
       id: network.chainId,
       rpc: network.rpcUrl,
       pollingInterval: network.pollingIntervalMs,
+      // New blocks pushed by `eth_subscribe("newHeads")` rather than found by polling:
+      // up to a polling interval sooner (Ponder polls again if the socket keeps failing).
+      ws: network.wsUrl,
       // A local Anvil chain is thrown away and rebuilt; never trust a cached copy of it.
       disableCache: network.name === "local",
     },

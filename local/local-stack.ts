@@ -86,6 +86,12 @@ export async function startLocalStack(options: {
       DATA_DIR: dataDir,
       NETWORKS: "local",
       LOCAL_RPC_URL: anvil.rpcUrl,
+      // Mining on an interval, like a real network, Anvil pushes each new block over a
+      // WebSocket on the same port and the indexer hears of it at once instead of at its
+      // next poll. With a block per transaction the chain may sit idle for long, and a
+      // subscribed Ponder only moves its head past the blocks before its start on the
+      // next new block: there it polls.
+      ...(options.blockTime ? { LOCAL_WS_URL: anvil.rpcUrl.replace(/^http/, "ws") } : {}),
       VOUCHER_KEY_FILE: voucherKeyPath,
       SECRETS_KEY_FILE: ensureSecretsKeyFile(dataDir),
       ADMIN_ADDRESSES: addressOf(secrets.adminPrivateKey),

@@ -318,7 +318,9 @@ describe("reservations", () => {
     const [first, second] = await investors(2);
     const purchase = await expectJson(await buy(first!.token, offeringId, 2), 201);
     await expectProblem(await buy(second!.token, offeringId, 1), 409, "insufficient_units");
-    await new Promise((resolve) => setTimeout(resolve, RESERVATION_SECONDS * 1000 + 500));
+    // Block timestamps are whole seconds: a block mined 1.5 s after the expiry is
+    // stamped at least 0.5 s past it, whatever fraction of a second the expiry fell on.
+    await new Promise((resolve) => setTimeout(resolve, RESERVATION_SECONDS * 1000 + 1500));
     // Units come back only once the index has passed the expiry: a new block shows it has.
     await stack.testClient.mine({ blocks: 1 });
     await waitFor(

@@ -34,8 +34,10 @@ export type NetworkConfig = {
   startBlock: number;
   /** A transfer settles once its block has this many confirmations (1 = the block itself). */
   confirmations: number;
-  /** Ponder's polling interval for new blocks, in ms. */
+  /** Ponder's polling interval for new blocks, in ms (used when there is no WebSocket). */
   pollingIntervalMs: number;
+  /** A `ws://`/`wss://` endpoint: Ponder hears of new blocks by `eth_subscribe` instead of polling. */
+  wsUrl: string | undefined;
 };
 
 /** What the local deploy script writes to `<dataDir>/deployments/<chainId>.json`. */
@@ -76,6 +78,11 @@ const addressList = z
 
 const networkEnvSchema = z.object({
   RPC_URL: z.string().url().optional(),
+  WS_URL: z
+    .string()
+    .url()
+    .refine((value) => /^wss?:\/\//.test(value), { message: "not a ws:// or wss:// URL" })
+    .optional(),
   USDC_ADDRESS: z.string().refine(isAddress, { message: "not an address" }).optional(),
   CERTIFICATE_ADDRESS: z.string().refine(isAddress, { message: "not an address" }).optional(),
   PAYMENT_ADDRESSES: addressList.optional(),
@@ -162,6 +169,7 @@ export function loadNetworks(env: NodeJS.ProcessEnv = process.env): NetworkConfi
       startBlock: startBlock ?? 0,
       confirmations: values.CONFIRMATIONS ?? known.defaultConfirmations,
       pollingIntervalMs: values.POLLING_INTERVAL_MS ?? (network === "local" ? 100 : 1_000),
+      wsUrl: values.WS_URL,
     };
   });
 }
