@@ -20,7 +20,10 @@ async function indexedBlock(): Promise<bigint> {
 
 describe("a chain that mines on an interval", () => {
   it("hears of new blocks by subscription and follows the chain while nobody transacts", async () => {
-    expect(stack.ponder.output()).toContain("Created JSON-RPC WebSocket connection");
+    // The socket opens once realtime sync begins, which may be just after /ready.
+    await waitFor(async () => (stack.ponder.output().includes("Created JSON-RPC WebSocket connection") ? true : undefined), {
+      what: "the indexer's WebSocket subscription",
+    });
     expect(stack.ponder.output()).not.toContain("Created JSON-RPC polling subscription");
     const start = await indexedBlock();
     await waitFor(async () => ((await indexedBlock()) >= start + 2n ? true : undefined), {
