@@ -33,20 +33,27 @@ export function compileContracts(): Record<string, string> {
 }
 
 export function compileSolidity(): CompiledContract[] {
-  const output = JSON.parse(solc.compile(JSON.stringify(standardJsonInput()), { import: readImport })) as SolcOutput;
+  return compileSolidityFiles(solidityFiles());
+}
+
+/**
+ * Compiles the given sources (paths relative to the project root; imports resolve
+ * to `contracts/` and node_modules) and returns their deployable contracts. Test
+ * and benchmark helpers compile their own contracts with it at run time.
+ */
+export function compileSolidityFiles(files: string[]): CompiledContract[] {
+  const output = JSON.parse(solc.compile(JSON.stringify(standardJsonInput(files)), { import: readImport })) as SolcOutput;
   const errors = (output.errors ?? []).filter((diagnostic) => diagnostic.severity === "error");
   if (errors.length > 0) {
     throw new SolidityCompilationError(errors.map((error) => error.formattedMessage).join("\n"));
   }
-  return deployableContracts(output);
+  return deployableContracts(output, files);
 }
 
-function standardJsonInput() {
+function standardJsonInput(files: string[]) {
   return {
     language: "Solidity",
-    sources: Object.fromEntries(
-      solidityFiles().map((path) => [path, { content: readFileSync(join(PROJECT_ROOT, path), "utf8") }]),
-    ),
+    sources: Object.fromEntries(files.map((path) => [path, { content: readFileSync(join(PROJECT_ROOT, path), "utf8") }])),
     settings: {
       optimizer: { enabled: true, runs: 200 },
       evmVersion: "cancun",
@@ -76,9 +83,9 @@ function readImport(path: string): { contents: string } | { error: string } {
 }
 
 /** Only our own contracts with bytecode; interfaces and the OpenZeppelin sources are not emitted. */
-function deployableContracts(output: SolcOutput): CompiledContract[] {
+function deployableContracts(output: SolcOutput, files: string[]): CompiledContract[] {
   const contracts: CompiledContract[] = [];
-  for (const source of solidityFiles()) {
+  for (const source of files) {
     const bySource = output.contracts?.[source] ?? {};
     for (const name of Object.keys(bySource).sort()) {
       const compiled = bySource[name]!;

@@ -1,8 +1,19 @@
 import { createHash } from "node:crypto";
 import { request } from "node:http";
 import { join } from "node:path";
+import {
+  type Abi,
+  type Address,
+  encodeFunctionData,
+  type Hex,
+  isAddressEqual,
+  keccak256,
+  serializeErc6492Signature,
+  toHex,
+} from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { compileSolidityFiles } from "../scripts/compile-contracts-lib.js";
 import { adminWallet, api, challenge, expectJson, portalWallet, registerIssuer, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
 
@@ -240,5 +251,69 @@ describe("SIWE sign-in", () => {
     await expectJson(await api(stack, "GET", "/api/issuer/profile", { token }), 200);
     await expectJson(await api(stack, "POST", `/api/admin/issuers/${issuer.id}/disable`, { token: adminToken }), 200);
     await expectProblem(await api(stack, "GET", "/api/issuer/profile", { token }), 403, "portal_not_allowed");
+  });
+});
+
+describe("smart-contract wallets", () => {
+  let factory: { address: Address; abi: Abi };
+  const owner = portalWallet();
+  const stranger = portalWallet();
+
+  beforeAll(async () => {
+    const compiled = compileSolidityFiles(["test/contracts/OwnedSmartWallet.sol"]);
+    const factoryContract = compiled.find((contract) => contract.name === "OwnedSmartWalletFactory")!;
+    const hash = await stack.wallet(7).deployContract({
+      abi: factoryContract.abi as Abi,
+      bytecode: factoryContract.bytecode as Hex,
+      account: stack.wallet(7).account!,
+      chain: stack.chain,
+    });
+    const receipt = await stack.publicClient.waitForTransactionReceipt({ hash });
+    factory = { address: receipt.contractAddress!, abi: factoryContract.abi as Abi };
+  });
+
+  const predict = (salt: Hex) =>
+    stack.publicClient.readContract({
+      address: factory.address,
+      abi: factory.abi,
+      functionName: "predict",
+      args: [owner.address, salt],
+    }) as Promise<Address>;
+
+  it("signs in a deployed EIP-1271 wallet with its owner's signature and refuses anyone else's", async () => {
+    const salt = keccak256(toHex("deployed wallet"));
+    const hash = await stack.wallet(7).writeContract({
+      address: factory.address,
+      abi: factory.abi,
+      functionName: "deploy",
+      args: [owner.address, salt],
+      account: stack.wallet(7).account!,
+      chain: stack.chain,
+    });
+    await stack.publicClient.waitForTransactionReceipt({ hash });
+    const walletAddress = await predict(salt);
+    expect(await stack.publicClient.getCode({ address: walletAddress })).toMatch(/^0x[0-9a-f]{10,}/);
+
+    const { message } = await challenge(stack, "investor", walletAddress);
+    await expectProblem(await verify("investor", message, await stranger.sign(message)), 401, "invalid_signature");
+    const session = await expectJson(await verify("investor", message, await owner.sign(message)), 200);
+    expect(isAddressEqual(session.address, walletAddress)).toBe(true);
+    expect(isAddressEqual(session.address, owner.address)).toBe(false);
+  });
+
+  it("signs in a wallet that is not deployed yet through its EIP-6492 signature, deploying nothing", async () => {
+    const salt = keccak256(toHex("counterfactual wallet"));
+    const walletAddress = await predict(salt);
+    expect(await stack.publicClient.getCode({ address: walletAddress })).toBeUndefined();
+    const deployCall = encodeFunctionData({ abi: factory.abi, functionName: "deploy", args: [owner.address, salt] });
+    const wrapped = async (signer: typeof owner, message: string) =>
+      serializeErc6492Signature({ address: factory.address, data: deployCall, signature: await signer.sign(message) });
+
+    const { message } = await challenge(stack, "investor", walletAddress);
+    await expectProblem(await verify("investor", message, await wrapped(stranger, message)), 401, "invalid_signature");
+    const session = await expectJson(await verify("investor", message, await wrapped(owner, message)), 200);
+    expect(isAddressEqual(session.address, walletAddress)).toBe(true);
+    // The check simulated the deployment; the chain is unchanged.
+    expect(await stack.publicClient.getCode({ address: walletAddress })).toBeUndefined();
   });
 });
