@@ -1,103 +1,47 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-import type { Address, Hex } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { verifySignature } from "../api/outbox/signature.js";
-import { createSession, publicPost, readOrder, readSession, sessionBody, submitHash } from "./support/checkout-helpers.js";
-import { newDataDir, startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
-import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
+import pg from "pg";
+import { expect } from "vitest";
+import { type PostgresServer, startPostgresServer } from "./support/postgres-server.js";
+import { describeStoreOnPostgres } from "./support/store-on-postgres.js";
+import { startTestStack } from "./support/test-stack.js";
 
-// The same service with its own state on Postgres (embedded PGlite, real Postgres
-// SQL) instead of SQLite: the store's Kysely code must not depend on the dialect.
-let stack: TestStack;
-let receiver: WebhookReceiver;
-let secret: string;
+// The scale-out shape: a PostgreSQL server holds the service's own state
+// (STORE_URL) and, in a database of its own, Ponder's index (DATABASE_URL).
+let server: PostgresServer;
 
-beforeAll(async () => {
-  const dataDir = newDataDir();
-  stack = await startTestStack({ dataDir, env: { STORE_URL: `pglite:${join(dataDir, "store-postgres")}` } });
-  receiver = await startWebhookReceiver();
-  const endpoint = await (
-    await stack.partnerFetch("/v1/webhook-endpoints", { method: "POST", json: { url: receiver.url("/hooks") } })
-  ).json();
-  secret = endpoint.secret;
-});
-afterAll(async () => {
-  await receiver?.close();
-  await stack?.stop();
-});
+async function query(url: string, text: string): Promise<Record<string, unknown>[]> {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    return (await client.query(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
 
-describe("store on Postgres", () => {
-  it("runs its migrations and allocates distinct references under concurrency", async () => {
-    expect(existsSync(join(stack.dataDir, "store-postgres", "PG_VERSION"))).toBe(true);
-    expect(existsSync(join(stack.dataDir, "app.sqlite"))).toBe(false);
-    const sessions = await Promise.all(Array.from({ length: 60 }, () => createSession(stack, { totalPriceUsdc: "5000000" })));
-    expect(new Set(sessions.map((session) => session.payment.amount)).size).toBe(60);
-  });
-
-  it("settles, signs and delivers the event, fulfils, and mints the certificate", async () => {
-    const session = await createSession(stack);
-    const paid = await stack.payUsdc({ from: 1, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
-    const submitted = await waitFor(async () => {
-      const body = await (await submitHash(stack, session.clientToken, paid.hash)).json();
-      return body.status === "settled" ? body : undefined;
-    });
-    expect(submitted.transactionHash).toBe(paid.hash);
-
-    const delivered = await waitFor(async () =>
-      receiver.acknowledged.find(
-        (hook) => hook.type === "purchase.settled" && JSON.parse(hook.rawBody.toString()).data.orderId === session.orderId,
-      ),
-    );
-    expect(() =>
-      verifySignature({ payload: delivered.rawBody, header: String(delivered.headers["service-signature"]), secrets: secret }),
-    ).not.toThrow();
-    expect(JSON.parse(delivered.rawBody.toString()).data).toMatchObject({
-      transactionHash: paid.hash,
-      amountPaid: session.payment.amount,
-    });
-
-    const fulfil = await stack.partnerFetch(`/v1/orders/${session.orderId}/fulfillment`, {
-      method: "POST",
-      json: { fulfilmentReference: "parcel-1", idempotencyKey: "fulfil-1" },
-    });
-    expect(fulfil.status).toBe(200);
-    expect((await readOrder(stack, session.orderId)).status).toBe("fulfilled");
-
-    const buyer = stack.wallet(2);
-    const claim = await (
-      await publicPost(stack, `/v1/public/checkout/sessions/${session.id}/claim`, {
-        clientToken: session.clientToken,
-        walletAddress: buyer.account!.address,
-      })
-    ).json();
-    const hash = await buyer.sendTransaction({
-      to: claim.transaction.to as Address,
-      data: claim.transaction.data as Hex,
-      chain: stack.chain,
-      account: buyer.account!,
-    });
-    await stack.publicClient.waitForTransactionReceipt({ hash });
-    await waitFor(async () => ((await readOrder(stack, session.orderId)).certificate.status === "minted" ? true : undefined));
-  });
-
-  it("keeps idempotency, replay and unresolved payments the same", async () => {
-    const body = sessionBody();
-    expect((await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: body })).status).toBe(201);
-    const conflict = await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: { ...body, quantity: 2 } });
-    expect((await conflict.json()).code).toBe("idempotency_conflict");
-
-    const victim = await createSession(stack, { certificate: { enabled: false } });
-    const attacker = await createSession(stack);
-    const paid = await stack.payUsdc({ from: 3, to: victim.payment.recipient, amount: BigInt(victim.payment.amount) });
-    await waitFor(async () => ((await readSession(stack, victim.id)).status === "settled" ? true : undefined));
-    expect((await (await submitHash(stack, attacker.clientToken, paid.hash)).json()).code).toBe("replay");
-
-    const stray = await stack.payUsdc({ from: 3, to: victim.payment.recipient, amount: 17n });
-    const unresolved = await waitFor(async () => {
-      const page = await (await stack.partnerFetch("/v1/payments?status=unresolved")).json();
-      return page.data.find((payment: { transactionHash: string }) => payment.transactionHash === stray.hash);
-    });
-    expect(unresolved).toMatchObject({ amount: "17", reason: "unmatched" });
-  });
+describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATABASE_URL)", {
+  async start() {
+    server = await startPostgresServer();
+    await query(server.url, "create database settlement_index");
+    const indexUrl = server.url.replace(/\/postgres$/, "/settlement_index");
+    try {
+      const stack = await startTestStack({ env: { STORE_URL: server.url, DATABASE_URL: indexUrl } });
+      return {
+        stack,
+        async stop() {
+          await stack.stop();
+          await server.stop();
+        },
+      };
+    } catch (error) {
+      await server.stop();
+      throw error;
+    }
+  },
+  async storedWhereExpected() {
+    const store = await query(server.url, "select count(*)::int as n from checkout_session");
+    expect(store[0]!.n).toBeGreaterThanOrEqual(60);
+    const indexUrl = server.url.replace(/\/postgres$/, "/settlement_index");
+    const tables = await query(indexUrl, "select table_name from information_schema.tables where table_schema = 'public'");
+    expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
+  },
 });

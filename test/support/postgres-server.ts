@@ -1,0 +1,65 @@
+import { execFileSync } from "node:child_process";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { findFreePort } from "../../local/ports.js";
+
+export type PostgresServer = { url: string; stop: () => Promise<void> };
+
+/** Debian keeps the server programs in /usr/lib/postgresql/<version>/bin, off the PATH. */
+function postgresBinDirectory(): string {
+  const root = "/usr/lib/postgresql";
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((version) => existsSync(join(root, version, "bin", "initdb")))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (versions.length === 0) {
+    throw new Error(
+      "PostgreSQL's server programs are missing: install Debian's package (apt-get install -y postgresql); .ci/run does.",
+    );
+  }
+  return join(root, versions[0]!, "bin");
+}
+
+/**
+ * A throw-away PostgreSQL server of our own on a free loopback port: a new cluster
+ * in a temporary directory, trust authentication, no fsync. Postgres refuses to
+ * run as root, so as root it runs as the `postgres` user Debian's package creates.
+ */
+export async function startPostgresServer(): Promise<PostgresServer> {
+  const bin = postgresBinDirectory();
+  const directory = mkdtempSync(join(tmpdir(), "settlement-postgres-"));
+  const data = join(directory, "data");
+  const asRoot = process.getuid?.() === 0;
+  const run = (program: string, args: string[]) =>
+    execFileSync(asRoot ? "runuser" : join(bin, program), asRoot ? ["-u", "postgres", "--", join(bin, program), ...args] : args, {
+      stdio: "pipe",
+    });
+  if (asRoot) {
+    mkdirSync(data);
+    const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
+    const gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
+    chownSync(directory, uid, gid);
+    chownSync(data, uid, gid);
+  }
+  run("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+  const port = await findFreePort();
+  const options = `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+  try {
+    run("pg_ctl", ["-D", data, "-l", join(directory, "server.log"), "-w", "-o", options, "start"]);
+  } catch (error) {
+    const log = existsSync(join(directory, "server.log")) ? readFileSync(join(directory, "server.log"), "utf8") : "";
+    throw new Error(`PostgreSQL did not start: ${String(error)}\n${log.slice(-2000)}`);
+  }
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    async stop() {
+      try {
+        run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]);
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
+    },
+  };
+}
