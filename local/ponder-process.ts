@@ -17,9 +17,12 @@ function ponderBin(root: string): string {
 /**
  * Runs `ponder start` (indexer + API + workers in one process) with the given
  * environment and waits until the historical backfill is done (`/ready`).
+ * `ponder serve` is an API replica (API + workers, no indexing) over the
+ * Postgres databases of a `ponder start` elsewhere.
  */
 export async function startPonder(params: {
   root: string;
+  command?: "start" | "serve";
   port: number;
   env: NodeJS.ProcessEnv;
   /** Also print the process' output here (the `npm start` banner does). */
@@ -30,7 +33,7 @@ export async function startPonder(params: {
     process.execPath,
     [
       ponderBin(params.root),
-      "start",
+      params.command ?? "start",
       "--schema",
       params.env.DATABASE_SCHEMA ?? process.env.DATABASE_SCHEMA ?? "public",
       "--port",

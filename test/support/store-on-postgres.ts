@@ -19,6 +19,8 @@ export function describeStoreOnPostgres(
     start: () => Promise<{ stack: TestStack; stop: () => Promise<void> }>;
     /** Asserts that the state (60 sessions by then) really lives where this variant puts it. */
     storedWhereExpected: (stack: TestStack) => Promise<void>;
+    /** Tests only this variant can run, on the suite's stack and webhook receiver. */
+    moreTests?: (current: () => { stack: TestStack; receiver: WebhookReceiver }) => void;
   },
 ) {
   describe(title, () => {
@@ -112,5 +114,7 @@ export function describeStoreOnPostgres(
       });
       expect(unresolved).toMatchObject({ amount: "17", reason: "unmatched" });
     });
+
+    options.moreTests?.(() => ({ stack, receiver }));
   });
 }
