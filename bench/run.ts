@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { DEFAULT_RPC_DELAY_MS } from "./rpc-delay-proxy.js";
 import { type HashSubmissionResult, measureHashSubmission } from "./scenarios/hash-submission.js";
 import { type IndexerResult, measureIndexer } from "./scenarios/indexer.js";
@@ -45,6 +46,8 @@ export const config = {
   indexerTimeoutMs: envNumber("BENCH_INDEXER_TIMEOUT_S", 600) * 1000,
   /** Extra environment for the service under test, e.g. '{"LOCAL_POLLING_INTERVAL_MS":"250"}' (experiments). */
   serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
+  /** Ponder's index on a throw-away PostgreSQL server (DATABASE_URL) instead of embedded PGlite. */
+  postgresIndex: process.env.BENCH_POSTGRES === "1",
   only: (process.env.BENCH_ONLY ?? "latency,hash,sessions,indexer").split(",").map((name) => name.trim()),
 };
 
@@ -112,6 +115,13 @@ async function main(): Promise<number> {
   };
 
   log(`benchmark (${quick ? "quick" : "full"} run), ${results.machine.cpus} cores, node ${process.version}`);
+  let postgres: PostgresServer | undefined;
+  if (config.postgresIndex) {
+    log("starting a PostgreSQL server for the index (BENCH_POSTGRES=1)...");
+    const server = await startPostgresServer();
+    postgres = server;
+    cleanups.push(() => server.stop());
+  }
   const wantsStack = ["latency", "hash", "sessions"].some((name) => config.only.includes(name));
   if (wantsStack) {
     let bench: BenchStack | undefined;
@@ -119,7 +129,11 @@ async function main(): Promise<number> {
       log(`starting a local stack (block time ${config.blockTimeS} s, ${config.confirmations} confirmations)...`);
       bench = await startBenchStack({
         blockTime: config.blockTimeS,
-        env: { LOCAL_CONFIRMATIONS: String(config.confirmations), ...config.serviceEnv },
+        env: {
+          LOCAL_CONFIRMATIONS: String(config.confirmations),
+          ...(postgres ? { DATABASE_URL: await postgres.createDatabase("bench_service_index") } : {}),
+          ...config.serviceEnv,
+        },
       });
       const stack = bench;
       cleanups.push(() => stack.stop());
@@ -183,6 +197,7 @@ async function main(): Promise<number> {
     await scenario("indexer", async () => {
       log("indexer");
       results.indexer = await measureIndexer({
+        indexDatabaseUrl: postgres ? await postgres.createDatabase("bench_cold_index") : undefined,
         transfers: config.transfers,
         transfersPerTransaction: config.transfersPerTransaction,
         gapBlocks: config.gapBlocks,
@@ -194,6 +209,7 @@ async function main(): Promise<number> {
   }
 
   await memory.stop();
+  await postgres?.stop();
   rmSync(workDir, { recursive: true, force: true });
   results.durationS = Math.round((performance.now() - started) / 1000);
 

@@ -3,8 +3,8 @@ import { expect, it } from "vitest";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 import { startPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
+import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { createSession } from "./support/checkout-helpers.js";
-import { type PostgresServer, startPostgresServer } from "./support/postgres-server.js";
 import { describeStoreOnPostgres } from "./support/store-on-postgres.js";
 import { startTestStack, waitFor } from "./support/test-stack.js";
 
@@ -25,8 +25,7 @@ async function query(url: string, text: string): Promise<Record<string, unknown>
 describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATABASE_URL)", {
   async start() {
     server = await startPostgresServer();
-    await query(server.url, "create database settlement_index");
-    const indexUrl = server.url.replace(/\/postgres$/, "/settlement_index");
+    const indexUrl = await server.createDatabase("settlement_index");
     try {
       const stack = await startTestStack({ env: { STORE_URL: server.url, DATABASE_URL: indexUrl } });
       return {

@@ -67,6 +67,8 @@ const FINALITY_BLOCKS = 64;
  * cache) until it has indexed them all, beside the raw RPC reads of the range.
  */
 export async function measureIndexer(params: {
+  /** The cold start indexes into this Postgres database instead of PGlite in its data directory. */
+  indexDatabaseUrl?: string;
   transfers: number;
   transfersPerTransaction: number;
   gapBlocks: number;
@@ -161,7 +163,13 @@ export async function measureIndexer(params: {
     const ponder = spawnPonder({
       root: PROJECT_ROOT,
       port,
-      env: { ...stack.serviceEnv, DATA_DIR: coldDir, LOCAL_RPC_URL: counter.url, WORKERS: "off" },
+      env: {
+        ...stack.serviceEnv,
+        DATA_DIR: coldDir,
+        LOCAL_RPC_URL: counter.url,
+        WORKERS: "off",
+        ...(params.indexDatabaseUrl ? { DATABASE_URL: params.indexDatabaseUrl } : {}),
+      },
     });
     params.memory.watch(ponder.process.pid);
     params.memory.begin("indexer");

@@ -33,6 +33,7 @@ export function renderReport(results: BenchResults): string {
   out.push(
     `Benchmark ${results.startedAt} (${results.config.quick ? "BENCH_QUICK" : "full run"}), commit ${results.commit ?? "?"}${results.workingTreeDirty ? " + uncommitted changes" : ""}`,
     `Machine: ${machine.cpus} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, node ${machine.node}; everything on loopback`,
+    `Ponder's index: ${results.config.postgresIndex ? "a PostgreSQL server on loopback (BENCH_POSTGRES=1)" : "embedded PGlite"}`,
     "",
   );
 

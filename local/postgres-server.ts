@@ -2,9 +2,16 @@ import { execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { findFreePort } from "../../local/ports.js";
+import pg from "pg";
+import { findFreePort } from "./ports.js";
 
-export type PostgresServer = { url: string; stop: () => Promise<void> };
+export type PostgresServer = {
+  /** The server's `postgres` database. */
+  url: string;
+  /** Creates an empty database and returns its URL. */
+  createDatabase: (name: string) => Promise<string>;
+  stop: () => Promise<void>;
+};
 
 /** Debian keeps the server programs in /usr/lib/postgresql/<version>/bin, off the PATH. */
 function postgresBinDirectory(): string {
@@ -23,7 +30,8 @@ function postgresBinDirectory(): string {
 }
 
 /**
- * A throw-away PostgreSQL server of our own on a free loopback port: a new cluster
+ * A throw-away PostgreSQL server of our own on a free loopback port (tests and
+ * benchmarks): a new cluster
  * in a temporary directory, trust authentication, no fsync. Postgres refuses to
  * run as root, so as root it runs as the `postgres` user Debian's package creates.
  */
@@ -52,8 +60,20 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     const log = existsSync(join(directory, "server.log")) ? readFileSync(join(directory, "server.log"), "utf8") : "";
     throw new Error(`PostgreSQL did not start: ${String(error)}\n${log.slice(-2000)}`);
   }
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url,
+    async createDatabase(name) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
+      const client = new pg.Client(url);
+      await client.connect();
+      try {
+        await client.query(`create database ${name}`);
+      } finally {
+        await client.end();
+      }
+      return url.replace(/\/postgres$/, `/${name}`);
+    },
     async stop() {
       try {
         run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]);
