@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
 import { decodeEventLog, erc20Abi, type Hex, isHash } from "viem";
+import { listenOnLoopback } from "./support/loopback-server.js";
 
 /**
  * The baseline the hash-submission benchmark compares against: a verifier that
@@ -121,21 +121,7 @@ export async function startBaselineVerifier(options: { rpcUrl: string; targets: 
       else res.destroy();
     });
   });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port,
-    url: `http://127.0.0.1:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listenOnLoopback(server, options.port);
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
+import { listenOnLoopback } from "./support/loopback-server.js";
 
 /**
  * A loopback JSON-RPC forwarder that stands in for a remote RPC provider: every
@@ -80,25 +80,14 @@ export async function startRpcProxy(options: { target: string; delayMs: number; 
   const server: Server = createServer((req, res) => {
     handle(req, res).catch(() => res.destroy());
   });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const listening = await listenOnLoopback(server, options.port);
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    ...listening,
     stats,
     reset() {
       calls = {};
       requests = 0;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
   };
 }
 

@@ -10,25 +10,31 @@ export type PonderProcess = {
   stop: (signal?: NodeJS.Signals) => Promise<void>;
 };
 
-function ponderBin(root: string): string {
-  return join(root, "node_modules", "ponder", "dist", "esm", "bin", "ponder.js");
-}
+export type SpawnedPonder = {
+  process: ChildProcess;
+  /** The port Ponder actually serves on (it moves on when the asked one is taken). */
+  port: () => number;
+  output: () => string;
+  stop: (signal?: NodeJS.Signals) => Promise<void>;
+};
 
-/**
- * Runs `ponder start` (indexer + API + workers in one process) with the given
- * environment and waits until the historical backfill is done (`/ready`).
- * `ponder serve` is an API replica (API + workers, no indexing) over the
- * Postgres databases of a `ponder start` elsewhere.
- */
-export async function startPonder(params: {
+type PonderParams = {
   root: string;
+  /** `start`: indexer + API + workers; `serve`: an API replica (API + workers, no indexing)
+   * over the Postgres databases of a `ponder start` elsewhere. */
   command?: "start" | "serve";
   port: number;
   env: NodeJS.ProcessEnv;
   /** Also print the process' output here (the `npm start` banner does). */
   inheritOutput?: boolean;
-  readyTimeoutMs?: number;
-}): Promise<PonderProcess> {
+};
+
+function ponderBin(root: string): string {
+  return join(root, "node_modules", "ponder", "dist", "esm", "bin", "ponder.js");
+}
+
+/** Starts Ponder and returns at once (the benchmark times the start from here). */
+export function spawnPonder(params: PonderParams): SpawnedPonder {
   const child = spawn(
     process.execPath,
     [
@@ -63,22 +69,6 @@ export async function startPonder(params: {
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
 
-  const deadline = Date.now() + (params.readyTimeoutMs ?? 120_000);
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`ponder exited with code ${child.exitCode}:\n${output.slice(-4000)}`);
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/ready`);
-      if (response.status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`ponder was not ready within the timeout:\n${output.slice(-4000)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-
   const stop = (signal: NodeJS.Signals = "SIGTERM") =>
     new Promise<void>((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -86,5 +76,32 @@ export async function startPonder(params: {
       child.kill(signal);
       setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
     });
-  return { baseUrl: `http://127.0.0.1:${port}`, port, process: child, output: () => output, stop };
+  return { process: child, port: () => port, output: () => output, stop };
+}
+
+/**
+ * Runs Ponder (by default `ponder start`: indexer + API + workers in one process)
+ * with the given environment and waits until the historical backfill is done (`/ready`).
+ */
+export async function startPonder(params: PonderParams & { readyTimeoutMs?: number }): Promise<PonderProcess> {
+  const ponder = spawnPonder(params);
+  const deadline = Date.now() + (params.readyTimeoutMs ?? 120_000);
+  for (;;) {
+    if (ponder.process.exitCode !== null) {
+      throw new Error(`ponder exited with code ${ponder.process.exitCode}:\n${ponder.output().slice(-4000)}`);
+    }
+    try {
+      const response = await fetch(`http://127.0.0.1:${ponder.port()}/ready`);
+      if (response.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      ponder.process.kill("SIGKILL");
+      throw new Error(`ponder was not ready within the timeout:\n${ponder.output().slice(-4000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const port = ponder.port();
+  return { baseUrl: `http://127.0.0.1:${port}`, port, process: ponder.process, output: ponder.output, stop: ponder.stop };
 }

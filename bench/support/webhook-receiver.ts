@@ -1,7 +1,7 @@
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
+import { constructEvent } from "../../client/src/index.js";
+import { listenOnLoopback } from "./loopback-server.js";
 
 export type ReceivedEvent = {
   type: string;
@@ -41,37 +41,25 @@ export async function startBenchReceiver(onEvent: (event: ReceivedEvent) => void
       }
     });
   });
-  server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
+  const listening = await listenOnLoopback(server);
   return {
-    url: `http://127.0.0.1:${port}/webhooks/settlement`,
+    url: `${listening.url}/webhooks/settlement`,
     setSecret(value: string) {
       secret = value;
     },
     get deliveries() {
       return deliveries;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: listening.close,
   };
 }
 
+/** The partner library's check, as a real receiver would run it. */
 function verify(header: string, raw: Buffer, secret: string): boolean {
-  const parts = header.split(",").map((part) => part.trim().split("="));
-  const timestamp = parts.find(([key]) => key === "t")?.[1];
-  if (timestamp === undefined) return false;
-  const expected = createHmac("sha256", secret).update(`${timestamp}.`).update(raw).digest();
-  return parts
-    .filter(([key]) => key === "v1")
-    .some(([, value]) => {
-      const given = Buffer.from(value ?? "", "hex");
-      return given.length === expected.length && timingSafeEqual(given, expected);
-    });
+  try {
+    constructEvent(raw, header, secret);
+    return true;
+  } catch {
+    return false;
+  }
 }
