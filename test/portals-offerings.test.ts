@@ -163,6 +163,33 @@ describe("offering lifecycle", () => {
     expect(new Set(seen).size).toBe(seen.length);
   });
 
+  it("pages offerings with a cursor, newest first, for investors, their issuer and the admin", async () => {
+    const opened: string[] = [];
+    for (let index = 0; index < 5; index++) {
+      opened.push(await openOffering(stack, { issuer: issuerToken, admin: adminToken }, { totalUnits: 10 }));
+    }
+    const pageAll = async (path: string, token?: string) => {
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const query: string = cursor === null ? "limit=2" : `limit=2&cursor=${cursor}`;
+        const page: { data: { id: string }[]; nextCursor: string | null } = await expectJson(
+          await api(stack, "GET", `${path}?${query}`, { token }),
+          200,
+        );
+        expect(page.data.length).toBeLessThanOrEqual(2);
+        ids.push(...page.data.map((offering) => offering.id));
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      expect(new Set(ids).size).toBe(ids.length);
+      return ids.filter((id) => opened.includes(id));
+    };
+    const newestFirst = [...opened].reverse();
+    expect(await pageAll("/api/rwa/offerings")).toEqual(newestFirst);
+    expect(await pageAll("/api/issuer/offerings", issuerToken)).toEqual(newestFirst);
+    expect(await pageAll("/api/admin/offerings", adminToken)).toEqual(newestFirst);
+  });
+
   it("accepts only a settlement address the indexer watches and no other partner owns", async () => {
     const unwatched = stack.local.accounts[9]!.address;
     const problem = await expectProblem(

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import type { AppContext } from "../app-context.js";
+import { encodeCursor } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -438,6 +439,20 @@ export async function listOfferings(
   }
   const rows = await query.execute();
   return rows.map(({ issuer_name, ...offering }) => ({ offering, issuer: { id: offering.issuer_id, name: issuer_name } }));
+}
+
+/** One page of offerings as the portals list them, newest first, with the cursor of the next page. */
+export async function pageOfOfferings(
+  db: Kysely<Database>,
+  params: { statuses?: OfferingStatus[]; issuerId?: string; after?: OfferingCursor; limit: number },
+) {
+  const rows = await listOfferings(db, { ...params, limit: params.limit + 1 });
+  const page = rows.slice(0, params.limit);
+  const last = page.at(-1)?.offering;
+  return {
+    data: page.map((row) => offeringView(row.offering, row.issuer)),
+    nextCursor: rows.length > params.limit && last ? encodeCursor({ t: Number(last.created_at), id: last.id }) : null,
+  };
 }
 
 export async function issuerOfOffering(db: Kysely<Database>, offering: OfferingTable): Promise<IssuerTable> {

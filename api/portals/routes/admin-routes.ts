@@ -20,8 +20,8 @@ import {
   closeOffering,
   findOffering,
   issuerOfOffering,
-  listOfferings,
   offeringView,
+  pageOfOfferings,
   pauseOffering,
   rejectOffering,
   resumeOffering,
@@ -280,18 +280,12 @@ export function adminRoutes(context: AppContext) {
         }),
         async (c) => {
           const query = c.req.valid("query");
-          const rows = await listOfferings(context.store, {
-            statuses: query.status === undefined ? undefined : [query.status],
-            after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
-            limit: query.limit + 1,
-          });
-          const page = rows.slice(0, query.limit);
-          const last = page.at(-1)?.offering;
           return c.json(
-            {
-              data: page.map((row) => offeringView(row.offering, row.issuer)),
-              nextCursor: rows.length > query.limit && last ? encodeCursor({ t: Number(last.created_at), id: last.id }) : null,
-            },
+            await pageOfOfferings(context.store, {
+              statuses: query.status === undefined ? undefined : [query.status],
+              after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
+              limit: query.limit,
+            }),
             200,
           );
         },

@@ -10,9 +10,9 @@ import { issuerOfWallet, issuerView } from "../issuers.js";
 import {
   closeOffering,
   createOfferingDraft,
-  listOfferings,
   offeringView,
   ownOffering,
+  pageOfOfferings,
   pauseOffering,
   resumeOffering,
   submitOffering,
@@ -110,18 +110,12 @@ export function issuerRoutes(context: AppContext, portal: PortalSettings) {
       async (c) => {
         const query = c.req.valid("query");
         const issuer = await issuerOf(c);
-        const rows = await listOfferings(context.store, {
-          issuerId: issuer.id,
-          after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
-          limit: query.limit + 1,
-        });
-        const page = rows.slice(0, query.limit);
-        const last = page.at(-1)?.offering;
         return c.json(
-          {
-            data: page.map((row) => offeringView(row.offering, row.issuer)),
-            nextCursor: rows.length > query.limit && last ? encodeCursor({ t: Number(last.created_at), id: last.id }) : null,
-          },
+          await pageOfOfferings(context.store, {
+            issuerId: issuer.id,
+            after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
+            limit: query.limit,
+          }),
           200,
         );
       },

@@ -1,10 +1,10 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import { decodeCursor, encodeCursor } from "../../http/cursor.js";
+import { decodeCursor } from "../../http/cursor.js";
 import { problems } from "../../http/problem.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { findEligibility, ineligibilityReasons } from "../eligibility.js";
-import { findOffering, issuerOfOffering, listOfferings, offeringView, PUBLIC_OFFERING_STATUSES } from "../offerings.js";
+import { findOffering, issuerOfOffering, offeringView, PUBLIC_OFFERING_STATUSES, pageOfOfferings } from "../offerings.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import type { PortalSettings } from "../portal-settings.js";
 import { reconcileOfferings } from "../reservations.js";
@@ -41,18 +41,12 @@ export function offeringRoutes(context: AppContext, portal: PortalSettings) {
       }),
       async (c) => {
         const query = c.req.valid("query");
-        const rows = await listOfferings(context.store, {
-          statuses: [query.status],
-          after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
-          limit: query.limit + 1,
-        });
-        const page = rows.slice(0, query.limit);
-        const last = page.at(-1)?.offering;
         return c.json(
-          {
-            data: page.map((row) => offeringView(row.offering, row.issuer)),
-            nextCursor: rows.length > query.limit && last ? encodeCursor({ t: Number(last.created_at), id: last.id }) : null,
-          },
+          await pageOfOfferings(context.store, {
+            statuses: [query.status],
+            after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
+            limit: query.limit,
+          }),
           200,
         );
       },
