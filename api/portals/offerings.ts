@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
+import { z } from "zod";
 import type { AppContext } from "../app-context.js";
-import { encodeCursor } from "../http/cursor.js";
+import { decodeCursor, encodeCursor } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -411,7 +412,8 @@ export function closeOffering(store: Store, actor: PortalActor, offeringId: stri
   });
 }
 
-export type OfferingCursor = { t: number; id: string };
+const offeringCursor = z.object({ t: z.number().int(), id: z.string() });
+export type OfferingCursor = z.infer<typeof offeringCursor>;
 
 /** Newest first, keyset-paged on (created_at, id). */
 export async function listOfferings(
@@ -444,9 +446,11 @@ export async function listOfferings(
 /** One page of offerings as the portals list them, newest first, with the cursor of the next page. */
 export async function pageOfOfferings(
   db: Kysely<Database>,
-  params: { statuses?: OfferingStatus[]; issuerId?: string; after?: OfferingCursor; limit: number },
+  params: { statuses?: OfferingStatus[]; issuerId?: string; cursor?: string; limit: number },
 ) {
-  const rows = await listOfferings(db, { ...params, limit: params.limit + 1 });
+  const { cursor, ...filter } = params;
+  const after = cursor === undefined ? undefined : decodeCursor(cursor, offeringCursor);
+  const rows = await listOfferings(db, { ...filter, after, limit: params.limit + 1 });
   const page = rows.slice(0, params.limit);
   const last = page.at(-1)?.offering;
   return {

@@ -44,7 +44,6 @@ import {
   JurisdictionSchema,
   jsonBody,
   jsonResponse,
-  keysetCursor,
   OfferingListSchema,
   OfferingSchema,
   PageQuery,
@@ -283,7 +282,7 @@ export function adminRoutes(context: AppContext) {
           return c.json(
             await pageOfOfferings(context.store, {
               statuses: query.status === undefined ? undefined : [query.status],
-              after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
+              cursor: query.cursor,
               limit: query.limit,
             }),
             200,

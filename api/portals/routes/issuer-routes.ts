@@ -113,7 +113,7 @@ export function issuerRoutes(context: AppContext, portal: PortalSettings) {
         return c.json(
           await pageOfOfferings(context.store, {
             issuerId: issuer.id,
-            after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
+            cursor: query.cursor,
             limit: query.limit,
           }),
           200,

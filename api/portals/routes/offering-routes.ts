@@ -1,6 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import { decodeCursor } from "../../http/cursor.js";
 import { problems } from "../../http/problem.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { findEligibility, ineligibilityReasons } from "../eligibility.js";
@@ -8,15 +7,7 @@ import { findOffering, issuerOfOffering, offeringView, PUBLIC_OFFERING_STATUSES,
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import type { PortalSettings } from "../portal-settings.js";
 import { reconcileOfferings } from "../reservations.js";
-import {
-  IdParam,
-  jsonResponse,
-  keysetCursor,
-  OfferingListSchema,
-  OfferingSchema,
-  PageQuery,
-  problemResponses,
-} from "./schemas.js";
+import { IdParam, jsonResponse, OfferingListSchema, OfferingSchema, PageQuery, problemResponses } from "./schemas.js";
 
 const tags = ["RWA: offerings"];
 
@@ -44,7 +35,7 @@ export function offeringRoutes(context: AppContext, portal: PortalSettings) {
         return c.json(
           await pageOfOfferings(context.store, {
             statuses: [query.status],
-            after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
+            cursor: query.cursor,
             limit: query.limit,
           }),
           200,
