@@ -1,6 +1,7 @@
 import type { PublicClient } from "viem";
 import type { NetworkConfig } from "./config/networks.js";
 import type { ServiceSettings } from "./config/settings.js";
+import { ProblemError } from "./http/problem.js";
 import type { IndexedChain } from "./indexed/indexed-chain.js";
 import type { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import type { Store } from "./store/open-store.js";
@@ -16,6 +17,20 @@ export type AppContext = {
   /** Cached receipt look-ups for hashes the index does not hold. */
   explainer: ReturnType<typeof createMissingTransferExplainer>;
 };
+
+/** The enabled network of that name, or the `unsupported_network` problem naming those there are. */
+export function enabledNetwork(context: Pick<AppContext, "networks">, name: string): NetworkConfig {
+  const network = context.networks.find((candidate) => candidate.name === name);
+  if (network === undefined) {
+    throw new ProblemError({
+      status: 422,
+      code: "unsupported_network",
+      title: "This network is not enabled",
+      detail: `Enabled networks: ${context.networks.map((candidate) => candidate.name).join(", ")}.`,
+    });
+  }
+  return network;
+}
 
 export function networkByChainId(context: Pick<AppContext, "networks">, chainId: number): NetworkConfig | undefined {
   return context.networks.find((network) => network.chainId === chainId);

@@ -9,7 +9,7 @@ import { testUsdcAbi } from "../contracts/generated/index.js";
 import { type AnvilInstance, startAnvil } from "../local/anvil.js";
 import { deployTestUsdc, localChain } from "../local/deploy.js";
 import { addressOf, anvilAccounts, loadOrCreateLocalSecrets } from "../local/local-secrets.js";
-import { createSession, submitHash } from "./support/checkout-helpers.js";
+import { createSession, sessionBody, submitHash } from "./support/checkout-helpers.js";
 import { newDataDir, startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // Two indexed networks: the local chain and a second Anvil standing in for Base
@@ -80,6 +80,20 @@ describe("networks", () => {
     const response = await submitHash(stack, session.clientToken, hash);
     expect(response.status).toBe(422);
     expect(await response.json()).toMatchObject({ code: "wrong_network", reason: "wrong_network" });
+  });
+
+  it("creates a session on the network the partner names, and refuses one that is not enabled", async () => {
+    const onSepolia = await createSession(stack, { network: "base-sepolia" });
+    expect(onSepolia).toMatchObject({ network: "base-sepolia", chainId: 84532 });
+    const response = await stack.partnerFetch("/v1/checkout/sessions", {
+      method: "POST",
+      json: sessionBody({ network: "base" }),
+    });
+    expect(response.status).toBe(422);
+    expect(await response.json()).toMatchObject({
+      code: "unsupported_network",
+      detail: "Enabled networks: local, base-sepolia.",
+    });
   });
 
   it("validates network configuration with clear errors", () => {

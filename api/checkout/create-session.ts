@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Address } from "viem";
-import type { AppContext } from "../app-context.js";
+import { type AppContext, enabledNetwork } from "../app-context.js";
 import type { NetworkConfig, NetworkName } from "../config/networks.js";
 import { ProblemError } from "../http/problem.js";
 import { recordEvent } from "../outbox/record-event.js";
@@ -180,16 +180,8 @@ async function createInTransaction(
 }
 
 function pickNetwork(networks: NetworkConfig[], name: NetworkName | undefined): NetworkConfig {
-  const network = name === undefined ? networks[0] : networks.find((candidate) => candidate.name === name);
-  if (network === undefined) {
-    throw new ProblemError({
-      status: 422,
-      code: "unsupported_network",
-      title: "This network is not enabled",
-      detail: `Enabled networks: ${networks.map((candidate) => candidate.name).join(", ")}.`,
-    });
-  }
-  return network;
+  // The first enabled network is the default (loadNetworks refuses an empty list).
+  return name === undefined ? networks[0]! : enabledNetwork({ networks }, name);
 }
 
 async function partnerPaymentAddresses(trx: Kysely<Database>, partnerId: string, network: NetworkConfig): Promise<string[]> {

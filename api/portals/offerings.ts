@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { z } from "zod";
-import type { AppContext } from "../app-context.js";
+import { type AppContext, enabledNetwork } from "../app-context.js";
 import { decodeCursor, encodeCursor } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
@@ -84,15 +84,7 @@ async function validateOffering(
   issuer: IssuerTable,
   input: OfferingInput,
 ) {
-  const network = context.networks.find((candidate) => candidate.name === input.network);
-  if (network === undefined) {
-    throw new ProblemError({
-      status: 422,
-      code: "unsupported_network",
-      title: "This network is not enabled",
-      detail: `Enabled networks: ${context.networks.map((candidate) => candidate.name).join(", ")}.`,
-    });
-  }
+  const network = enabledNetwork(context, input.network);
   const settlementAddress = input.settlementAddress.toLowerCase();
   if (!network.paymentAddresses.some((address) => address.toLowerCase() === settlementAddress)) {
     throw new ProblemError({

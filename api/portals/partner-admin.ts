@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { getAddress } from "viem";
-import type { AppContext } from "../app-context.js";
+import { type AppContext, enabledNetwork } from "../app-context.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { createPartner, issueApiKey } from "../partners/api-keys.js";
 import type { Store } from "../store/open-store.js";
@@ -102,15 +102,7 @@ export async function addPartnerPaymentAddress(
   actor: PortalActor,
   params: { partnerId: string; network: string; address: string },
 ) {
-  const network = context.networks.find((candidate) => candidate.name === params.network);
-  if (network === undefined) {
-    throw new ProblemError({
-      status: 422,
-      code: "unsupported_network",
-      title: "This network is not enabled",
-      detail: `Enabled networks: ${context.networks.map((candidate) => candidate.name).join(", ")}.`,
-    });
-  }
+  const network = enabledNetwork(context, params.network);
   const address = params.address.toLowerCase();
   if (!network.paymentAddresses.some((watched) => watched.toLowerCase() === address)) {
     throw new ProblemError({
