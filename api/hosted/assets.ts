@@ -7,7 +7,13 @@ const CONTENT_TYPES = { js: "text/javascript; charset=utf-8", css: "text/css; ch
  * (`/assets/checkout-component.js`). Plain browser files beside this module, read
  * once; nothing is fetched from anywhere else.
  */
-export const HOSTED_ASSETS = ["checkout-component.js", "checkout-page.js", "claim-page.js", "hosted.css"] as const;
+export const HOSTED_ASSETS = [
+  "checkout-component.js",
+  "hosted-api.js",
+  "checkout-page.js",
+  "claim-page.js",
+  "hosted.css",
+] as const;
 export type HostedAssetName = (typeof HOSTED_ASSETS)[number];
 
 const cache = new Map<HostedAssetName, { body: string; contentType: string }>();

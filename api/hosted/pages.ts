@@ -137,6 +137,7 @@ ${head("Pay with USDC")}
     <p id="closed-message"></p>
   </section>
 </main>
+<script src="/assets/hosted-api.js"></script>
 <script src="/assets/checkout-page.js"></script>
 </body>
 </html>`;
@@ -167,6 +168,7 @@ ${head("Claim your certificate")}
     <p id="mint-line" hidden>Transaction: <code id="mint-hash" class="address"></code> <a id="mint-link" hidden target="_blank" rel="noopener noreferrer">View on the block explorer</a></p>
   </section>
 </main>
+<script src="/assets/hosted-api.js"></script>
 <script src="/assets/claim-page.js"></script>
 </body>
 </html>`;

@@ -62,23 +62,7 @@
   }
 
   // ---------- API (same origin; the token rides in the JSON body) ----------
-  async function api(path, body) {
-    const response = await fetch(path, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ clientToken, ...body }),
-      credentials: "omit",
-      cache: "no-store",
-    });
-    const answer = await response.json().catch(() => ({}));
-    if (!response.ok) {
-      const error = new Error(answer.detail || `The service answered ${response.status}.`);
-      error.status = response.status;
-      error.code = answer.code;
-      throw error;
-    }
-    return answer;
-  }
+  const api = (path, body) => window.UsdcHostedApi.post(path, clientToken, body);
 
   const validate = () => api(`/v1/public/checkout/sessions/${encodeURIComponent(sessionId)}/validate`, {});
 

@@ -28,23 +28,7 @@
   /** The mint transaction this page sent; until the service sees it, keep waiting for it. */
   let sentHash;
 
-  async function api(path, body) {
-    const response = await fetch(path, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ clientToken, ...body }),
-      credentials: "omit",
-      cache: "no-store",
-    });
-    const answer = await response.json().catch(() => ({}));
-    if (!response.ok) {
-      const error = new Error(answer.detail || `The service answered ${response.status}.`);
-      error.code = answer.code;
-      error.reason = answer.reason;
-      throw error;
-    }
-    return answer;
-  }
+  const api = (path, body) => window.UsdcHostedApi.post(path, clientToken, body);
 
   const sessionPath = `/v1/public/checkout/sessions/${encodeURIComponent(sessionId)}`;
 
