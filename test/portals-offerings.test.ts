@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { createSession } from "./support/checkout-helpers.js";
 import {
   adminWallet,
   api,
@@ -364,6 +365,28 @@ describe("reservations", () => {
 });
 
 describe("partners, keys and payment addresses", () => {
+  it("keeps each partner to its own sessions and orders", async () => {
+    const other = await expectJson(await adminPost("/partners", { name: "Other Shop" }), 201);
+    const asOther = (path: string, method = "GET", json?: unknown) =>
+      stack.partnerFetch(path, {
+        method,
+        headers: { Authorization: `Bearer ${other.apiKey.apiKey}`, ...(json ? { "Content-Type": "application/json" } : {}) },
+        body: json === undefined ? undefined : JSON.stringify(json),
+      });
+    const session = await createSession(stack, { certificate: { enabled: false } });
+    expect((await stack.partnerFetch(`/v1/orders/${session.orderId}`)).status).toBe(200);
+    await expectProblem(await asOther(`/v1/orders/${session.orderId}`), 404, "not_found");
+    await expectProblem(await asOther(`/v1/checkout/sessions/${session.id}`), 404, "not_found");
+    await expectProblem(
+      await asOther(`/v1/orders/${session.orderId}/fulfillment`, "POST", {
+        fulfilmentReference: "parcel-x",
+        idempotencyKey: "fulfil-x",
+      }),
+      404,
+      "not_found",
+    );
+  });
+
   it("creates a partner whose API key is shown once and works at once", async () => {
     const created = await expectJson(await adminPost("/partners", { name: "Corner Bookshop" }), 201);
     expect(created.apiKey.apiKey).toMatch(/^sk_test_/);

@@ -1,6 +1,7 @@
 import type { AppContext } from "../app-context.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { ProblemError } from "../http/problem.js";
 import { recordEvent } from "../outbox/record-event.js";
+import { findPartnerOrder } from "./read-order.js";
 
 /**
  * Marks a settled order fulfilled with the partner's own reference (a shipment,
@@ -13,13 +14,7 @@ export async function fulfilOrder(
 ): Promise<void> {
   const now = Date.now();
   await context.store.transaction().execute(async (trx) => {
-    const order = await trx
-      .selectFrom("orders")
-      .selectAll()
-      .where("id", "=", params.orderId)
-      .where("partner_id", "=", params.partnerId)
-      .executeTakeFirst();
-    if (order === undefined) throw problems.notFound(`Order ${params.orderId}`);
+    const order = await findPartnerOrder(trx, params);
     if (order.status === "fulfilled") {
       if (order.fulfilment_idempotency_key === params.idempotencyKey && order.fulfilment_reference === params.fulfilmentReference)
         return;

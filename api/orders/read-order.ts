@@ -6,15 +6,21 @@ import { problems } from "../http/problem.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
 import type { Database } from "../store/database.js";
 
-/** Everything a partner needs to reconcile one order: amounts, the transfer, details and certificate. */
-export async function readOrder(context: AppContext, params: { partnerId: string; orderId: string }) {
-  const order = await context.store
+/** The partner's own order; another partner's is as missing as one that does not exist. */
+export async function findPartnerOrder(db: Kysely<Database>, params: { partnerId: string; orderId: string }) {
+  const order = await db
     .selectFrom("orders")
     .selectAll()
     .where("id", "=", params.orderId)
     .where("partner_id", "=", params.partnerId)
     .executeTakeFirst();
   if (order === undefined) throw problems.notFound(`Order ${params.orderId}`);
+  return order;
+}
+
+/** Everything a partner needs to reconcile one order: amounts, the transfer, details and certificate. */
+export async function readOrder(context: AppContext, params: { partnerId: string; orderId: string }) {
+  const order = await findPartnerOrder(context.store, params);
   const session = await latestSession(context.store, order.id, order.settled_session_id);
   const payment =
     order.settled_session_id === null
