@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import { z } from "zod";
-import { decodeCursor, encodeCursor } from "../http/cursor.js";
+import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -208,10 +208,9 @@ export async function listDeliveries(
     .orderBy("webhook_delivery.id", "desc")
     .limit(limit + 1)
     .execute();
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
+  const { page, last } = splitPage(rows, limit);
   return {
     data: page.map((row) => ({ ...toDelivery(row), partnerId: row.partner_id, eventType: row.event_type })),
-    nextCursor: rows.length > limit && last !== undefined ? encodeCursor({ t: Number(last.created_at), i: last.id }) : null,
+    nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.created_at), i: last.id }),
   };
 }

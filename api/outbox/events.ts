@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { splitPage } from "../http/cursor.js";
 import { problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -34,10 +35,10 @@ export async function listEvents(
     .orderBy("seq")
     .limit(params.limit + 1)
     .execute();
-  const page = rows.slice(0, params.limit);
+  const { page, last } = splitPage(rows, params.limit);
   return {
     data: page.map((row) => JSON.parse(row.payload) as EventEnvelope),
-    nextCursor: rows.length > params.limit ? (page.at(-1)?.id ?? null) : null,
+    nextCursor: last?.id ?? null,
   };
 }
 

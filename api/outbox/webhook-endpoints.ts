@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import { splitPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -135,11 +136,10 @@ export async function listWebhookEndpoints(
     .orderBy("id")
     .limit(params.limit + 1)
     .execute();
-  const page = rows.slice(0, params.limit);
-  const last = page.at(-1);
+  const { page, last } = splitPage(rows, params.limit);
   return {
     data: page.map((row) => toEndpoint(row)),
-    next: rows.length > params.limit && last !== undefined ? { createdAt: Number(last.created_at), id: last.id } : null,
+    next: last === undefined ? null : { createdAt: Number(last.created_at), id: last.id },
   };
 }
 

@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
-import { decodeCursor, encodeCursor } from "../http/cursor.js";
+import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -443,11 +443,10 @@ export async function pageOfOfferings(
   const { cursor, ...filter } = params;
   const after = cursor === undefined ? undefined : decodeCursor(cursor, offeringCursor);
   const rows = await listOfferings(db, { ...filter, after, limit: params.limit + 1 });
-  const page = rows.slice(0, params.limit);
-  const last = page.at(-1)?.offering;
+  const { page, last } = splitPage(rows, params.limit);
   return {
     data: page.map((row) => offeringView(row.offering, row.issuer)),
-    nextCursor: rows.length > params.limit && last ? encodeCursor({ t: Number(last.created_at), id: last.id }) : null,
+    nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.offering.created_at), id: last.offering.id }),
   };
 }
 

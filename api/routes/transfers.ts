@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
-import { decodeCursor, encodeCursor } from "../http/cursor.js";
+import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import { paymentAddressesOf } from "../partners/api-keys.js";
@@ -95,9 +95,8 @@ export function transfersRoutes(context: AppContext) {
       after: after && { chainId: after.c, blockNumber: BigInt(after.b), logIndex: after.l },
       limit: query.limit + 1,
     });
-    const page = rows.slice(0, query.limit);
+    const { page, last } = splitPage(rows, query.limit);
     const heads = await context.indexed.heads();
-    const last = page.at(-1);
     return c.json(
       {
         data: page.map((transfer) => {
@@ -118,9 +117,7 @@ export function transfersRoutes(context: AppContext) {
           };
         }),
         nextCursor:
-          rows.length > query.limit && last !== undefined
-            ? encodeCursor({ c: last.chainId, b: last.blockNumber.toString(), l: last.logIndex })
-            : null,
+          last === undefined ? null : encodeCursor({ c: last.chainId, b: last.blockNumber.toString(), l: last.logIndex }),
       },
       200,
     );

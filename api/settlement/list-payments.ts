@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { decodeCursor, encodeCursor } from "../http/cursor.js";
+import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import type { PaymentStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 
@@ -37,8 +37,7 @@ export async function listPayments(
     .orderBy("log_index")
     .limit(params.limit + 1)
     .execute();
-  const page = rows.slice(0, params.limit);
-  const last = page.at(-1);
+  const { page, last } = splitPage(rows, params.limit);
   return {
     data: page.map((row) => ({
       chainId: row.chain_id,
@@ -56,8 +55,6 @@ export async function listPayments(
       resolution: row.resolution,
     })),
     nextCursor:
-      rows.length > params.limit && last !== undefined
-        ? encodeCursor({ t: Number(last.created_at), h: last.transaction_hash, l: last.log_index })
-        : null,
+      last === undefined ? null : encodeCursor({ t: Number(last.created_at), h: last.transaction_hash, l: last.log_index }),
   };
 }

@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
-import { decodeCursor, encodeCursor } from "../../http/cursor.js";
+import { decodeCursor, encodeCursor, splitPage } from "../../http/cursor.js";
 import { problems } from "../../http/problem.js";
 import { DELIVERY_STATUSES, listDeliveries } from "../../outbox/deliveries.js";
 import type { AppEnv } from "../../routes/app-env.js";
@@ -184,12 +184,11 @@ export function adminRoutes(context: AppContext) {
             kycStatus: query.kycStatus,
             frozen: query.frozen === undefined ? undefined : query.frozen === "true",
           });
-          const page = rows.slice(0, query.limit);
-          const last = page.at(-1);
+          const { page, last } = splitPage(rows, query.limit);
           return c.json(
             {
               data: page.map((row) => eligibilityView(row.address, row)),
-              nextCursor: rows.length > query.limit && last ? encodeCursor({ a: last.address }) : null,
+              nextCursor: last === undefined ? null : encodeCursor({ a: last.address }),
             },
             200,
           );
@@ -376,12 +375,11 @@ export function adminRoutes(context: AppContext) {
             after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, z.object({ id: z.string() })).id,
             limit: query.limit + 1,
           });
-          const page = ids.slice(0, query.limit);
-          const last = page.at(-1);
+          const { page, last } = splitPage(ids, query.limit);
           return c.json(
             {
               data: await Promise.all(page.map((id) => partnerDetails(context.store, id))),
-              nextCursor: ids.length > query.limit && last ? encodeCursor({ id: last }) : null,
+              nextCursor: last === undefined ? null : encodeCursor({ id: last }),
             },
             200,
           );
@@ -489,12 +487,11 @@ export function adminRoutes(context: AppContext) {
             actor: query.actor,
             targetId: query.targetId,
           });
-          const page = rows.slice(0, query.limit);
-          const last = page.at(-1);
+          const { page, last } = splitPage(rows, query.limit);
           return c.json(
             {
               data: page.map((entry) => ({ ...entry, actor: { ...entry.actor } })),
-              nextCursor: rows.length > query.limit && last ? encodeCursor({ s: last.seq }) : null,
+              nextCursor: last === undefined ? null : encodeCursor({ s: last.seq }),
             },
             200,
           );

@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
-import { decodeCursor, encodeCursor } from "../../http/cursor.js";
+import { decodeCursor, encodeCursor, splitPage } from "../../http/cursor.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import type { PortalActor } from "../audit-log.js";
 import { toCsv } from "../csv.js";
@@ -199,12 +199,11 @@ export function issuerRoutes(context: AppContext, portal: PortalSettings) {
           after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
           limit: query.limit + 1,
         });
-        const page = rows.slice(0, query.limit);
-        const last = page.at(-1);
+        const { page, last } = splitPage(rows, query.limit);
         return c.json(
           {
             data: (await loadPurchaseRecords(context.store, page)).map((record) => purchaseView(record)),
-            nextCursor: rows.length > query.limit && last ? encodeCursor({ t: Number(last.created_at), id: last.id }) : null,
+            nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.created_at), id: last.id }),
           },
           200,
         );

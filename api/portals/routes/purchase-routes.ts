@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Hex } from "viem";
 import type { AppContext } from "../../app-context.js";
-import { decodeCursor, encodeCursor } from "../../http/cursor.js";
+import { decodeCursor, encodeCursor, splitPage } from "../../http/cursor.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { findEligibility } from "../eligibility.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
@@ -98,13 +98,12 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
           after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
           limit: query.limit + 1,
         });
-        const page = rows.slice(0, query.limit);
+        const { page, last } = splitPage(rows, query.limit);
         const frozen = (await findEligibility(context.store, address))?.frozen_at != null;
-        const last = page.at(-1);
         return c.json(
           {
             data: (await loadPurchaseRecords(context.store, page)).map((record) => purchaseView(record, { frozen })),
-            nextCursor: rows.length > query.limit && last ? encodeCursor({ t: Number(last.created_at), id: last.id }) : null,
+            nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.created_at), id: last.id }),
           },
           200,
         );
