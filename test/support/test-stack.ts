@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import {
   type Address,
   createPublicClient,
@@ -83,6 +83,11 @@ export async function startTestStack(
       });
     },
     async stop() {
+      // Ponder's log outlives the run (test-artifacts/, not committed): a stall seen
+      // only under CI's load can then be read afterwards.
+      const logDir = join(process.cwd(), "test-artifacts", "ponder");
+      mkdirSync(logDir, { recursive: true });
+      writeFileSync(join(logDir, `${basename(dataDir)}.log`), stack.ponder.output());
       await stopStack();
       rmSync(dataDir, { recursive: true, force: true });
     },
