@@ -53,7 +53,7 @@ describe("time and finality", () => {
     await paymentRow(paid.hash);
     const response = await submitHash(stack, session.clientToken, paid.hash);
     const body = await response.json();
-    expect(body).toMatchObject({ status: "payment_pending", requiredConfirmations: 3 });
+    expect(body).toMatchObject({ status: "payment_pending", requiredConfirmations: 3, session: { status: "payment_pending" } });
     expect(body.confirmations).toBeLessThan(3);
     expect((await readSession(stack, session.id)).status).toBe("payment_pending");
     expect(

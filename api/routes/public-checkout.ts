@@ -165,9 +165,10 @@ export function publicCheckoutRoutes(context: AppContext) {
       const body = c.req.valid("json");
       const session = await authenticateClientToken(context.store, { clientToken: body.clientToken, use: "read" });
       const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash as Hex });
-      // Settling moves the session on; re-read it only then.
+      // Recording the payment moves the session to the answer's status (payment_pending
+      // or settled); re-read it only when it was not there already.
       const current =
-        result.status === "settled" && session.status !== "settled"
+        result.status !== session.status
           ? await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow()
           : session;
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
