@@ -148,9 +148,11 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
     heads() {
       // Every request and worker tick asks; one query per HEADS_TTL_MS answers them all.
       if (headsCache === undefined || Date.now() - headsCache.at > HEADS_TTL_MS) {
-        headsCache = { at: Date.now(), value: readHeads() };
-        headsCache.value.catch(() => {
-          headsCache = undefined;
+        const value = readHeads();
+        headsCache = { at: Date.now(), value };
+        // A failed read is not kept: the next caller asks again (unless a newer read replaced it).
+        value.catch(() => {
+          if (headsCache?.value === value) headsCache = undefined;
         });
       }
       return headsCache.value;
