@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 
-export const PROJECT_ROOT = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+import { PROJECT_ROOT } from "../../local/local-stack.js";
+
+export { PROJECT_ROOT };
 
 export type ChildServer = { url: string; port: number; process: ChildProcess; stop: () => Promise<void> };
 
