@@ -32,7 +32,7 @@ export type TestStack = LocalStack & {
 
 /** One real local stack (Anvil + contracts + indexer + API) in a throw-away data directory. */
 export async function startTestStack(
-  options: { env?: NodeJS.ProcessEnv; blockTime?: number; genesisTimestamp?: number; dataDir?: string } = {},
+  options: { env?: NodeJS.ProcessEnv; blockTime?: number; genesisTimestamp?: number; dataDir?: string; anvilPort?: number } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? newDataDir();
   const stack = await startLocalStack({ dataDir, ...options });
