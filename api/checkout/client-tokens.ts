@@ -51,7 +51,11 @@ export async function authenticateClientToken(
     .select("client_token.expires_at as token_expires_at")
     .where("client_token.token_hash", "=", hashClientToken(params.clientToken))
     .executeTakeFirst();
-  if (row === undefined || (params.sessionId !== undefined && row.id !== params.sessionId)) throw invalidToken();
+  // An investor's purchase is paid and claimed through the investor portal only, where
+  // the recipient fixed at checkout and the freeze apply; no browser token opens it.
+  if (row === undefined || (params.sessionId !== undefined && row.id !== params.sessionId) || row.kind === "rwa") {
+    throw invalidToken();
+  }
   const { token_expires_at, ...session } = row;
   const live = now < Number(token_expires_at);
   if (!live && !(session.status === "settled" && params.use !== "write")) {

@@ -97,6 +97,7 @@ async function createInTransaction(
 
   const network = pickNetwork(context.networks, input.network);
   const order = await findOrCreateOrder(trx, { partnerId: input.partnerId, externalOrderId: input.externalOrderId, now });
+  await refuseOtherKind(trx, { orderId: order.id, kind: input.kind });
 
   if (order.settled_session_id !== null) {
     await remember(order.settled_session_id);
@@ -192,6 +193,30 @@ async function partnerPaymentAddresses(trx: Kysely<Database>, partnerId: string,
     .where("chain_id", "=", network.chainId)
     .execute();
   return rows.map((row) => row.address);
+}
+
+/**
+ * An investor's purchase and a partner's order never share an order: the commerce
+ * API (an issuer's partner holds a key too) must not re-open a purchase, receive a
+ * client token for it and claim the investor's certificate for another wallet.
+ */
+async function refuseOtherKind(trx: Kysely<Database>, params: { orderId: string; kind: CreateSessionInput["kind"] }) {
+  const other = await trx
+    .selectFrom("checkout_session")
+    .select("kind")
+    .where("order_id", "=", params.orderId)
+    .where("kind", "!=", params.kind)
+    .executeTakeFirst();
+  if (other === undefined) return;
+  throw new ProblemError({
+    status: 409,
+    code: params.kind === "commerce" ? "order_not_commerce" : "order_not_rwa",
+    title: "This order belongs to another kind of checkout",
+    detail:
+      params.kind === "commerce"
+        ? "This externalOrderId is an investor's purchase made through the RWA portal; it cannot be paid or claimed through the commerce API."
+        : "A commerce order already uses this id.",
+  });
 }
 
 async function findOrCreateOrder(trx: Kysely<Database>, params: { partnerId: string; externalOrderId: string; now: number }) {

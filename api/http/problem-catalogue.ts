@@ -4,6 +4,12 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
   { code: "unauthenticated", status: 401, meaning: "Missing, malformed, wrong or revoked API key or portal session." },
   { code: "invalid_client_token", status: 401, meaning: "The client token does not belong to this checkout session." },
   { code: "forbidden", status: 403, meaning: "Authenticated, but this role or owner may not do this." },
+  {
+    code: "recipient_not_eligible",
+    status: 403,
+    meaning:
+      "RWA: the certificate's recipient fails the offering's rules (`reasons`: wallet_frozen, kyc_required, jurisdiction_…, accreditation_…), at purchase or at voucher issue.",
+  },
   { code: "not_found", status: 404, meaning: "No such resource (or not yours)." },
   {
     code: "payment_not_found",
@@ -12,6 +18,12 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
   },
   { code: "idempotency_conflict", status: 409, meaning: "The idempotency key was used with a different body." },
   { code: "payment_in_progress", status: 409, meaning: "A payment of this order is waiting for confirmations." },
+  {
+    code: "order_not_commerce",
+    status: 409,
+    meaning: "The externalOrderId names an investor's RWA purchase, which the commerce API cannot open, pay or claim.",
+  },
+  { code: "order_not_rwa", status: 409, meaning: "A purchase's order id is already used by a commerce order." },
   { code: "session_not_open", status: 409, meaning: "The session no longer takes contact or delivery details." },
   { code: "order_not_settled", status: 409, meaning: "Only a settled order can be fulfilled." },
   { code: "order_already_fulfilled", status: 409, meaning: "The order was fulfilled under another idempotency key." },
@@ -30,6 +42,12 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
   { code: "wrong_payer", status: 422, meaning: "RWA: the transfer did not come from the investor's wallet." },
   { code: "reverted", status: 422, meaning: "The transaction failed on chain." },
   { code: "replay", status: 422, meaning: "The transfer was already credited to another payment." },
+  {
+    code: "duplicate_payment",
+    status: 422,
+    meaning:
+      "The order was already paid (or is being confirmed) by another transfer; this one is recorded as unresolved for a refund.",
+  },
   { code: "unsupported_network", status: 422, meaning: "The network is not enabled on this service." },
   { code: "no_payment_address", status: 422, meaning: "The partner has no watched payment address on that network." },
   { code: "rate_limited", status: 429, meaning: "Too many requests (or unknown-hash look-ups for one checkout); retry later." },

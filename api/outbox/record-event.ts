@@ -10,6 +10,8 @@ export const EVENT_TYPES = [
   "reward.claimed",
   "session.expired",
   "payment.unresolved",
+  "payment.reorged",
+  "payment.restored",
   "order.fulfilled",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -122,13 +122,18 @@ export async function startPurchase(
     });
   }
 
+  const recipient = (params.recipient ?? investor).toLowerCase();
+  if (recipient !== investor) {
+    await refuseIneligibleRecipient(context.store, { recipient, offering, now });
+  }
+
   const issuer = await issuerOfOffering(context.store, offering);
   const total = BigInt(offering.unit_price_usdc) * BigInt(params.units);
   const purchase: RwaPurchaseTable = {
     id: `pur_${randomUUID().replaceAll("-", "")}`,
     offering_id: offering.id,
     investor,
-    recipient: (params.recipient ?? investor).toLowerCase(),
+    recipient,
     units: params.units,
     unit_price_usdc: offering.unit_price_usdc,
     total_price_usdc: total.toString(),
@@ -321,6 +326,26 @@ export async function claimPurchaseCertificate(
       detail: `This purchase's certificate is bound to ${getAddress(purchase.recipient)}.`,
     });
   }
+  // The recipient is judged again when the voucher is issued: a freeze or a lost
+  // KYC after the purchase must stop the certificate too.
+  const offering = await findOffering(context.store, purchase.offering_id);
+  if (offering !== undefined) await refuseIneligibleRecipient(context.store, { recipient: purchase.recipient, offering });
   const session = await sessionOf(context.store, purchase);
   return claimCertificate(context, { orderId: session.order_id, walletAddress: getAddress(purchase.recipient) as Address });
+}
+
+/** The certificate's wallet must pass the offering's rules as an investor would (frozen, KYC, jurisdiction, accreditation). */
+async function refuseIneligibleRecipient(
+  store: Store,
+  params: { recipient: string; offering: Parameters<typeof ineligibilityReasons>[1]; now?: number },
+) {
+  const reasons = ineligibilityReasons(await findEligibility(store, params.recipient), params.offering, params.now);
+  if (reasons.length === 0) return;
+  throw new ProblemError({
+    status: 403,
+    code: "recipient_not_eligible",
+    title: "This wallet may not receive the certificate",
+    detail: `The recipient ${getAddress(params.recipient)} fails this offering's eligibility rules: ${reasons.join(", ")}.`,
+    extensions: { reasons },
+  });
 }

@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { sql } from "kysely";
 import type { AppContext } from "../app-context.js";
+import { reorgSummary } from "../settlement/reorg-watch.js";
 import type { AppEnv } from "./app-env.js";
 
 const HealthSchema = z
@@ -18,6 +19,25 @@ const HealthSchema = z
       }),
     ),
     workers: z.array(z.object({ worker: z.string(), alive: z.boolean(), lastBeatAt: z.string() })),
+    reorgs: z
+      .object({
+        settledPaymentsReorged: z.number().int(),
+        last: z
+          .object({
+            chainId: z.number().int(),
+            transactionHash: z.string(),
+            logIndex: z.number().int(),
+            blockNumber: z.string(),
+            orderId: z.string().nullable(),
+            detectedAt: z.string(),
+          })
+          .nullable(),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "Credited payments a reorg took off the chain (each also sent as payment.reorged); null when the store cannot be read",
+      }),
   })
   .openapi("Health");
 
@@ -66,7 +86,8 @@ export function healthRoutes(context: AppContext) {
       lastBeatAt: new Date(Number(beat.beat_at)).toISOString(),
     }));
     const healthy = storeOk && chains.every((chain) => chain.indexedBlock !== null);
-    const body = { status: healthy ? ("ok" as const) : ("degraded" as const), store: { ok: storeOk }, chains, workers };
+    const reorgs = storeOk ? await reorgSummary(context.store).catch(() => null) : null;
+    const body = { status: healthy ? ("ok" as const) : ("degraded" as const), store: { ok: storeOk }, chains, workers, reorgs };
     return healthy ? c.json(body, 200) : c.json(body, 503);
   });
 }

@@ -1,22 +1,33 @@
 import { erc20Abi, type Hex, type PublicClient, parseEventLogs, TransactionReceiptNotFoundError } from "viem";
 import { ProblemError } from "../http/problem.js";
-import type { CheckoutSessionTable } from "../store/database.js";
+import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 
-/** What one RPC receipt look-up says about a hash the index does not hold. */
-export type MissingTransferExplanation =
-  | { reason: "not_found" | "reverted" | "wrong_token" | "wrong_recipient" | "wrong_amount" }
-  /** A canonical transfer to the session's address the indexer has not reached yet. */
-  | { reason: "not_yet_indexed"; blockNumber: bigint };
+/**
+ * What one RPC look-up says about a hash the index does not hold: the facts of
+ * the transaction, never a verdict on a session. The caller judges them with the
+ * same rules as an indexed transfer, so the cached facts serve every session.
+ */
+export type ReceiptFacts =
+  | { found: false }
+  | { found: true; reverted: true }
+  | {
+      found: true;
+      reverted: false;
+      /** Every ERC-20 `Transfer` the transaction emitted, of any token, shaped as the indexer records them. */
+      transfers: IndexedTransfer[];
+    };
 
-type CacheEntry = { value: MissingTransferExplanation; expiresAt: number };
+type CacheEntry = { value: ReceiptFacts; expiresAt: number };
 const MAX_ENTRIES = 10_000;
 /** Receipt look-ups one checkout session may cause per minute; cached answers are free. */
 const LOOKUPS_PER_SESSION_PER_MINUTE = 10;
+/** "Not found" may be a transaction still in the mempool; a mined one is soon in the index. */
+const NOT_FOUND_TTL_MS = 15_000;
+const FOUND_TTL_MS = 60_000;
 
 /**
- * Explains a miss with at most one `eth_getTransactionReceipt` per (chain, hash)
- * in a while: final answers are cached for 10 minutes, "not found" for 15 s (the
- * transaction may still be in the mempool), "not yet indexed" for 2 s.
+ * Looks a hash up with at most one receipt (and, for a successful one, its block's
+ * timestamp) per (chain, hash) in a while, whichever session asks.
  */
 export function createMissingTransferExplainer() {
   const cache = new Map<string, CacheEntry>();
@@ -38,16 +49,17 @@ export function createMissingTransferExplainer() {
     get rpcCalls() {
       return rpcCalls;
     },
-    async explain(params: {
+    async lookUp(params: {
       client: PublicClient;
-      session: CheckoutSessionTable;
+      chainId: number;
+      sessionId: string;
       transactionHash: Hex;
-    }): Promise<MissingTransferExplanation> {
-      const key = `${params.session.chain_id}:${params.transactionHash}:${params.session.payment_address}:${params.session.token_address}`;
+    }): Promise<ReceiptFacts> {
+      const key = `${params.chainId}:${params.transactionHash}`;
       const cached = cache.get(key);
       if (cached !== undefined && cached.expiresAt > Date.now()) return cached.value;
 
-      if (!allowLookup(params.session.id)) {
+      if (!allowLookup(params.sessionId)) {
         throw new ProblemError({
           status: 429,
           code: "rate_limited",
@@ -55,42 +67,51 @@ export function createMissingTransferExplainer() {
           detail: "This checkout has asked about too many unknown transactions; wait a minute and check the hash.",
         });
       }
-      rpcCalls++;
-      const value = await lookUp(params);
-      const ttl = value.reason === "not_found" ? 15_000 : value.reason === "not_yet_indexed" ? 2_000 : 600_000;
+      const value = await readReceipt(params, () => rpcCalls++);
       cache.delete(key);
-      cache.set(key, { value, expiresAt: Date.now() + ttl });
+      cache.set(key, { value, expiresAt: Date.now() + (value.found ? FOUND_TTL_MS : NOT_FOUND_TTL_MS) });
       if (cache.size > MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
       return value;
     },
   };
 }
 
-async function lookUp(params: {
-  client: PublicClient;
-  session: CheckoutSessionTable;
-  transactionHash: Hex;
-}): Promise<MissingTransferExplanation> {
+async function readReceipt(
+  params: { client: PublicClient; chainId: number; transactionHash: Hex },
+  countCall: () => void,
+): Promise<ReceiptFacts> {
   let receipt: Awaited<ReturnType<PublicClient["getTransactionReceipt"]>>;
   try {
+    countCall();
     receipt = await params.client.getTransactionReceipt({ hash: params.transactionHash });
   } catch (error) {
-    if (error instanceof TransactionReceiptNotFoundError) return { reason: "not_found" };
+    if (error instanceof TransactionReceiptNotFoundError) return { found: false };
     throw error;
   }
-  if (receipt.status !== "success") return { reason: "reverted" };
-  const transfers = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: receipt.logs, strict: false });
-  const recipient = params.session.payment_address;
-  const token = params.session.token_address;
-  const canonical = transfers.filter((log) => log.address.toLowerCase() === token);
-  const toRecipient = canonical.filter((log) => log.args.to?.toLowerCase() === recipient);
-  if (toRecipient.some((log) => log.args.value?.toString() === params.session.amount_due)) {
-    return { reason: "not_yet_indexed", blockNumber: receipt.blockNumber };
-  }
-  if (toRecipient.length > 0) return { reason: "wrong_amount" };
-  if (transfers.some((log) => log.address.toLowerCase() !== token && log.args.to?.toLowerCase() === recipient)) {
-    return { reason: "wrong_token" };
-  }
-  if (canonical.length > 0) return { reason: "wrong_recipient" };
-  return { reason: transfers.length > 0 ? "wrong_token" : "not_found" };
+  if (receipt.status !== "success") return { found: true, reverted: true };
+  const logs = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: receipt.logs, strict: false });
+  if (logs.length === 0) return { found: true, reverted: false, transfers: [] };
+  // The settlement rules need the block's time (late, predates the session).
+  countCall();
+  const block = await params.client.getBlock({ blockNumber: receipt.blockNumber });
+  const transfers: IndexedTransfer[] = logs.flatMap((log) =>
+    log.args.from === undefined || log.args.to === undefined || log.args.value === undefined
+      ? []
+      : [
+          {
+            chainId: params.chainId,
+            transactionHash: receipt.transactionHash.toLowerCase() as Hex,
+            logIndex: log.logIndex,
+            token: log.address.toLowerCase() as Hex,
+            from: log.args.from.toLowerCase() as Hex,
+            to: log.args.to.toLowerCase() as Hex,
+            value: log.args.value,
+            blockNumber: receipt.blockNumber,
+            blockHash: receipt.blockHash,
+            blockTimestamp: block.timestamp,
+            transactionIndex: receipt.transactionIndex,
+          },
+        ],
+  );
+  return { found: true, reverted: false, transfers };
 }

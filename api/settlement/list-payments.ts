@@ -9,6 +9,7 @@ export const PAYMENT_STATUSES = [
   "unresolved",
   "refund_requested",
   "attached",
+  "reorged",
 ] as const satisfies readonly PaymentStatus[];
 
 const cursorSchema = z.object({ t: z.number(), h: z.string(), l: z.number() });

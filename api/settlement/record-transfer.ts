@@ -47,12 +47,21 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
     return { kind: "unresolved", reason: "predates_session", session };
   }
   if (minedAtMs > Number(session.expires_at)) return { kind: "unresolved", reason: "late", session };
+  // One order, one credit: a payment of any of the order's sessions (a superseded one
+  // paid before the supersede, say) that is settled or still confirming makes this
+  // transfer a duplicate, kept for a refund.
   const order = await trx
     .selectFrom("orders")
     .select("settled_session_id")
     .where("id", "=", session.order_id)
     .executeTakeFirstOrThrow();
-  if (order.settled_session_id !== null || session.status === "settled" || session.status === "payment_pending") {
+  const paying = await trx
+    .selectFrom("checkout_session")
+    .select("id")
+    .where("order_id", "=", session.order_id)
+    .where("status", "in", ["payment_pending", "settled"])
+    .executeTakeFirst();
+  if (order.settled_session_id !== null || paying !== undefined) {
     return { kind: "unresolved", reason: "duplicate_payment", session };
   }
   return { kind: "match", session };
@@ -119,7 +128,12 @@ export async function recordTransfer(
       .where("status", "in", ["awaiting_payment", "expired"])
       .executeTakeFirst();
     if (moved.numUpdatedRows !== 1n) throw new Error(`session ${decision.session.id} changed while its payment was recorded`);
-    if (payment.status === "settled") await settleOrder(trx, { session: decision.session, payment, network, confirmations, now });
+    if (
+      payment.status === "settled" &&
+      !(await settleOrder(trx, { session: decision.session, payment, network, confirmations, now }))
+    ) {
+      return flagDuplicate(trx, { payment, session: decision.session, network, now });
+    }
     return payment;
   });
 }
@@ -173,7 +187,10 @@ export async function confirmPendingPayment(
       .selectAll()
       .where("id", "=", payment.session_id)
       .executeTakeFirstOrThrow();
-    await settleOrder(trx, { session, payment: { ...payment, status: "settled" }, network: params.network, confirmations, now });
+    const settled = { ...payment, status: "settled" as const };
+    if (!(await settleOrder(trx, { session, payment: settled, network: params.network, confirmations, now }))) {
+      await flagDuplicate(trx, { payment: settled, session, network: params.network, now });
+    }
   });
   return "settled";
 }
@@ -191,12 +208,15 @@ export async function settleOrder(
   },
 ) {
   const { session, payment, network, now } = params;
-  await trx
+  // The guard is the last word on "one order, one credit", also between processes: a
+  // concurrent settlement of the same order waits on the row and then finds it paid.
+  const credited = await trx
     .updateTable("orders")
     .set({ status: "paid", settled_session_id: session.id, updated_at: now })
     .where("id", "=", session.order_id)
     .where("settled_session_id", "is", null)
-    .execute();
+    .executeTakeFirst();
+  if (credited.numUpdatedRows !== 1n) return false;
   const order = await trx.selectFrom("orders").selectAll().where("id", "=", session.order_id).executeTakeFirstOrThrow();
   if (session.certificate_enabled === 1 && network.certificate !== undefined) {
     await trx
@@ -254,6 +274,35 @@ export async function settleOrder(
     .where("status", "=", "awaiting_payment")
     .execute();
   for (const other of others) await expireSession(trx, { session: other, now, reason: "order_settled" });
+  return true;
+}
+
+/**
+ * A payment that would credit an order another payment already credited: it stays
+ * on record as unresolved (`duplicate_payment`, to be refunded), its session closes,
+ * and the partner hears `payment.unresolved`, never a second `purchase.settled`.
+ */
+async function flagDuplicate(
+  trx: Kysely<Database>,
+  params: { payment: PaymentTable; session: CheckoutSessionTable; network: NetworkConfig; now: number },
+): Promise<PaymentTable> {
+  const { session, now } = params;
+  const payment: PaymentTable = { ...params.payment, status: "unresolved", reason: "duplicate_payment", updated_at: now };
+  await trx
+    .updateTable("payment")
+    .set({ status: payment.status, reason: payment.reason, updated_at: now })
+    .where("chain_id", "=", payment.chain_id)
+    .where("transaction_hash", "=", payment.transaction_hash)
+    .where("log_index", "=", payment.log_index)
+    .execute();
+  await trx
+    .updateTable("checkout_session")
+    .set({ status: "expired", updated_at: now })
+    .where("id", "=", session.id)
+    .where("status", "in", ["payment_pending", "settled"])
+    .execute();
+  await recordUnresolvedEvent(trx, { payment, session, network: params.network, now });
+  return payment;
 }
 
 async function recordUnresolvedEvent(

@@ -3,6 +3,7 @@ import { expireSession } from "../checkout/create-session.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { confirmPendingPayment, recordTransfer } from "./record-transfer.js";
+import { watchCreditedPayments } from "./reorg-watch.js";
 
 /** Ponder keeps the last 30 blocks unfinalised (Base and Anvil); rescan that far back for late-arriving rows. */
 const REORG_WINDOW_BLOCKS = 30n;
@@ -11,7 +12,8 @@ const BATCH = 500;
 /**
  * Settles what the index shows without waiting for anyone to submit a hash:
  * records every new transfer to a payment address, settles pending payments
- * once they have enough confirmations, and expires sessions at `expiresAt`.
+ * once they have enough confirmations, notices credited payments a reorg took
+ * off the chain, and expires sessions at `expiresAt`.
  */
 export function settlementWorker(context: AppContext, options: { intervalMs?: number } = {}): Worker {
   // Watching the indexed head is one cheap query, so it is checked often; the full
@@ -34,6 +36,7 @@ export function settlementWorker(context: AppContext, options: { intervalMs?: nu
         if (head === undefined) continue;
         changes += await recordNewTransfers(context, network, head);
         changes += await confirmPending(context, network, head);
+        changes += await watchCreditedPayments(context, network, head);
         seenHeads.set(network.chainId, head);
       }
       changes += await expireSessions(context);

@@ -2,6 +2,7 @@ import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { ProblemError } from "../http/problem.js";
+import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import { wakeWorker } from "../workers/run-worker.js";
@@ -18,7 +19,8 @@ export type RejectionReason =
   | "replay"
   | "not_found"
   | "wrong_payer"
-  | "predates_session";
+  | "predates_session"
+  | "duplicate_payment";
 
 const rejectionText: Record<RejectionReason, string> = {
   wrong_amount: "The transfer's amount is not the exact amount this checkout displays.",
@@ -31,6 +33,8 @@ const rejectionText: Record<RejectionReason, string> = {
   not_found: "No transaction with this hash was found on this network. Check the hash and the network.",
   wrong_payer: "The transfer was not sent from the wallet this purchase belongs to.",
   predates_session: "The transfer was mined before this checkout session existed.",
+  duplicate_payment:
+    "This order has already been paid (or is being confirmed) by another transfer; this one is kept on record for a refund.",
 };
 
 export function paymentRejected(reason: RejectionReason): ProblemError {
@@ -86,18 +90,21 @@ export async function submitTransactionHash(
   }
 
   const indexed = await context.indexed.transfersByHash(transactionHash);
-  const onChain = indexed.filter((transfer) => transfer.chainId === session.chain_id);
-  if (onChain.length === 0) {
+  let onChain = indexed.filter((transfer) => transfer.chainId === session.chain_id);
+  const indexedYet = onChain.length > 0;
+  if (!indexedYet) {
     if (indexed.length > 0) throw paymentRejected("wrong_network");
-    const client = context.rpc.get(session.chain_id);
-    if (client === undefined) throw paymentRejected("not_found");
-    const explanation = await context.explainer.explain({ client, session, transactionHash });
-    if (explanation.reason === "not_yet_indexed") return pending(0, "payment_pending");
-    throw paymentRejected(explanation.reason);
+    // Not indexed (yet): one cached receipt look-up gives the transfers, judged below by
+    // exactly the rules an indexed transfer meets.
+    onChain = await transfersFromReceipt(context, session, transactionHash);
   }
 
-  const toSession = onChain.filter((transfer) => transfer.to === session.payment_address);
-  if (toSession.length === 0) throw paymentRejected("wrong_recipient");
+  const canonical = onChain.filter((transfer) => transfer.token === session.token_address);
+  const toSession = canonical.filter((transfer) => transfer.to === session.payment_address);
+  if (toSession.length === 0) {
+    if (canonical.length === 0 && onChain.length > 0) throw paymentRejected("wrong_token");
+    throw paymentRejected("wrong_recipient");
+  }
   const exact = toSession.find((transfer) => transfer.value.toString() === session.amount_due);
   if (exact === undefined) {
     // A transfer already credited elsewhere is a replay whatever its amount.
@@ -118,10 +125,30 @@ export async function submitTransactionHash(
   const decision = await decideTransfer(context.store, exact);
   if (decision.kind === "unresolved") throw paymentRejected(rejectionFor(decision.reason, decision.session, session));
   if (decision.session.id !== session.id) throw paymentRejected("replay");
+  // Only the index credits: until the indexer has the transfer, it is seen and pending.
+  if (!indexedYet) return pending(0, "payment_pending");
 
   const payment = await recordTransfer(context.store, { transfer: exact, network, head });
   wakeWorker(DISPATCHER_NAME);
   return answerForRecorded(payment, session, exact, head, pending);
+}
+
+/** The transfers of a transaction the index does not hold, from one cached receipt look-up. */
+async function transfersFromReceipt(
+  context: AppContext,
+  session: CheckoutSessionTable,
+  transactionHash: Hex,
+): Promise<IndexedTransfer[]> {
+  const client = context.rpc.get(session.chain_id);
+  if (client === undefined) throw paymentRejected("not_found");
+  const facts = await context.explainer.lookUp({ client, chainId: session.chain_id, sessionId: session.id, transactionHash });
+  if (!facts.found) throw paymentRejected("not_found");
+  if (facts.reverted) throw paymentRejected("reverted");
+  const toRecipient = facts.transfers.filter((transfer) => transfer.to === session.payment_address);
+  if (toRecipient.length > 0) return toRecipient;
+  // Nothing to the session's address: say which mistake it most likely is.
+  if (facts.transfers.some((transfer) => transfer.token === session.token_address)) throw paymentRejected("wrong_recipient");
+  throw paymentRejected(facts.transfers.length > 0 ? "wrong_token" : "not_found");
 }
 
 function answerForRecorded(
@@ -146,7 +173,7 @@ function rejectionFor(reason: string, matched: CheckoutSessionTable | undefined,
     case "predates_session":
       return reason;
     case "duplicate_payment":
-      return "replay";
+      return "duplicate_payment";
     default:
       return "wrong_amount";
   }
@@ -154,5 +181,7 @@ function rejectionFor(reason: string, matched: CheckoutSessionTable | undefined,
 
 function rejectionForRecorded(payment: { reason?: string | null }): RejectionReason {
   const reason = payment.reason ?? "";
-  return reason === "late" || reason === "wrong_payer" || reason === "predates_session" ? reason : "replay";
+  return reason === "late" || reason === "wrong_payer" || reason === "predates_session" || reason === "duplicate_payment"
+    ? reason
+    : "replay";
 }

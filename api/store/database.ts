@@ -50,7 +50,8 @@ export interface WorkerHeartbeatTable {
 
 export type SessionStatus = "awaiting_payment" | "payment_pending" | "settled" | "expired";
 export type OrderStatus = "awaiting_payment" | "paid" | "fulfilled";
-export type PaymentStatus = "pending" | "settled" | "unresolved" | "refund_requested" | "attached";
+/** `reorged`: a settled or attached payment whose transfer a reorg took off the chain (see api/settlement/reorg-watch.ts). */
+export type PaymentStatus = "pending" | "settled" | "unresolved" | "refund_requested" | "attached" | "reorged";
 export type CertificateStatus = "not_requested" | "awaiting_wallet" | "voucher_issued" | "pending" | "minted";
 
 export interface CommerceTables {

@@ -116,6 +116,8 @@ export type EventType =
   | "reward.claimed"
   | "session.expired"
   | "payment.unresolved"
+  | "payment.reorged"
+  | "payment.restored"
   | "order.fulfilled";
 
 /** The signed envelope of seed 2.6. Unknown future types arrive as plain strings: record them. */
