@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { issueClientToken } from "../api/checkout/client-tokens.js";
 import { issueApiKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { findFreePort } from "../local/ports.js";
@@ -164,6 +165,22 @@ describe("an investor's certificate goes only to the eligible recipient the inve
       )
       .executeTakeFirstOrThrow();
     expect(certificate).toEqual({ status: "awaiting_wallet", buyer: null });
+
+    // Nor does a browser token of the purchase's session (older versions issued one at creation) open it.
+    const { session_id } = await store
+      .selectFrom("rwa_purchase")
+      .select("session_id")
+      .where("id", "=", purchase.id)
+      .executeTakeFirstOrThrow();
+    const leaked = await issueClientToken(store, { sessionId: session_id!, expiresAt: Date.now() + 3_600_000, now: Date.now() });
+    await expectProblem(
+      await publicPost(stack, `/v1/public/checkout/sessions/${session_id}/claim`, {
+        clientToken: leaked,
+        walletAddress: stack.local.accounts[9]!.address,
+      }),
+      401,
+      "invalid_client_token",
+    );
   });
 
   it("a frozen wallet cannot be named as the recipient", async () => {
@@ -356,5 +373,53 @@ describe("a settled payment reorged away", () => {
     expect(body.reorgs.settledPaymentsReorged).toBe(1);
     expect(body.reorgs.last).toMatchObject({ transactionHash: paid.hash, orderId: session.orderId });
     expect(stack.ponder.output()).toContain(paid.hash);
+  });
+
+  it("a payment re-mined in another block by a reorg stays credited, with no payment.reorged", async () => {
+    const session = await createSession(stack, { certificate: { enabled: false } });
+    const paid = await stack.payUsdc({ from: 8, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+    await mine();
+    await waitFor(async () => ((await readSession(stack, session.id)).status === "settled" ? true : undefined));
+    const before = await store
+      .selectFrom("payment")
+      .selectAll()
+      .where("transaction_hash", "=", paid.hash)
+      .executeTakeFirstOrThrow();
+    const raw = await stack.testClient.request({ method: "eth_getRawTransactionByHash" as never, params: [paid.hash] as never });
+    // The same signed transaction goes into the first replacement block.
+    await stack.testClient.request({ method: "anvil_reorg" as never, params: [2, [[raw, 0]]] as never });
+    await mine();
+    const receipt = await stack.publicClient.getTransactionReceipt({ hash: paid.hash });
+    expect(receipt.blockHash).not.toBe(before.block_hash);
+    const moved = await waitFor(
+      async () => {
+        const row = await store
+          .selectFrom("payment")
+          .selectAll()
+          .where("transaction_hash", "=", paid.hash)
+          .executeTakeFirstOrThrow();
+        return row.block_hash === receipt.blockHash ? row : undefined;
+      },
+      { what: "the payment's new block recorded" },
+    );
+    expect(moved.status).toBe("settled");
+    const events = (await outboxEvents(stack, store)).filter((event) => event.data.transactionHash === paid.hash);
+    expect(events.map((event) => event.type)).toEqual(["purchase.settled"]);
+    expect((await (await fetch(`${stack.ponder.baseUrl}/v1/health`)).json()).reorgs.settledPaymentsReorged).toBe(1);
+  });
+});
+
+// Last: it moves the chain's clock ten minutes ahead of the wall clock.
+describe("a late transfer submitted before the index has it", () => {
+  it("is late, not payment_pending", async () => {
+    const session = await createSession(stack, { certificate: { enabled: false }, expiresInSeconds: 300 });
+    await holdIndexer();
+    try {
+      await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 600) });
+      const paid = await stack.payUsdc({ from: 9, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+      await expectProblem(await submitHash(stack, session.clientToken, paid.hash), 422, "late");
+    } finally {
+      gate.release();
+    }
   });
 });
