@@ -83,6 +83,17 @@ async function holdIndexer() {
 /** A block on top, so the payment before it has its 2 confirmations. */
 const mine = () => stack.testClient.mine({ blocks: 1 });
 
+/**
+ * Replaces the last `depth` blocks (by empty ones, or ones holding `transactions`),
+ * then mines on top. Anvil's clock falls back to the replaced blocks' time; it is
+ * set to the wall clock again so later sessions are not "predated" by their payments.
+ */
+async function reorg(depth: number, transactions: [Hex, number][] = []) {
+  await stack.testClient.request({ method: "anvil_reorg" as never, params: [depth, transactions] as never });
+  await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 1) });
+  await mine();
+}
+
 function checkout(investor: number, body: Record<string, unknown>) {
   return api(stack, "POST", "/api/rwa/checkout", { token: investorTokens[investor], json: body });
 }
@@ -345,8 +356,7 @@ describe("a settled payment reorged away", () => {
     expect(healthy.reorgs).toMatchObject({ settledPaymentsReorged: 0 });
 
     // The payment's block and the one on top are replaced by empty blocks, then the chain moves on.
-    await stack.testClient.request({ method: "anvil_reorg" as never, params: [2, []] as never });
-    await mine();
+    await reorg(2);
 
     const reorged = await waitFor(
       async () =>
@@ -385,10 +395,12 @@ describe("a settled payment reorged away", () => {
       .selectAll()
       .where("transaction_hash", "=", paid.hash)
       .executeTakeFirstOrThrow();
-    const raw = await stack.testClient.request({ method: "eth_getRawTransactionByHash" as never, params: [paid.hash] as never });
+    const raw: Hex = await stack.testClient.request({
+      method: "eth_getRawTransactionByHash" as never,
+      params: [paid.hash] as never,
+    });
     // The same signed transaction goes into the first replacement block.
-    await stack.testClient.request({ method: "anvil_reorg" as never, params: [2, [[raw, 0]]] as never });
-    await mine();
+    await reorg(2, [[raw, 0]]);
     const receipt = await stack.publicClient.getTransactionReceipt({ hash: paid.hash });
     expect(receipt.blockHash).not.toBe(before.block_hash);
     const moved = await waitFor(
