@@ -347,7 +347,7 @@ describe("one order, one credit", () => {
 });
 
 describe("a settled payment reorged away", () => {
-  it("is detected, reported by payment.reorged, and shown in health", async () => {
+  it("is detected, reported by payment.reorged and shown in health; mined again, payment.restored", async () => {
     const session = await createSession(stack, { certificate: { enabled: false } });
     const paid = await stack.payUsdc({ from: 8, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
     await mine();
@@ -355,6 +355,10 @@ describe("a settled payment reorged away", () => {
     const healthy = await (await fetch(`${stack.ponder.baseUrl}/v1/health`)).json();
     expect(healthy.reorgs).toMatchObject({ settledPaymentsReorged: 0 });
 
+    const raw: Hex = await stack.testClient.request({
+      method: "eth_getRawTransactionByHash" as never,
+      params: [paid.hash] as never,
+    });
     // The payment's block and the one on top are replaced by empty blocks, then the chain moves on.
     await reorg(2);
 
@@ -383,6 +387,31 @@ describe("a settled payment reorged away", () => {
     expect(body.reorgs.settledPaymentsReorged).toBe(1);
     expect(body.reorgs.last).toMatchObject({ transactionHash: paid.hash, orderId: session.orderId });
     expect(stack.ponder.output()).toContain(paid.hash);
+
+    // The same signed transaction mined again: the credit stands again, and the partner hears so.
+    await stack.publicClient.waitForTransactionReceipt({
+      hash: await stack.publicClient.sendRawTransaction({ serializedTransaction: raw }),
+    });
+    await mine();
+    const restored = await waitFor(
+      async () =>
+        (await outboxEvents(stack, store)).find(
+          (event) => event.type === "payment.restored" && event.data.transactionHash === paid.hash,
+        ),
+      { what: "payment.restored" },
+    );
+    expect(restored.data).toMatchObject({ orderId: session.orderId, amount: session.payment.amount });
+    expect(restored.data.blockNumber).not.toBe(paid.blockNumber.toString());
+    const back = await store
+      .selectFrom("payment")
+      .selectAll()
+      .where("transaction_hash", "=", paid.hash)
+      .executeTakeFirstOrThrow();
+    expect(back.status).toBe("settled");
+    expect((await (await fetch(`${stack.ponder.baseUrl}/v1/health`)).json()).reorgs).toEqual({
+      settledPaymentsReorged: 0,
+      last: null,
+    });
   });
 
   it("a payment re-mined in another block by a reorg stays credited, with no payment.reorged", async () => {
@@ -417,7 +446,7 @@ describe("a settled payment reorged away", () => {
     expect(moved.status).toBe("settled");
     const events = (await outboxEvents(stack, store)).filter((event) => event.data.transactionHash === paid.hash);
     expect(events.map((event) => event.type)).toEqual(["purchase.settled"]);
-    expect((await (await fetch(`${stack.ponder.baseUrl}/v1/health`)).json()).reorgs.settledPaymentsReorged).toBe(1);
+    expect((await (await fetch(`${stack.ponder.baseUrl}/v1/health`)).json()).reorgs.settledPaymentsReorged).toBe(0);
   });
 });
 
