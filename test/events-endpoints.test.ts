@@ -84,6 +84,8 @@ describe("webhook endpoints", () => {
       "reward.claimed",
       "session.expired",
       "payment.unresolved",
+      "payment.reorged",
+      "payment.restored",
       "order.fulfilled",
     ];
     const created = await create({ url: "http://127.0.0.1:9/types", events: all });
