@@ -162,18 +162,9 @@ describe("an investor's certificate goes only to the eligible recipient the inve
     expect(body.code).toBe("order_not_commerce");
     const certificate = await store
       .selectFrom("certificate")
-      .select(["status", "buyer"])
-      .where(
-        "purchase_id",
-        "=",
-        (
-          await store
-            .selectFrom("orders")
-            .select("purchase_id")
-            .where("external_order_id", "=", purchase.id)
-            .executeTakeFirstOrThrow()
-        ).purchase_id,
-      )
+      .innerJoin("orders", "orders.id", "certificate.order_id")
+      .select(["certificate.status", "certificate.buyer"])
+      .where("orders.external_order_id", "=", purchase.id)
       .executeTakeFirstOrThrow();
     expect(certificate).toEqual({ status: "awaiting_wallet", buyer: null });
 
