@@ -17,6 +17,10 @@ export type AnvilOptions = {
   stateFile?: string;
   /** Unix seconds of the genesis block: a chain clock behind or ahead of the wall clock. */
   genesisTimestamp?: number;
+  /** Fork this RPC endpoint: state is read from it on demand, new blocks are local. */
+  forkUrl?: string;
+  /** Block of `forkUrl` to fork at; its latest block when omitted. */
+  forkBlockNumber?: number;
   /** Forward anvil's own output to this process' stdout. */
   verbose?: boolean;
 };
@@ -44,6 +48,10 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   if (options.blockTime !== undefined) args.push("--block-time", String(options.blockTime));
   if (options.genesisTimestamp !== undefined) args.push("--timestamp", String(options.genesisTimestamp));
   if (options.stateFile !== undefined) args.push("--state", options.stateFile, "--state-interval", "2");
+  if (options.forkUrl !== undefined) {
+    args.push("--fork-url", options.forkUrl);
+    if (options.forkBlockNumber !== undefined) args.push("--fork-block-number", String(options.forkBlockNumber));
+  }
 
   const child = spawn(anvilBinaryPath(), args, { stdio: ["ignore", options.verbose ? "inherit" : "ignore", "pipe"] });
   let stderr = "";
@@ -53,7 +61,9 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   const rpcUrl = `http://127.0.0.1:${port}`;
   const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0 }) });
 
-  const deadline = Date.now() + 15_000;
+  // A fork first fetches its fork block from the upstream, which may be far away.
+  const startTimeoutMs = options.forkUrl === undefined ? 15_000 : 60_000;
+  const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`anvil exited with code ${child.exitCode}: ${stderr.trim()}`);
     try {
@@ -62,7 +72,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
     } catch {
       if (Date.now() > deadline) {
         child.kill("SIGKILL");
-        throw new Error(`anvil did not answer on ${rpcUrl} within 15 s: ${stderr.trim()}`);
+        throw new Error(`anvil did not answer on ${rpcUrl} within ${startTimeoutMs / 1000} s: ${stderr.trim()}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

@@ -55,6 +55,20 @@ export async function deployTestUsdc(params: ChainParams): Promise<Address> {
   return deployedAddress(await successfulReceipt(publicClient, hash, "TestUSDC"), "TestUSDC");
 }
 
+/** The certificate contract alone: on a fork of Base, USDC is already there (Circle's). */
+export async function deployCertificate(
+  params: ChainParams & { voucherSigner: Address },
+): Promise<{ certificate: Address; deployBlock: number }> {
+  const { account, wallet, publicClient } = deployerClients(params);
+  const hash = await wallet.deployContract({
+    abi: certificateNftAbi,
+    bytecode: certificateNftBytecode,
+    args: [CERTIFICATE_NAME, CERTIFICATE_SYMBOL, params.voucherSigner, account.address],
+  });
+  const receipt = await successfulReceipt(publicClient, hash, "CertificateNFT");
+  return { certificate: deployedAddress(receipt, "CertificateNFT"), deployBlock: Number(receipt.blockNumber) };
+}
+
 export async function deployContracts(
   params: ChainParams & { voucherSigner: Address; mintTo: { address: Address; amount: bigint }[] },
 ): Promise<ContractDeployment> {

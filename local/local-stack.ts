@@ -2,11 +2,19 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPublicClient, http, parseUnits } from "viem";
-import { KNOWN_NETWORKS, type LocalDeployment, localDeploymentPath, readLocalDeployment } from "../api/config/networks.js";
+import {
+  envPrefix,
+  KNOWN_NETWORKS,
+  type LocalDeployment,
+  localDeploymentPath,
+  type NetworkName,
+  readLocalDeployment,
+} from "../api/config/networks.js";
 import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
 import { migrateStore, openStore } from "../api/store/open-store.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
-import { deployContracts } from "./deploy.js";
+import { deployCertificate, deployContracts } from "./deploy.js";
+import { alignForkClock, type ForkTarget, fundAccountsWithForkUsdc, resolveForkTarget } from "./fork.js";
 import {
   addressOf,
   anvilAccounts,
@@ -22,13 +30,16 @@ export const PROJECT_ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)
 /** `.data/local.json` (SPEC section 9): everything a tool needs to drive the local stack. */
 export type LocalJson = {
   baseUrl: string;
-  network: "local";
+  /** `local`, or in fork mode the network forked (`base`, `base-sepolia`). */
+  network: NetworkName;
   chainId: number;
   rpcUrl: string;
   contracts: { usdc: string; certificate: string };
   partner: { id: string; apiKey: string; paymentAddress: string };
   admin: { address: string; privateKey: string };
   accounts: { address: string; privateKey: string }[];
+  /** Fork mode only: the upstream forked and the block the fork starts at. */
+  fork?: { url: string; blockNumber: number };
 };
 
 export type LocalStack = {
@@ -63,35 +74,68 @@ export async function startLocalStack(options: {
   genesisTimestamp?: number;
   env?: NodeJS.ProcessEnv;
   inheritOutput?: boolean;
+  /**
+   * Fork mode: Anvil forks this upstream (Base or Base Sepolia, told apart by its
+   * chain id) instead of starting an empty chain. See README "Fork mode".
+   */
+  fork?: { url: string; blockNumber?: number };
 }): Promise<LocalStack> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
   const secrets = loadOrCreateLocalSecrets(dataDir);
-  const chainId = KNOWN_NETWORKS.local.chainId;
+  // Before anything starts: a fork URL that does not answer, or answers a chain we do not know, stops here.
+  const fork = options.fork === undefined ? undefined : await resolveForkTarget(options.fork);
+  const network: NetworkName = fork?.network ?? "local";
+  const chainId = fork?.chainId ?? KNOWN_NETWORKS.local.chainId;
+  // A fork lives as long as its Anvil: its index and store go in a directory of their
+  // own, started afresh each time, so the plain local chain's data is left alone.
+  const serviceDataDir = fork === undefined ? dataDir : join(dataDir, `fork-${fork.network}`);
 
   const anvil = await startAnvil({
     port: options.anvilPort,
     chainId,
     blockTime: options.blockTime,
-    genesisTimestamp: options.genesisTimestamp,
-    stateFile: options.persistChain ? join(dataDir, "anvil-state.json") : undefined,
+    genesisTimestamp: fork === undefined ? options.genesisTimestamp : undefined,
+    stateFile: options.persistChain && fork === undefined ? join(dataDir, "anvil-state.json") : undefined,
+    forkUrl: fork?.url,
+    forkBlockNumber: fork?.blockNumber,
   });
 
   try {
-    const deployment = await ensureDeployment({ dataDir, rpcUrl: anvil.rpcUrl, chainId, secrets });
+    const deployment =
+      fork === undefined
+        ? await ensureDeployment({ dataDir, rpcUrl: anvil.rpcUrl, chainId, secrets })
+        : await prepareFork({ dataDir: serviceDataDir, rpcUrl: anvil.rpcUrl, fork, secrets });
     const voucherKeyPath = writeVoucherKeyFile(dataDir, secrets.voucherPrivateKey);
-    await seedDemoPartner({ dataDir, storeUrl: options.env?.STORE_URL, apiKey: secrets.demoApiKey, deployment });
+    await seedDemoPartner({
+      dataDir: serviceDataDir,
+      storeUrl: options.env?.STORE_URL,
+      apiKey: secrets.demoApiKey,
+      deployment,
+      network,
+    });
 
+    const prefix = envPrefix(network);
     const serviceEnv: NodeJS.ProcessEnv = {
-      DATA_DIR: dataDir,
-      NETWORKS: "local",
-      LOCAL_RPC_URL: anvil.rpcUrl,
+      DATA_DIR: serviceDataDir,
+      NETWORKS: network,
+      [`${prefix}RPC_URL`]: anvil.rpcUrl,
       // Mining on an interval, like a real network, Anvil pushes each new block over a
       // WebSocket on the same port and the indexer hears of it at once instead of at its
       // next poll. With a block per transaction the chain may sit idle for long, and a
       // subscribed Ponder only moves its head past the blocks before its start on the
       // next new block: there it polls.
-      ...(options.blockTime ? { LOCAL_WS_URL: anvil.rpcUrl.replace(/^http/, "ws") } : {}),
+      ...(options.blockTime ? { [`${prefix}WS_URL`]: anvil.rpcUrl.replace(/^http/, "ws") } : {}),
+      // A fork runs its network as configured for that network (canonical USDC, its
+      // confirmations and polling), with the fork's own certificate and payment
+      // addresses, indexed from the fork block: the upstream's history is not ours.
+      ...(fork === undefined
+        ? {}
+        : {
+            [`${prefix}PAYMENT_ADDRESSES`]: deployment.paymentAddresses.join(","),
+            [`${prefix}CERTIFICATE_ADDRESS`]: deployment.certificate,
+            [`${prefix}START_BLOCK`]: String(deployment.deployBlock),
+          }),
       VOUCHER_KEY_FILE: voucherKeyPath,
       SECRETS_KEY_FILE: ensureSecretsKeyFile(dataDir),
       ADMIN_ADDRESSES: addressOf(secrets.adminPrivateKey),
@@ -103,13 +147,14 @@ export async function startLocalStack(options: {
 
     const local: LocalJson = {
       baseUrl: ponder.baseUrl,
-      network: "local",
+      network,
       chainId,
       rpcUrl: anvil.rpcUrl,
       contracts: { usdc: deployment.usdc, certificate: deployment.certificate },
       partner: { id: DEMO_PARTNER_ID, apiKey: secrets.demoApiKey, paymentAddress: deployment.paymentAddresses[0] as string },
       admin: { address: addressOf(secrets.adminPrivateKey), privateKey: secrets.adminPrivateKey },
       accounts: anvilAccounts(),
+      ...(fork === undefined ? {} : { fork: { url: fork.url, blockNumber: fork.blockNumber } }),
     };
     writeFileSync(join(dataDir, "local.json"), `${JSON.stringify(local, null, 2)}\n`, { mode: 0o600 });
 
@@ -180,7 +225,57 @@ async function ensureDeployment(params: {
   return deployment;
 }
 
-async function seedDemoPartner(params: { dataDir: string; storeUrl?: string; apiKey: string; deployment: LocalDeployment }) {
+/**
+ * A fresh fork: its clock moved to now, the certificate contract deployed, and the
+ * test accounts funded with the fork's canonical USDC through its minter role. The
+ * deployment's `deployBlock` is the fork block, where the indexer starts.
+ */
+async function prepareFork(params: {
+  dataDir: string;
+  rpcUrl: string;
+  fork: ForkTarget;
+  secrets: ReturnType<typeof loadOrCreateLocalSecrets>;
+}): Promise<LocalDeployment> {
+  const { fork } = params;
+  rmSync(params.dataDir, { recursive: true, force: true });
+  mkdirSync(join(params.dataDir, "deployments"), { recursive: true });
+  const accounts = anvilAccounts();
+  const deployer = accounts[0];
+  if (deployer === undefined) throw new Error("no anvil account");
+  await alignForkClock({ rpcUrl: params.rpcUrl, chainId: fork.chainId });
+  const { certificate } = await deployCertificate({
+    rpcUrl: params.rpcUrl,
+    chainId: fork.chainId,
+    deployerPrivateKey: deployer.privateKey,
+    voucherSigner: addressOf(params.secrets.voucherPrivateKey),
+  });
+  await fundAccountsWithForkUsdc({
+    rpcUrl: params.rpcUrl,
+    chainId: fork.chainId,
+    usdc: fork.usdc,
+    minterPrivateKey: deployer.privateKey,
+    accounts: accounts.map((account) => ({ address: account.address, amount: USDC_PER_ACCOUNT })),
+  });
+  const deployment: LocalDeployment = {
+    chainId: fork.chainId,
+    rpcUrl: params.rpcUrl,
+    usdc: fork.usdc,
+    certificate,
+    voucherSigner: addressOf(params.secrets.voucherPrivateKey),
+    deployBlock: fork.blockNumber,
+    paymentAddresses: params.secrets.paymentPrivateKeys.map(addressOf),
+  };
+  writeFileSync(localDeploymentPath(params.dataDir, fork.chainId), `${JSON.stringify(deployment, null, 2)}\n`);
+  return deployment;
+}
+
+async function seedDemoPartner(params: {
+  dataDir: string;
+  storeUrl?: string;
+  apiKey: string;
+  deployment: LocalDeployment;
+  network: NetworkName;
+}) {
   const store = openStore({ storeUrl: params.storeUrl, dataDir: params.dataDir });
   try {
     await migrateStore(store);
@@ -195,7 +290,7 @@ async function seedDemoPartner(params: { dataDir: string; storeUrl?: string; api
     if (key === undefined) await issueApiKey(store, { partnerId: DEMO_PARTNER_ID, mode: "test", apiKey: params.apiKey });
     await addPaymentAddress(store, {
       partnerId: DEMO_PARTNER_ID,
-      network: "local",
+      network: params.network,
       chainId: params.deployment.chainId,
       address: params.deployment.paymentAddresses[0] as string,
     });

@@ -8,6 +8,7 @@ import {
   type CreatedCheckoutSession,
   createClient,
   createEventReceiver,
+  type NetworkName,
   type SettlementClient,
   type SettlementEvent,
 } from "../../client/src/index.js";
@@ -15,8 +16,8 @@ import { type CartLine, cartTotal, productById } from "./catalogue.js";
 import { type CheckoutView, cartPage, cataloguePage, notFoundPage, orderPage } from "./pages.js";
 import { openShopStore, type ShopOrder, type ShopStore } from "./shop-store.js";
 
-/** What the shop needs of `.data/local.json` (SPEC section 9). */
-export type LocalServiceConfig = { baseUrl: string; network: "local"; partner: { apiKey: string } };
+/** What the shop needs of `.data/local.json` (SPEC section 9); `network` is `base` or `base-sepolia` in fork mode. */
+export type LocalServiceConfig = { baseUrl: string; network: NetworkName; partner: { apiKey: string } };
 
 export type Shop = {
   url: string;
