@@ -61,8 +61,8 @@ function forkableList(): string {
  */
 export async function resolveForkTarget(params: { url: string; blockNumber?: number; timeoutMs?: number }): Promise<ForkTarget> {
   const shown = redactRpcUrl(params.url);
-  if (!/^(https?|wss?):\/\//.test(params.url)) {
-    throw new ForkError(`FORK_URL must be an http(s):// or ws(s):// RPC URL of a Base or Base Sepolia node (got ${shown}).`);
+  if (!/^https?:\/\//.test(params.url)) {
+    throw new ForkError(`FORK_URL must be an http:// or https:// RPC URL of a Base or Base Sepolia node (got ${shown}).`);
   }
   if (params.blockNumber !== undefined && !(Number.isSafeInteger(params.blockNumber) && params.blockNumber >= 0)) {
     throw new ForkError("FORK_BLOCK_NUMBER must be a block number (a non-negative integer).");

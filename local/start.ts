@@ -77,6 +77,10 @@ const chainLabel =
   local.fork === undefined
     ? "Anvil"
     : `Anvil fork of ${local.network} at block ${local.fork.blockNumber} from ${redactRpcUrl(local.fork.url)}`;
+const restartNote =
+  local.fork === undefined
+    ? `the next npm start reuses ${stack.dataDir}.`
+    : `the next npm start forks afresh (the plain chain's data in ${stack.dataDir} is left alone).`;
 console.log(`
   USDC settlement service, local stack
   API           ${local.baseUrl}   (docs: ${local.baseUrl}/docs, health: ${local.baseUrl}/v1/health)
@@ -88,7 +92,7 @@ console.log(`
   Admin wallet  ${local.admin.address}
   Accounts      ${local.accounts.length} Anvil accounts, each with 1,000,000 ${local.fork === undefined ? "test" : "fork"} USDC
   Everything above, with keys: ${join(stack.dataDir, "local.json")}
-  Ctrl-C stops the stack; the next npm start reuses ${stack.dataDir}.
+  Ctrl-C stops the stack; ${restartNote}
 `);
 
 let stopping = false;

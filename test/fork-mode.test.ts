@@ -191,7 +191,7 @@ describe("fork mode: FORK_URL=<rpc> npm start", () => {
       await start.exited;
     }
     await upstream?.stop();
-    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 });
   });
 
   const partnerFetch = (path: string, init: RequestInit & { json?: unknown } = {}) =>
