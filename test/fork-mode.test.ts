@@ -364,6 +364,9 @@ describe("fork mode refusals", () => {
     expect(result.output).toContain("base (8453), base-sepolia (84532)");
     expect(result.anvilListening).toBe(false);
 
+    await expect(resolveForkTarget({ url: "ftp://base.example/" })).rejects.toThrow(
+      "FORK_URL must be an http:// or https:// RPC URL",
+    );
     const base = await startAnvil({ chainId: 8453 });
     started.push(base);
     await expect(resolveForkTarget({ url: base.rpcUrl, blockNumber: 1_000 })).rejects.toThrow(
