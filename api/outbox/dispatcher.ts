@@ -22,6 +22,10 @@ export type DispatcherOptions = {
   attemptTimeoutMs: number;
   /** Attempts in flight at once in one process. */
   concurrency: number;
+  /** Attempts in flight at once to one endpoint, across every process (counted from the leases in the store). */
+  perEndpointConcurrency: number;
+  /** Attempts in flight at once to all endpoints of one partner, across every process. */
+  perPartnerConcurrency: number;
   pollIntervalMs: number;
 };
 
@@ -36,8 +40,11 @@ const optionsSchema = z.object({
     .int()
     .min(0)
     .default(3 * 24 * HOUR),
-  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  // Short: a receiver should acknowledge at once and do its work afterwards.
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
+  WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
 });
 
 /** Retry schedule and limits; the defaults are production values, tests shorten them through the environment. */
@@ -49,6 +56,8 @@ export function dispatcherOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): 
     retryWindowMs: values.WEBHOOK_RETRY_WINDOW_MS,
     attemptTimeoutMs: values.WEBHOOK_ATTEMPT_TIMEOUT_MS,
     concurrency: values.WEBHOOK_CONCURRENCY,
+    perEndpointConcurrency: Math.min(values.WEBHOOK_ENDPOINT_CONCURRENCY, values.WEBHOOK_PARTNER_CONCURRENCY),
+    perPartnerConcurrency: values.WEBHOOK_PARTNER_CONCURRENCY,
     pollIntervalMs: 100,
   };
 }
@@ -109,7 +118,13 @@ export function webhookDispatcher(
         pumpAgain = false;
         const room = options.concurrency - inFlight;
         if (room <= 0) return;
-        for (const claim of await claimDueDeliveries(context.store, { limit: room, leaseMs })) deliverClaimed(claim);
+        const claims = await claimDueDeliveries(context.store, {
+          limit: room,
+          leaseMs,
+          perEndpoint: options.perEndpointConcurrency,
+          perPartner: options.perPartnerConcurrency,
+        });
+        for (const claim of claims) deliverClaimed(claim);
       } while (pumpAgain);
     } finally {
       pumping = false;
@@ -134,38 +149,118 @@ function earlierPending(eb: ExpressionBuilder<Database, "webhook_delivery">): Ex
   );
 }
 
+type Lane = { endpointId: string; partnerId: string; dueSince: number; room: number; granted: number };
+
 /**
- * Finds due deliveries that head their (endpoint, ordering key) line and claims
- * each with a guarded UPDATE; a row another process claimed first is skipped.
+ * Claims due deliveries fairly. A delivery is due when it heads its (endpoint,
+ * ordering key) line and its time has come. Slots go round-robin: one per partner
+ * per round, and within a partner one per endpoint per round, never past the
+ * per-endpoint and per-partner caps. The caps count the leases in the store, so
+ * they hold across processes; a partner whose endpoints are slow or down can
+ * therefore occupy at most `perPartner` slots, and every other partner's
+ * deliveries keep going. Each delivery is then claimed with a guarded UPDATE; a
+ * row another process claimed first is skipped.
  */
-export async function claimDueDeliveries(store: Store, params: { limit: number; leaseMs: number }): Promise<Claim[]> {
+export async function claimDueDeliveries(
+  store: Store,
+  params: { limit: number; leaseMs: number; perEndpoint: number; perPartner: number },
+): Promise<Claim[]> {
   const now = Date.now();
   const unleased = (eb: ExpressionBuilder<Database, "webhook_delivery">) =>
     eb.or([eb("webhook_delivery.locked_until", "is", null), eb("webhook_delivery.locked_until", "<", now)]);
-  const due = await store
+  const dueLanes = await store
     .selectFrom("webhook_delivery")
-    .select("webhook_delivery.id")
+    .select(["webhook_delivery.endpoint_id", "webhook_delivery.partner_id"])
+    .select((eb) => eb.fn.min<number>("webhook_delivery.next_attempt_at").as("due_since"))
     .where("webhook_delivery.status", "=", "pending")
     .where("webhook_delivery.next_attempt_at", "<=", now)
     .where(unleased)
     .where((eb) => eb.not(earlierPending(eb)))
-    .orderBy("webhook_delivery.next_attempt_at")
-    .orderBy("webhook_delivery.event_seq")
-    .limit(params.limit)
+    .groupBy(["webhook_delivery.endpoint_id", "webhook_delivery.partner_id"])
+    .orderBy("due_since")
+    .limit(1000)
     .execute();
+  if (dueLanes.length === 0) return [];
+
+  const busy = await store
+    .selectFrom("webhook_delivery")
+    .select(["endpoint_id", "partner_id"])
+    .select((eb) => eb.fn.countAll<number>().as("leased"))
+    .where("status", "=", "pending")
+    .where("locked_until", ">=", now)
+    .groupBy(["endpoint_id", "partner_id"])
+    .execute();
+  const busyEndpoint = new Map<string, number>();
+  const busyPartner = new Map<string, number>();
+  for (const row of busy) {
+    busyEndpoint.set(row.endpoint_id, (busyEndpoint.get(row.endpoint_id) ?? 0) + Number(row.leased));
+    busyPartner.set(row.partner_id, (busyPartner.get(row.partner_id) ?? 0) + Number(row.leased));
+  }
+
+  // Partners in the order of their oldest due delivery; each with its endpoints in the same order.
+  const partners = new Map<string, { room: number; lanes: Lane[]; next: number }>();
+  for (const row of dueLanes) {
+    let partner = partners.get(row.partner_id);
+    if (partner === undefined) {
+      partner = { room: params.perPartner - (busyPartner.get(row.partner_id) ?? 0), lanes: [], next: 0 };
+      partners.set(row.partner_id, partner);
+    }
+    partner.lanes.push({
+      endpointId: row.endpoint_id,
+      partnerId: row.partner_id,
+      dueSince: Number(row.due_since),
+      room: params.perEndpoint - (busyEndpoint.get(row.endpoint_id) ?? 0),
+      granted: 0,
+    });
+  }
+  let slots = params.limit;
+  for (let progress = true; slots > 0 && progress; ) {
+    progress = false;
+    for (const partner of partners.values()) {
+      if (slots === 0) break;
+      if (partner.room <= 0) continue;
+      for (let tried = 0; tried < partner.lanes.length; tried++) {
+        const lane = partner.lanes[partner.next % partner.lanes.length] as Lane;
+        partner.next++;
+        if (lane.granted >= lane.room) continue;
+        lane.granted++;
+        partner.room--;
+        slots--;
+        progress = true;
+        break;
+      }
+    }
+  }
 
   const claims: Claim[] = [];
-  for (const row of due) {
-    const token = randomUUID();
-    const result = await store
-      .updateTable("webhook_delivery")
-      .set({ locked_until: now + params.leaseMs, lock_token: token })
-      .where("webhook_delivery.id", "=", row.id)
-      .where("webhook_delivery.status", "=", "pending")
-      .where(unleased)
-      .where((eb) => eb.not(earlierPending(eb)))
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 1) claims.push({ id: row.id, token });
+  for (const partner of partners.values()) {
+    for (const lane of partner.lanes) {
+      if (lane.granted === 0) continue;
+      const heads = await store
+        .selectFrom("webhook_delivery")
+        .select("webhook_delivery.id")
+        .where("webhook_delivery.endpoint_id", "=", lane.endpointId)
+        .where("webhook_delivery.status", "=", "pending")
+        .where("webhook_delivery.next_attempt_at", "<=", now)
+        .where(unleased)
+        .where((eb) => eb.not(earlierPending(eb)))
+        .orderBy("webhook_delivery.next_attempt_at")
+        .orderBy("webhook_delivery.event_seq")
+        .limit(lane.granted)
+        .execute();
+      for (const row of heads) {
+        const token = randomUUID();
+        const result = await store
+          .updateTable("webhook_delivery")
+          .set({ locked_until: now + params.leaseMs, lock_token: token })
+          .where("webhook_delivery.id", "=", row.id)
+          .where("webhook_delivery.status", "=", "pending")
+          .where(unleased)
+          .where((eb) => eb.not(earlierPending(eb)))
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) === 1) claims.push({ id: row.id, token });
+      }
+    }
   }
   return claims;
 }
@@ -270,5 +365,17 @@ async function attemptDelivery(
       .where("id", "=", claim.id)
       .where("lock_token", "=", claim.token)
       .execute();
+    // The endpoint answers again: its backoff is over for the whole queue. Deliveries
+    // waiting out their own backoff from the outage go now instead of minutes later
+    // (their order per ordering key still holds: only a line's head is ever claimed).
+    if (outcome.ok) {
+      await trx
+        .updateTable("webhook_delivery")
+        .set({ next_attempt_at: finishedAt, updated_at: finishedAt })
+        .where("endpoint_id", "=", row.id)
+        .where("status", "=", "pending")
+        .where("next_attempt_at", ">", finishedAt)
+        .execute();
+    }
   });
 }
