@@ -1,17 +1,42 @@
 import type { z } from "zod";
-import { problems } from "./problem.js";
+import { ProblemError } from "./problem.js";
+
+/** The longest cursor this service issues is far below this; anything longer was not ours. */
+const MAX_CURSOR_LENGTH = 512;
 
 /** Opaque keyset cursors: base64url JSON, validated on the way back in. */
 export function encodeCursor(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString("base64url");
 }
 
+export function invalidCursor(): ProblemError {
+  return new ProblemError({
+    status: 400,
+    code: "invalid_cursor",
+    title: "The cursor is not valid",
+    detail: "`cursor` is not a cursor this service issued; start again without it.",
+  });
+}
+
+/**
+ * Reads a cursor back, or throws `invalid_cursor` (400). Besides the caller's
+ * schema, every number in it must be a safe integer: a crafted cursor can otherwise
+ * carry 1e300 or 2^64 into a query, which the store answers with an overflow.
+ */
 export function decodeCursor<schema extends z.ZodType>(cursor: string, schema: schema): z.infer<schema> {
+  if (cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]*$/.test(cursor)) throw invalidCursor();
+  let value: unknown;
   try {
-    return schema.parse(JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")));
+    value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"), (_key, item: unknown) => {
+      if (typeof item === "number" && !Number.isSafeInteger(item)) throw new Error("not a safe integer");
+      return item;
+    });
   } catch {
-    throw problems.invalidRequest("`cursor` is not a cursor this service issued.");
+    throw invalidCursor();
   }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw invalidCursor();
+  return parsed.data;
 }
 
 /**

@@ -28,7 +28,11 @@ const TransfersQuery = z.object({
   fromBlock: blockNumber.optional(),
   toBlock: blockNumber.optional(),
   network: z.string().optional(),
-  cursor: z.string().max(500).optional(),
+  cursor: z
+    .string()
+    .max(500)
+    .optional()
+    .openapi({ description: "`nextCursor` of the previous page; anything else is `invalid_cursor`" }),
   limit: z.coerce.number().int().min(1).max(500).default(100),
 });
 
@@ -49,7 +53,16 @@ export const TransferSchema = z
   })
   .openapi("Transfer");
 
-const cursorSchema = z.object({ c: z.number().int(), b: z.string().regex(/^\d+$/), l: z.number().int() });
+/** Chain id and log index are 32-bit columns in the index; a block number stays within 64 bits. */
+const INT32_MAX = 2_147_483_647;
+const cursorSchema = z.object({
+  c: z.number().int().min(1).max(INT32_MAX),
+  b: z
+    .string()
+    .regex(/^\d{1,19}$/)
+    .refine((value) => BigInt(value) <= 2n ** 63n - 1n),
+  l: z.number().int().min(0).max(INT32_MAX),
+});
 
 const route = createRoute({
   method: "get",
