@@ -5,6 +5,7 @@ import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
+import { limitBody, limitRate, loadRequestLimits, type RequestLimits } from "./http/request-limits.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
@@ -23,7 +24,7 @@ import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
  * /status, /metrics, /graphql and /sql/*); everything here lives under /v1, /api
  * and a few pages.
  */
-export function createApp(context: AppContext) {
+export function createApp(context: AppContext, limits: RequestLimits = loadRequestLimits()) {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) {
@@ -34,6 +35,24 @@ export function createApp(context: AppContext) {
   });
 
   app.use("*", requestId());
+  // Limits first, so an oversized body or a flood is refused before anything reads or looks it up.
+  app.use("*", limitBody(limits.bodyBytes));
+  for (const prefix of ["/v1/public/*", "/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) {
+    app.use(prefix, limitBody(limits.publicBodyBytes));
+  }
+  // One counter per kind, shared by its paths: three portals do not triple the sign-in allowance.
+  const signInRate = limitRate("sign-in", limits.signIn, limits.trustProxy);
+  for (const prefix of ["/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) app.use(prefix, signInRate);
+  // Hash submissions and authorizations may each cost an RPC look-up of a receipt.
+  const lookupRate = limitRate("look-up", limits.lookups, limits.trustProxy);
+  for (const path of [
+    "/v1/public/checkout/payments",
+    "/v1/public/checkout/sessions/*/authorizations",
+    "/api/rwa/settlements/*",
+  ]) {
+    app.use(path, lookupRate);
+  }
+  app.use("/v1/public/*", limitRate("public", limits.publicCalls, limits.trustProxy));
   app.onError((error, c) => {
     if (error instanceof ProblemError) return problemResponse(c, error);
     if (error instanceof HTTPException && error.status < 500) {

@@ -131,6 +131,9 @@ async function main(): Promise<number> {
         blockTime: config.blockTimeS,
         env: {
           LOCAL_CONFIRMATIONS: String(config.confirmations),
+          // The bench is one client hammering the API: per-IP rate limits would measure the limiter.
+          LOOKUP_RATE_LIMIT: "1000000",
+          PUBLIC_RATE_LIMIT: "1000000",
           ...(postgres ? { DATABASE_URL: await postgres.createDatabase("bench_service_index") } : {}),
           ...config.serviceEnv,
         },

@@ -1,6 +1,11 @@
 /** Every stable problem `code` the API answers with, for `/docs` (problem `type` URIs point here). */
 export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string }[] = [
   { code: "invalid_request", status: 400, meaning: "The body, path or query does not validate; `errors` lists each field." },
+  {
+    code: "invalid_cursor",
+    status: 400,
+    meaning: "A `cursor` (or `after`) that this service did not issue: malformed, tampered or out of range.",
+  },
   { code: "unauthenticated", status: 401, meaning: "Missing, malformed, wrong or revoked API key or portal session." },
   { code: "invalid_client_token", status: 401, meaning: "The client token does not belong to this checkout session." },
   { code: "forbidden", status: 403, meaning: "Authenticated, but this role or owner may not do this." },
@@ -50,7 +55,16 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
   },
   { code: "unsupported_network", status: 422, meaning: "The network is not enabled on this service." },
   { code: "no_payment_address", status: 422, meaning: "The partner has no watched payment address on that network." },
-  { code: "rate_limited", status: 429, meaning: "Too many requests (or unknown-hash look-ups for one checkout); retry later." },
+  {
+    code: "payload_too_large",
+    status: 413,
+    meaning: "The body is over the route's limit (16 KiB on public and sign-in routes, 1 MiB elsewhere by default).",
+  },
+  {
+    code: "rate_limited",
+    status: 429,
+    meaning: "Too many requests from this client (or unknown-hash look-ups for one checkout); wait for `Retry-After` seconds.",
+  },
   {
     code: "reference_space_exhausted",
     status: 503,

@@ -1,9 +1,8 @@
-import type { IncomingMessage } from "node:http";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import { rateLimiter } from "hono-rate-limiter";
 import type { Address, Hex } from "viem";
 import type { AppContext } from "../../app-context.js";
+import { clientIp } from "../../http/client-ip.js";
 import { ProblemError, problemResponse } from "../../http/problem.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import type { PortalSettings } from "../portal-settings.js";
@@ -43,15 +42,6 @@ const notFound = (what: string) =>
     title: "No certificate found",
     detail: `No certificate was minted for ${what}.`,
   });
-
-/** The client address: the socket's peer, or the first X-Forwarded-For entry behind a trusted proxy. */
-function clientIp(c: Context, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = c.req.header("X-Forwarded-For")?.split(",")[0]?.trim();
-    if (forwarded) return forwarded;
-  }
-  return (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress ?? "unknown";
-}
 
 /**
  * `/api/rwa/verify`: public certificate verification from indexed chain data, no

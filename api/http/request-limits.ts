@@ -1,0 +1,106 @@
+import type { Context, MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { rateLimiter } from "hono-rate-limiter";
+import { z } from "zod";
+import { clientIp } from "./client-ip.js";
+import { ProblemError, problemResponse } from "./problem.js";
+
+/**
+ * Limits every request meets before a handler runs (docs/security.md, "Limits").
+ * Rate limits count per client IP in process memory: each API replica counts on
+ * its own, so behind N replicas the effective limit is N times the figure.
+ */
+export type RequestLimits = {
+  /** Any request body, authenticated or not. */
+  bodyBytes: number;
+  /** Bodies of routes anyone may call without a credential (browser checkout, sign-in). */
+  publicBodyBytes: number;
+  /** Sign-in challenges and verifications (`/api/{portal}/auth/*`), per client IP per window. */
+  signIn: RateLimit;
+  /** Calls that may look a transaction up over RPC (hash submissions, authorizations), per client IP per window. */
+  lookups: RateLimit;
+  /** Every other public browser call (`/v1/public/*`), per client IP per window. */
+  publicCalls: RateLimit;
+  trustProxy: boolean;
+};
+
+export type RateLimit = { limit: number; windowMs: number };
+
+const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000).default(fallback);
+
+const limitsEnvSchema = z.object({
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(1024 * 1024),
+  PUBLIC_BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024)
+    .default(16 * 1024),
+  SIGN_IN_RATE_LIMIT: count(120),
+  LOOKUP_RATE_LIMIT: count(120),
+  PUBLIC_RATE_LIMIT: count(1200),
+  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  TRUST_PROXY: z.enum(["true", "false"]).default("false"),
+});
+
+export function loadRequestLimits(env: NodeJS.ProcessEnv = process.env): RequestLimits {
+  const values = limitsEnvSchema.parse(
+    Object.fromEntries(Object.keys(limitsEnvSchema.shape).map((key) => [key, env[key] === "" ? undefined : env[key]])),
+  );
+  const windowMs = values.RATE_LIMIT_WINDOW_SECONDS * 1000;
+  return {
+    bodyBytes: values.BODY_LIMIT_BYTES,
+    publicBodyBytes: Math.min(values.PUBLIC_BODY_LIMIT_BYTES, values.BODY_LIMIT_BYTES),
+    signIn: { limit: values.SIGN_IN_RATE_LIMIT, windowMs },
+    lookups: { limit: values.LOOKUP_RATE_LIMIT, windowMs },
+    publicCalls: { limit: values.PUBLIC_RATE_LIMIT, windowMs },
+    trustProxy: values.TRUST_PROXY === "true",
+  };
+}
+
+/**
+ * Refuses a body over `maxBytes` with a 413 problem, before anything reads it:
+ * a declared `Content-Length` is refused at once, a chunked body as soon as it
+ * passes the limit (it is never buffered beyond it).
+ */
+export function limitBody(maxBytes: number): MiddlewareHandler {
+  return bodyLimit({
+    maxSize: maxBytes,
+    onError: (c) =>
+      problemResponse(
+        c,
+        new ProblemError({
+          status: 413,
+          code: "payload_too_large",
+          title: "The request body is too large",
+          detail: `This route takes at most ${maxBytes} bytes of body.`,
+          extensions: { maxBytes },
+        }),
+      ),
+  });
+}
+
+/** Counts requests per client IP (and `scope`); past the limit, a 429 problem with `Retry-After`. */
+export function limitRate(scope: string, rate: RateLimit, trustProxy: boolean): MiddlewareHandler {
+  return rateLimiter({
+    windowMs: rate.windowMs,
+    limit: rate.limit,
+    standardHeaders: "draft-7",
+    keyGenerator: (c: Context) => `${scope}:${clientIp(c, trustProxy)}`,
+    handler: (c: Context) =>
+      problemResponse(
+        c,
+        new ProblemError({
+          status: 429,
+          code: "rate_limited",
+          title: "Too many requests",
+          detail: `At most ${rate.limit} ${scope} requests per ${rate.windowMs / 1000} s per client; retry after the time in Retry-After.`,
+        }),
+      ),
+  });
+}
