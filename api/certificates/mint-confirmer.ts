@@ -6,21 +6,53 @@ import { recordEvent } from "../outbox/record-event.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 
+/** Certificates of each kind looked up per tick; both batches together stay within one index query (500 mints). */
+const BATCH = 250;
+/**
+ * A voucher past its deadline can no longer be minted; one that was minted in time
+ * shows up in the index within this long, after which the voucher is not looked up
+ * again (claiming issues a fresh voucher, which is looked up anew).
+ */
+export const STALE_VOUCHER_GRACE_SECONDS = 24 * 3600;
+
 /**
  * Moves certificates along as the indexer sees their mint: `pending` while the
  * mint block lacks confirmations, then `minted` with `certificate.minted`.
+ *
+ * Each tick looks at every `pending` certificate (a mint was seen: few, each cost
+ * gas) and at the next batch of vouchers after a cursor that goes round all of
+ * them. Vouchers that are claimed and never minted cost one pass of the cursor, so
+ * they can slow the confirmation of other partners' mints down by a few ticks but
+ * never stop it; vouchers past their deadline (plus a grace) drop out of the scan.
  */
 export function mintConfirmer(context: AppContext, options: { intervalMs?: number } = {}): Worker {
+  let cursor = "";
   return {
     name: "mint-confirmer",
     intervalMs: options.intervalMs ?? 200,
     async tick() {
-      const waiting = await context.store
+      const nowSeconds = Math.floor(Date.now() / 1000);
+      const seen = await context.store
         .selectFrom("certificate")
         .selectAll()
-        .where("status", "in", ["voucher_issued", "pending"])
-        .limit(500)
+        .where("status", "=", "pending")
+        .orderBy("updated_at")
+        .limit(BATCH)
         .execute();
+      const vouchers = await context.store
+        .selectFrom("certificate")
+        .selectAll()
+        .where("status", "=", "voucher_issued")
+        .where("order_id", ">", cursor)
+        .where((eb) =>
+          eb.or([eb("voucher_deadline", "is", null), eb("voucher_deadline", ">=", nowSeconds - STALE_VOUCHER_GRACE_SECONDS)]),
+        )
+        .orderBy("order_id")
+        .limit(BATCH)
+        .execute();
+      // A short batch reached the end: the next tick starts again from the first voucher.
+      cursor = vouchers.length < BATCH ? "" : (vouchers.at(-1)?.order_id ?? "");
+      const waiting = [...seen, ...vouchers];
       if (waiting.length === 0) return;
       const mints = await context.indexed.certificateMints({ purchaseIds: waiting.map((row) => row.purchase_id as Hex) });
       const heads = await context.indexed.heads();

@@ -18,6 +18,7 @@ import * as m0001 from "./migrations/0001_foundation.js";
 import * as m0002 from "./migrations/0002_commerce.js";
 import * as m0003 from "./migrations/0003_webhooks.js";
 import * as m0004 from "./migrations/0004_portals.js";
+import * as m0006 from "./migrations/0006_tenant_limits.js";
 
 export type Store = Kysely<Database>;
 
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   "0002_commerce": m0002,
   "0003_webhooks": m0003,
   "0004_portals": m0004,
+  "0006_tenant_limits": m0006,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
