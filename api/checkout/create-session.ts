@@ -6,7 +6,7 @@ import type { NetworkConfig, NetworkName } from "../config/networks.js";
 import { ProblemError } from "../http/problem.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { CheckoutSessionTable, Database } from "../store/database.js";
-import { reserveAmount } from "./amount-reference.js";
+import { releaseUnusedReference, reserveAmount } from "./amount-reference.js";
 import { issueClientToken } from "./client-tokens.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "./idempotency.js";
 
@@ -276,6 +276,10 @@ export async function expireSession(
     .where("status", "=", "awaiting_payment")
     .executeTakeFirst();
   if (result.numUpdatedRows !== 1n) return false;
+  await releaseUnusedReference(trx, {
+    sessionId: params.session.id,
+    endedAt: params.reason === "expired" ? Math.min(Number(params.session.expires_at), params.now) : params.now,
+  });
   const order = await trx
     .selectFrom("orders")
     .select(["purchase_id"])

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { holdReferenceForLateWindow } from "../checkout/amount-reference.js";
 import { expireSession } from "../checkout/create-session.js";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
@@ -24,21 +25,23 @@ export function confirmationsOf(transfer: { blockNumber: bigint }, head: bigint)
 export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTransfer): Promise<TransferDecision> {
   const reservation = await trx
     .selectFrom("amount_reservation")
-    .select("session_id")
+    .select(["session_id", "released_at"])
     .where("chain_id", "=", transfer.chainId)
     .where("payment_address", "=", transfer.to)
     .where("amount_due", "=", transfer.value.toString())
     .executeTakeFirst();
   if (reservation === undefined) return { kind: "unresolved", reason: "unmatched", session: undefined };
+  const minedAtMs = Number(transfer.blockTimestamp) * 1000;
   const session = await trx
     .selectFrom("checkout_session")
     .selectAll()
     .where("id", "=", reservation.session_id)
     .executeTakeFirstOrThrow();
-  const minedAtMs = Number(transfer.blockTimestamp) * 1000;
 
   // Past the late window the amount no longer names this session; it is still late.
   if (minedAtMs > Number(session.late_until)) return { kind: "unresolved", reason: "late", session: undefined };
+  // The session ended unused and its reference was released: the amount names no session any more.
+  if (minedAtMs > Number(reservation.released_at)) return { kind: "unresolved", reason: "unmatched", session: undefined };
   if (session.required_payer !== null && session.required_payer !== transfer.from) {
     return { kind: "unresolved", reason: "wrong_payer", session };
   }
@@ -116,6 +119,8 @@ export async function recordTransfer(
       .onConflict((oc) => oc.doNothing())
       .executeTakeFirst();
     if (inserted.numInsertedOrUpdatedRows !== 1n) return (await findPayment(trx, transfer)) as PaymentTable;
+    // A session that saw a transfer may see another (a duplicate, a top-up): its reference stays its own.
+    if (decision.session !== undefined) await holdReferenceForLateWindow(trx, decision.session);
 
     if (decision.kind === "unresolved") {
       if (payment.partner_id !== null) await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });
