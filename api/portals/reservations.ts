@@ -37,6 +37,9 @@ export async function reserveUnits(
       extensions: { unitsAvailable: current.units_available },
     });
   }
+  // After the offering's row was updated (and, on Postgres, locked until commit), so
+  // racing reservations of one offering count each other's holds.
+  await assertHoldCaps(trx, { offering, investor: params.investor, units });
   await trx
     .insertInto("offering_position")
     .values({ offering_id: offering.id, investor: params.investor, units: 0 })
@@ -56,6 +59,67 @@ export async function reserveUnits(
       title: "This would exceed the per-investor limit",
       detail: `An investor may hold at most ${offering.max_units_per_investor} unit(s) of this offering, reserved or bought.`,
       extensions: { maxUnitsPerInvestor: offering.max_units_per_investor },
+    });
+  }
+}
+
+/** Unpaid purchase intents one investor may hold in one offering at once. */
+export const MAX_OPEN_PURCHASES_PER_INVESTOR = 3;
+/**
+ * Wallets without approved KYC may together hold, unpaid, at most this share of an
+ * offering's units (or one investor's allowance, if that is more). A wallet costs
+ * nothing to make, so without it a crowd of fresh wallets could reserve every unit
+ * and keep real investors out; paid units and KYC-approved investors are not capped.
+ */
+export const UNVERIFIED_HOLD_PERCENT = 10;
+
+async function assertHoldCaps(
+  trx: Kysely<Database>,
+  params: { offering: OfferingTable; investor: string; units: number },
+): Promise<void> {
+  const { offering } = params;
+  const unpaid = trx
+    .selectFrom("rwa_purchase")
+    .leftJoin("checkout_session", "checkout_session.id", "rwa_purchase.session_id")
+    .where("rwa_purchase.offering_id", "=", offering.id)
+    .where("rwa_purchase.released_at", "is", null)
+    .where((eb) =>
+      eb.or([eb("rwa_purchase.session_id", "is", null), eb("checkout_session.status", "in", ["awaiting_payment", "expired"])]),
+    );
+  const mine = await unpaid
+    .select((eb) => eb.fn.countAll<number>().as("open"))
+    .where("rwa_purchase.investor", "=", params.investor)
+    .executeTakeFirstOrThrow();
+  if (Number(mine.open) >= MAX_OPEN_PURCHASES_PER_INVESTOR) {
+    throw new ProblemError({
+      status: 409,
+      code: "too_many_open_purchases",
+      title: "Too many unpaid purchases in this offering",
+      detail: `A wallet may hold at most ${MAX_OPEN_PURCHASES_PER_INVESTOR} unpaid purchases of one offering; pay one or let it expire.`,
+      extensions: { maxOpenPurchases: MAX_OPEN_PURCHASES_PER_INVESTOR },
+    });
+  }
+  const eligibility = await trx
+    .selectFrom("investor_eligibility")
+    .select("kyc_status")
+    .where("address", "=", params.investor)
+    .executeTakeFirst();
+  if (eligibility?.kyc_status === "approved") return;
+  const held = await unpaid
+    .leftJoin("investor_eligibility", "investor_eligibility.address", "rwa_purchase.investor")
+    .select((eb) => eb.fn.sum<number | string | null>("rwa_purchase.units").as("units"))
+    .where((eb) =>
+      eb.or([eb("investor_eligibility.kyc_status", "is", null), eb("investor_eligibility.kyc_status", "!=", "approved")]),
+    )
+    .executeTakeFirstOrThrow();
+  const cap = Math.max(offering.max_units_per_investor, Math.ceil((offering.total_units * UNVERIFIED_HOLD_PERCENT) / 100));
+  if (Number(held.units ?? 0) + params.units > cap) {
+    throw new ProblemError({
+      status: 409,
+      code: "unverified_hold_limit",
+      title: "Unverified wallets already hold their share of this offering",
+      detail: `Wallets without approved KYC may together hold at most ${cap} unpaid unit(s) of this offering. Complete KYC, or retry when reservations expire.`,
+      extensions: { unverifiedHoldLimit: cap },
     });
   }
 }
