@@ -6,13 +6,17 @@ import type { AppContext } from "./app-context.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
 import { limitBody, limitRate, loadRequestLimits, type RequestLimits } from "./http/request-limits.js";
+import { requirePartnerMember } from "./portals/partner-portal.js";
+import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
+import { consoleRoutes } from "./routes/console.js";
 import { docsRoutes } from "./routes/docs.js";
 import { eventsRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { hostedPageRoutes } from "./routes/hosted-pages.js";
+import { memberRoutes } from "./routes/members.js";
 import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
@@ -80,6 +84,18 @@ export function createApp(context: AppContext, limits: RequestLimits = loadReque
     app.route(prefix, routes);
   };
 
+  const requireMember = requirePartnerMember(context);
+  /**
+   * The console's partner portal: the same route handlers as `/v1`, behind a member
+   * wallet's session instead of the API key (both set the same `partner`).
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
+  const memberPortalRoutes = (prefix: string, routes: Hono<any, any, any>) => {
+    app.use(prefix, requireMember);
+    app.use(`${prefix}/*`, requireMember);
+    app.route(prefix, routes);
+  };
+
   app.route("/v1/health", healthRoutes(context));
   partnerRoutes("/v1/transfers", transfersRoutes(context));
   partnerRoutes("/v1/webhook-endpoints", webhookEndpointsRoutes(context));
@@ -87,6 +103,16 @@ export function createApp(context: AppContext, limits: RequestLimits = loadReque
   partnerRoutes("/v1/checkout/sessions", checkoutSessionRoutes(context));
   partnerRoutes("/v1/orders", orderRoutes(context));
   partnerRoutes("/v1/payments", paymentRoutes(context));
+  partnerRoutes("/v1/members", memberRoutes(context, [{ apiKey: [] }]));
+  memberPortalRoutes("/api/partner/webhook-endpoints", webhookEndpointsRoutes(context));
+  memberPortalRoutes("/api/partner/events", eventsRoutes(context));
+  memberPortalRoutes("/api/partner/checkout/sessions", checkoutSessionRoutes(context));
+  memberPortalRoutes("/api/partner/orders", orderRoutes(context));
+  memberPortalRoutes("/api/partner/payments", paymentRoutes(context));
+  memberPortalRoutes("/api/partner/members", memberRoutes(context, [{ portalSession: [] }]));
+  for (const path of ["/api/partner/profile", "/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireMember);
+  app.route("/api/partner", partnerPortalRoutes(context));
+  app.route("/console", consoleRoutes());
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
   app.route("/", hostedPageRoutes(context));
   app.route("/api", portalRoutes(context));

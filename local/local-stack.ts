@@ -12,6 +12,7 @@ import {
 } from "../api/config/networks.js";
 import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
 import { migrateStore, openStore } from "../api/store/open-store.js";
+import { ensureConsoleBuilt } from "../console/build.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
 import { deployCertificate, deployContracts } from "./deploy.js";
 import { alignForkClock, type ForkTarget, fundAccountsWithForkUsdc, resolveForkTarget } from "./fork.js";
@@ -143,6 +144,8 @@ export async function startLocalStack(options: {
       ...options.env,
     };
     const port = options.apiPort ?? (await findFreePort());
+    // The console is served from its build; build it now if the sources changed.
+    await ensureConsoleBuilt({ log: (line) => console.log(line) });
     let ponder = await startPonder({ root: PROJECT_ROOT, port, env: serviceEnv, inheritOutput: options.inheritOutput });
 
     const local: LocalJson = {

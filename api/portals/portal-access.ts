@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import type { ServiceSettings } from "../config/settings.js";
 import { ProblemError } from "../http/problem.js";
+import { membershipsOf } from "../partners/members.js";
 import type { Database } from "../store/database.js";
 import type { PortalRole } from "../store/portal-tables.js";
 
@@ -15,7 +16,8 @@ const notAllowed = (role: PortalRole, detail: string) =>
 
 /**
  * Who may use which portal: any wallet may be an investor; admins are the wallets
- * of ADMIN_ADDRESSES; issuers are wallets an admin registered and has not disabled.
+ * of ADMIN_ADDRESSES; issuers are wallets an admin registered and has not disabled;
+ * partner members are wallets registered as members of at least one partner.
  * Checked when a challenge is issued, at sign-in and again on every request.
  */
 export async function assertMayUsePortal(
@@ -27,6 +29,15 @@ export async function assertMayUsePortal(
   if (params.role === "admin") {
     if (!settings.adminAddresses.some((admin) => admin.toLowerCase() === address)) {
       throw notAllowed("admin", "This wallet is not one of the configured admin wallets (ADMIN_ADDRESSES).");
+    }
+    return;
+  }
+  if (params.role === "partner") {
+    if ((await membershipsOf(db, address)).length === 0) {
+      throw notAllowed(
+        "partner",
+        "This wallet is not a member of any partner; an admin, the operator or the partner's API registers members.",
+      );
     }
     return;
   }

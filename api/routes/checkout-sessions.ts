@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { createCheckoutSession } from "../checkout/create-session.js";
+import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-sessions.js";
 import { sessionView } from "../checkout/session-view.js";
 import { NETWORK_NAMES } from "../config/networks.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
@@ -84,8 +85,31 @@ const readRoute = createRoute({
   responses: { 200: { description: "The session", content: { "application/json": { schema: SessionSchema } } } },
 });
 
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "List checkout sessions, newest first, each with its order's status",
+  security: [{ apiKey: [] }],
+  request: {
+    query: z.object({
+      status: z.enum(SESSION_STATUSES).optional(),
+      cursor: z.string().max(500).optional(),
+      limit: z.coerce.number().int().min(1).max(100).default(20),
+    }),
+  },
+  responses: {
+    200: {
+      description: "A page of sessions",
+      content: { "application/json": { schema: z.object({ data: z.array(SessionSchema), nextCursor: z.string().nullable() }) } },
+    },
+  },
+});
+
 export function checkoutSessionRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(listRoute, async (c) =>
+      c.json(await listCheckoutSessions(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
+    )
     .openapi(createRoute_, async (c) => {
       const body = c.req.valid("json");
       const partner = c.get("partner");

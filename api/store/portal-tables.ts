@@ -16,7 +16,7 @@ export interface PortalTables {
   audit_log: AuditLogTable;
 }
 
-export type PortalRole = "investor" | "issuer" | "admin";
+export type PortalRole = "investor" | "issuer" | "admin" | "partner";
 
 export interface PortalChallengeTable {
   /** 128 random bits, base62; the SIWE nonce. */

@@ -76,7 +76,7 @@ const AuditEntrySchema = z
   .object({
     id: z.string(),
     seq: z.number().int(),
-    actor: z.object({ role: z.enum(["investor", "issuer", "admin"]), address: z.string() }),
+    actor: z.object({ role: z.enum(["investor", "issuer", "admin", "partner"]), address: z.string() }),
     action: z.string(),
     target: z.object({ type: z.string(), id: z.string() }),
     details: z.record(z.string(), z.unknown()),

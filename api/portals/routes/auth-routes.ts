@@ -30,7 +30,7 @@ const VerifyBody = z.object({ message: z.string().min(1).max(4096), signature: S
 const SessionSchema = z.object({
   token: z.string().openapi({ description: "Opaque bearer token; send as `Authorization: Bearer <token>`" }),
   expiresAt: z.string(),
-  role: z.enum(["investor", "issuer", "admin"]),
+  role: z.enum(["investor", "issuer", "admin", "partner"]),
   address: z.string(),
 });
 const CurrentSessionSchema = SessionSchema.omit({ token: true });

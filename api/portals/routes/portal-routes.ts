@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { loadPortalSettings, type PortalSettings } from "../portal-settings.js";
+import { adminMemberRoutes } from "./admin-member-routes.js";
 import { adminPaymentRoutes } from "./admin-payment-routes.js";
 import { adminRoutes } from "./admin-routes.js";
 import { authRoutes } from "./auth-routes.js";
@@ -27,11 +28,13 @@ export function portalRoutes(context: AppContext, portal: PortalSettings = loadP
     .route("/investor/auth", authRoutes(context, portal, "investor"))
     .route("/issuer/auth", authRoutes(context, portal, "issuer"))
     .route("/admin/auth", authRoutes(context, portal, "admin"))
+    .route("/partner/auth", authRoutes(context, portal, "partner"))
     .route("/investor", investorRoutes(context))
     .route("/rwa/offerings", offeringRoutes(context, portal))
     .route("/rwa/verify", verifyRoutes(context, portal))
     .route("/rwa", purchaseRoutes(context, portal))
     .route("/issuer", issuerRoutes(context, portal))
     .route("/admin/payments", adminPaymentRoutes(context))
+    .route("/admin/partners", adminMemberRoutes(context))
     .route("/admin", adminRoutes(context));
 }

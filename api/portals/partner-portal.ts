@@ -1,0 +1,39 @@
+import { createMiddleware } from "hono/factory";
+import type { AppContext } from "../app-context.js";
+import type { PartnerVariables } from "../http/partner-auth.js";
+import { ProblemError } from "../http/problem.js";
+import { membershipsOf } from "../partners/members.js";
+import { type PortalVariables, requirePortalSession } from "./portal-auth.js";
+
+export const PARTNER_CHOICE_HEADER = "X-Partner-Id";
+
+/**
+ * The partner portal's guard: a `partner` portal session whose wallet is a member
+ * of the partner it acts for. It sets the same `partner` variable the API-key guard
+ * sets, so `/api/partner/...` runs the very route handlers (and domain functions) of
+ * `/v1/...`: a member wallet can do what the partner's API key can, nothing more and
+ * never through a second path to the store. A wallet that belongs to several partners
+ * names one in `X-Partner-Id`; without it, the first partner it joined.
+ */
+export function requirePartnerMember(context: Pick<AppContext, "store" | "settings">) {
+  const session = requirePortalSession(context, "partner");
+  return createMiddleware<{ Variables: PortalVariables & PartnerVariables }>(async (c, next) => {
+    // biome-ignore lint/suspicious/noExplicitAny: the session guard sets a subset of these variables
+    await session(c as any, async () => {
+      const memberships = await membershipsOf(context.store, c.get("portalSession").address);
+      const wanted = c.req.header(PARTNER_CHOICE_HEADER);
+      const chosen = wanted === undefined ? memberships[0] : memberships.find((m) => m.partnerId === wanted);
+      if (chosen === undefined) {
+        throw new ProblemError({
+          status: 403,
+          code: "portal_not_allowed",
+          title: "This wallet cannot act for this partner",
+          detail: "The wallet is not a member of the partner named in X-Partner-Id.",
+          extensions: { portal: "partner" },
+        });
+      }
+      c.set("partner", { id: chosen.partnerId, name: chosen.partnerName });
+      await next();
+    });
+  });
+}

@@ -1,0 +1,61 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppContext } from "../../app-context.js";
+import { addMember, listMembers, MEMBER_ROLES, memberView } from "../../partners/members.js";
+import type { AppEnv } from "../../routes/app-env.js";
+import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
+import { AddressSchema, IdParam, jsonBody, jsonResponse, problemResponses } from "./schemas.js";
+
+const MemberSchema = z.object({ partnerId: z.string(), address: z.string(), role: z.enum(MEMBER_ROLES), createdAt: z.string() });
+
+/** `/api/admin/partners/{id}/members`: an admin registers a partner's console users. */
+export function adminMemberRoutes(context: AppContext) {
+  const adminOnly = requirePortalSession(context, "admin");
+  const tags = ["Admin portal"];
+  const security = [{ portalSession: [] }];
+  return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>()
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/{id}/members",
+        tags,
+        security,
+        middleware: [adminOnly] as const,
+        summary: "A partner's console members",
+        request: { params: IdParam },
+        responses: {
+          200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.null() })),
+          ...problemResponses,
+        },
+      }),
+      async (c) =>
+        c.json(
+          { data: (await listMembers(context.store, { partnerId: c.req.valid("param").id })).map(memberView), nextCursor: null },
+          200,
+        ),
+    )
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/{id}/members",
+        tags,
+        security,
+        middleware: [adminOnly] as const,
+        summary: "Register a wallet as a console member of a partner",
+        request: {
+          params: IdParam,
+          body: jsonBody(z.object({ address: AddressSchema, role: z.enum(MEMBER_ROLES).default("member") })),
+        },
+        responses: { 201: jsonResponse("The member", MemberSchema), ...problemResponses },
+      }),
+      async (c) => {
+        const body = c.req.valid("json");
+        const actor = { role: "admin" as const, address: c.get("portalSession").address };
+        const row = await addMember(context.store, actor, {
+          partnerId: c.req.valid("param").id,
+          address: body.address,
+          role: body.role,
+        });
+        return c.json(memberView(row), 201);
+      },
+    );
+}

@@ -1,0 +1,73 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppContext } from "../../app-context.js";
+import type { PartnerVariables } from "../../http/partner-auth.js";
+import type { AppEnv } from "../../routes/app-env.js";
+import { createPartnerKey, partnerDetails, revokePartnerKey } from "../partner-admin.js";
+import type { PortalVariables } from "../portal-auth.js";
+import { jsonResponse, problemResponses } from "./schemas.js";
+
+const KeySchema = z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() });
+
+/**
+ * `/api/partner/api-keys` and `/api/partner/profile`: what only the console's partner
+ * portal offers (the API key itself cannot mint keys). Mounted behind the member guard.
+ */
+export function partnerPortalRoutes(context: AppContext) {
+  const tags = ["Partner portal"];
+  const security = [{ portalSession: [] }];
+  const keyMode = context.settings.localMode ? ("test" as const) : ("live" as const);
+  return new OpenAPIHono<AppEnv & { Variables: PortalVariables & PartnerVariables }>()
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/profile",
+        tags,
+        security,
+        summary: "The partner this member acts for, with key prefixes and payment addresses",
+        responses: { 200: jsonResponse("The partner", z.any()), ...problemResponses },
+      }),
+      async (c) => c.json(await partnerDetails(context.store, c.get("partner").id), 200),
+    )
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/api-keys",
+        tags,
+        security,
+        summary: "The partner's API keys (prefixes only)",
+        responses: { 200: jsonResponse("Keys", z.object({ data: z.array(KeySchema), nextCursor: z.null() })) },
+      }),
+      async (c) => c.json({ data: (await partnerDetails(context.store, c.get("partner").id)).apiKeys, nextCursor: null }, 200),
+    )
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/api-keys",
+        tags,
+        security,
+        summary: "Issue an API key (the key is shown in this answer only)",
+        responses: { 201: jsonResponse("The key", z.object({ id: z.string(), apiKey: z.string() })), ...problemResponses },
+      }),
+      async (c) => {
+        const actor = { role: "partner" as const, address: c.get("portalSession").address };
+        const key = await createPartnerKey(context.store, actor, { partnerId: c.get("partner").id, mode: keyMode });
+        return c.json({ id: key.id, apiKey: key.apiKey }, 201);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "delete",
+        path: "/api-keys/{keyId}",
+        tags,
+        security,
+        summary: "Revoke an API key",
+        request: { params: z.object({ keyId: z.string().min(1).max(100) }) },
+        responses: { 204: { description: "Revoked" }, ...problemResponses },
+      }),
+      async (c) => {
+        const actor = { role: "partner" as const, address: c.get("portalSession").address };
+        await revokePartnerKey(context.store, actor, { partnerId: c.get("partner").id, keyId: c.req.valid("param").keyId });
+        return c.body(null, 204);
+      },
+    );
+}

@@ -1,0 +1,87 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppContext } from "../app-context.js";
+import type { PartnerVariables } from "../http/partner-auth.js";
+import { addMember, listMembers, MEMBER_ROLES, memberView, removeMember } from "../partners/members.js";
+import type { PortalActor } from "../portals/audit-log.js";
+import type { PortalSession } from "../portals/portal-sessions.js";
+import { AddressSchema, jsonBody, jsonResponse, problemResponses } from "../portals/routes/schemas.js";
+import type { AppEnv } from "./app-env.js";
+
+const MemberSchema = z
+  .object({ partnerId: z.string(), address: z.string(), role: z.enum(MEMBER_ROLES), createdAt: z.string() })
+  .openapi("PartnerMember");
+const AddBody = z.object({ address: AddressSchema, role: z.enum(MEMBER_ROLES).default("member") }).strict();
+const AddressParam = z.object({ address: AddressSchema });
+
+type Env = AppEnv & { Variables: PartnerVariables & { portalSession?: PortalSession } };
+
+/**
+ * Who acts: the member wallet when the console calls (partner portal session),
+ * otherwise the partner's API key (audited as the partner itself).
+ */
+function actorOf(c: Context<Env>): PortalActor {
+  const session = c.get("portalSession");
+  return session === undefined
+    ? { role: "partner", address: `api_key:${c.get("partner").id}` }
+    : { role: "partner", address: session.address };
+}
+
+/**
+ * `/v1/members` (API key) and `/api/partner/members` (member wallet): the wallets
+ * that may sign in to the partner portal of the console.
+ */
+export function memberRoutes(context: AppContext, security: Record<string, string[]>[]) {
+  const tags = ["Partner members"];
+  return new OpenAPIHono<Env>()
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/",
+        tags,
+        security,
+        summary: "List the partner's console members",
+        responses: { 200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.null() })) },
+      }),
+      async (c) =>
+        c.json(
+          { data: (await listMembers(context.store, { partnerId: c.get("partner").id })).map(memberView), nextCursor: null },
+          200,
+        ),
+    )
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/",
+        tags,
+        security,
+        summary: "Register a wallet as a console member of the partner",
+        request: { body: jsonBody(AddBody) },
+        responses: { 201: jsonResponse("The member", MemberSchema), ...problemResponses },
+      }),
+      async (c) => {
+        const body = c.req.valid("json");
+        const row = await addMember(context.store, actorOf(c), {
+          partnerId: c.get("partner").id,
+          address: body.address,
+          role: body.role,
+        });
+        return c.json(memberView(row), 201);
+      },
+    )
+    .openapi(
+      createRoute({
+        method: "delete",
+        path: "/{address}",
+        tags,
+        security,
+        summary: "Remove a console member",
+        request: { params: AddressParam },
+        responses: { 204: { description: "Removed" }, ...problemResponses },
+      }),
+      async (c) => {
+        await removeMember(context.store, actorOf(c), { partnerId: c.get("partner").id, address: c.req.valid("param").address });
+        return c.body(null, 204);
+      },
+    );
+}
