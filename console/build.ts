@@ -69,7 +69,19 @@ export async function ensureConsoleBuilt(
         logLevel: "warn",
         mode: "production",
         esbuild: { jsx: "automatic" },
-        build: { outDir: scratch, emptyOutDir: true, assetsInlineLimit: 0, sourcemap: false, reportCompressedSize: false },
+        build: {
+          outDir: scratch,
+          emptyOutDir: true,
+          assetsInlineLimit: 0,
+          sourcemap: false,
+          reportCompressedSize: false,
+          rollupOptions: {
+            // React libraries mark modules "use client" (for server components); a plain bundle ignores it.
+            onwarn: (warning, warn) => {
+              if (warning.code !== "MODULE_LEVEL_DIRECTIVE") warn(warning);
+            },
+          },
+        },
       });
       if (existsSync(join(target, "index.html"))) rmSync(scratch, { recursive: true, force: true });
       else {

@@ -7,6 +7,7 @@ import { adminPaymentRoutes } from "./admin-payment-routes.js";
 import { adminRoutes } from "./admin-routes.js";
 import { authRoutes } from "./auth-routes.js";
 import { investorRoutes } from "./investor-routes.js";
+import { issuerNetworkRoutes } from "./issuer-network-routes.js";
 import { issuerRoutes } from "./issuer-routes.js";
 import { offeringRoutes } from "./offering-routes.js";
 import { purchaseRoutes } from "./purchase-routes.js";
@@ -33,6 +34,7 @@ export function portalRoutes(context: AppContext, portal: PortalSettings = loadP
     .route("/rwa/offerings", offeringRoutes(context, portal))
     .route("/rwa/verify", verifyRoutes(context, portal))
     .route("/rwa", purchaseRoutes(context, portal))
+    .route("/issuer", issuerNetworkRoutes(context))
     .route("/issuer", issuerRoutes(context, portal))
     .route("/admin/payments", adminPaymentRoutes(context))
     .route("/admin/partners", adminMemberRoutes(context))

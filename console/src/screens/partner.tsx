@@ -1,0 +1,552 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api } from "../api";
+import type { NavItem } from "../app";
+import { Link } from "../router";
+import { useSession } from "../session";
+import {
+  Address,
+  Empty,
+  Field,
+  ListState,
+  Money,
+  MoreButton,
+  ProblemBox,
+  SecretOnce,
+  Status,
+  Table,
+  usePagedList,
+  When,
+} from "../ui";
+
+export const partnerNav: NavItem[] = [
+  { path: "sessions", label: "Sessions and orders" },
+  { path: "payments", label: "Payments" },
+  { path: "events", label: "Events" },
+  { path: "webhooks", label: "Webhooks" },
+  { path: "api-keys", label: "API keys" },
+  { path: "members", label: "Members" },
+];
+
+export function PartnerScreens({ sub }: { sub: string[] }) {
+  switch (sub[0]) {
+    case "payments":
+      return <Payments />;
+    case "events":
+      return sub[1] ? <EventDetail id={sub[1]} /> : <Events />;
+    case "webhooks":
+      return <Webhooks />;
+    case "api-keys":
+      return <ApiKeys />;
+    case "members":
+      return <Members />;
+    default:
+      return <Sessions />;
+  }
+}
+
+type SessionRow = {
+  id: string;
+  kind: string;
+  status: string;
+  externalOrderId: string;
+  createdAt: string;
+  product: { name: string; quantity: number };
+  payment: { amount: string; totalPriceUsdc: string };
+  order: { id: string; status: string; fulfilledAt: string | null };
+};
+
+function Sessions() {
+  const [status, setStatus] = useState("");
+  const list = usePagedList<SessionRow>(
+    ["partner-sessions", status],
+    `/api/partner/checkout/sessions${status ? `?status=${status}` : ""}`,
+  );
+  return (
+    <section aria-labelledby="h-sessions">
+      <h1 id="h-sessions">Sessions and orders</h1>
+      <Field label="Session status">
+        {(id) => (
+          <select id={id} value={status} onChange={(event) => setStatus(event.target.value)}>
+            <option value="">All</option>
+            <option value="awaiting_payment">Awaiting payment</option>
+            <option value="payment_pending">Payment pending</option>
+            <option value="settled">Settled</option>
+            <option value="expired">Expired</option>
+          </select>
+        )}
+      </Field>
+      <ListState list={list} what="sessions" />
+      <Table
+        caption="Checkout sessions, newest first"
+        head={["Order", "Product", "Amount", "Session", "Order status", "Created", "Action"]}
+      >
+        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={7}>No sessions yet.</Empty> : null}
+        {list.rows.map((row) => (
+          <tr key={row.id}>
+            <td>
+              {row.externalOrderId}
+              <br />
+              <small>{row.order.id}</small>
+            </td>
+            <td>
+              {row.product.name} × {row.product.quantity}
+            </td>
+            <td>
+              <Money value={row.payment.amount} />
+            </td>
+            <td>
+              <Status value={row.status} />
+            </td>
+            <td>
+              <Status value={row.order.status} />
+            </td>
+            <td>
+              <When value={row.createdAt} />
+            </td>
+            <td>{row.order.status === "paid" ? <Fulfil orderId={row.order.id} /> : null}</td>
+          </tr>
+        ))}
+      </Table>
+      <MoreButton list={list} />
+    </section>
+  );
+}
+
+function Fulfil({ orderId }: { orderId: string }) {
+  const { token } = useSession();
+  const queryClient = useQueryClient();
+  const [reference, setReference] = useState("");
+  const mutation = useMutation({
+    mutationFn: () =>
+      api(`/api/partner/orders/${orderId}/fulfillment`, {
+        token,
+        json: { fulfilmentReference: reference, idempotencyKey: `console-${orderId}-${reference}` },
+      }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["partner-sessions"] }),
+  });
+  return (
+    <form
+      className="inline"
+      onSubmit={(event) => {
+        event.preventDefault();
+        mutation.mutate();
+      }}
+    >
+      <Field label="Fulfilment reference">
+        {(id) => <input id={id} required maxLength={200} value={reference} onChange={(e) => setReference(e.target.value)} />}
+      </Field>
+      <button type="submit" disabled={mutation.isPending}>
+        Mark fulfilled
+      </button>
+      <ProblemBox error={mutation.error} />
+    </form>
+  );
+}
+
+type PaymentRow = {
+  chainId: number;
+  transactionHash: string;
+  logIndex: number;
+  status: string;
+  reason: string | null;
+  sessionId: string | null;
+  from: string;
+  amount: string;
+  minedAt: string;
+};
+
+function Payments() {
+  const [status, setStatus] = useState("");
+  const list = usePagedList<PaymentRow>(
+    ["partner-payments", status],
+    `/api/partner/payments${status ? `?status=${status}` : ""}`,
+  );
+  return (
+    <section aria-labelledby="h-payments">
+      <h1 id="h-payments">Payments</h1>
+      <p className="hint">
+        Every USDC transfer to your payment addresses. An <em>unresolved</em> payment matched no session exactly (wrong amount,
+        late); an administrator attaches it to an order or marks it for refund.
+      </p>
+      <Field label="Payment status">
+        {(id) => (
+          <select id={id} value={status} onChange={(event) => setStatus(event.target.value)}>
+            <option value="">All</option>
+            <option value="pending">Pending</option>
+            <option value="settled">Settled</option>
+            <option value="unresolved">Unresolved</option>
+            <option value="refund_requested">Refund requested</option>
+            <option value="attached">Attached</option>
+          </select>
+        )}
+      </Field>
+      <ListState list={list} what="payments" />
+      <Table caption="Payments, oldest first" head={["Transaction", "From", "Amount", "Status", "Reason", "Mined"]}>
+        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={6}>No payments.</Empty> : null}
+        {list.rows.map((row) => (
+          <tr key={`${row.chainId}-${row.transactionHash}-${row.logIndex}`}>
+            <td>
+              <Address value={row.transactionHash} />
+            </td>
+            <td>
+              <Address value={row.from} />
+            </td>
+            <td>
+              <Money value={row.amount} />
+            </td>
+            <td>
+              <Status value={row.status} />
+            </td>
+            <td>{row.reason?.replaceAll("_", " ") ?? "—"}</td>
+            <td>
+              <When value={row.minedAt} />
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <MoreButton list={list} />
+    </section>
+  );
+}
+
+type EventRow = {
+  id: string;
+  type: string;
+  createdAt: string;
+  data: { orderId?: string; externalOrderId?: string; amountPaid?: string };
+};
+
+function Events() {
+  const list = usePagedList<EventRow>(["partner-events"], "/api/partner/events?limit=50", "after");
+  return (
+    <section aria-labelledby="h-events">
+      <h1 id="h-events">Events</h1>
+      <ListState list={list} what="events" />
+      <Table caption="Events in the order they were recorded" head={["Event", "Type", "Order", "Recorded"]}>
+        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={4}>No events yet.</Empty> : null}
+        {list.rows.map((row) => (
+          <tr key={row.id}>
+            <td>
+              <Link to={`/partner/events/${row.id}`}>{row.id}</Link>
+            </td>
+            <td>{row.type}</td>
+            <td>{row.data.externalOrderId ?? "—"}</td>
+            <td>
+              <When value={row.createdAt} />
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <MoreButton list={list} />
+    </section>
+  );
+}
+
+type DeliveryRow = {
+  id: string;
+  endpointId: string;
+  url: string;
+  status: string;
+  attemptCount: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  deliveredAt: string | null;
+  attempts: { id: string; startedAt: string; statusCode: number | null; error: string | null }[];
+};
+
+function EventDetail({ id }: { id: string }) {
+  const { token } = useSession();
+  const queryClient = useQueryClient();
+  const event = useQuery({
+    queryKey: ["partner-event", id],
+    queryFn: () => api<EventRow>(`/api/partner/events/${id}`, { token }),
+  });
+  const deliveries = useQuery({
+    queryKey: ["partner-event-deliveries", id],
+    queryFn: () => api<{ data: DeliveryRow[] }>(`/api/partner/events/${id}/deliveries`, { token }),
+  });
+  const redeliver = useMutation({
+    mutationFn: (endpointId?: string) =>
+      api(`/api/partner/events/${id}/redeliver`, { token, json: endpointId ? { endpointId } : {} }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["partner-event-deliveries", id] }),
+  });
+  return (
+    <section aria-labelledby="h-event">
+      <p>
+        <Link to="/partner/events">← All events</Link>
+      </p>
+      <h1 id="h-event">Event {id}</h1>
+      <ProblemBox error={event.error} />
+      {event.data && (
+        <>
+          <p>
+            <strong>{event.data.type}</strong> · <When value={event.data.createdAt} />
+          </p>
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: scrollable code must be keyboard reachable */}
+          <section className="json" tabIndex={0} aria-label="Event body">
+            <pre>{JSON.stringify(event.data, null, 2)}</pre>
+          </section>
+        </>
+      )}
+      <h2>Deliveries</h2>
+      <ProblemBox error={deliveries.error} />
+      <Table
+        caption="Deliveries of this event, one per endpoint"
+        head={["Endpoint", "Status", "Attempts", "Last answer", "Delivered", "Action"]}
+      >
+        {deliveries.data?.data.length === 0 ? (
+          <Empty colSpan={6}>No endpoint was subscribed when the event was recorded.</Empty>
+        ) : null}
+        {deliveries.data?.data.map((row) => (
+          <tr key={row.id}>
+            <td>
+              <code>{row.url}</code>
+            </td>
+            <td>
+              <Status value={row.status} />
+            </td>
+            <td>{row.attempts.length}</td>
+            <td>{row.lastStatusCode ?? row.lastError ?? "—"}</td>
+            <td>
+              <When value={row.deliveredAt} />
+            </td>
+            <td>
+              <button type="button" disabled={redeliver.isPending} onClick={() => redeliver.mutate(row.endpointId)}>
+                Redeliver
+              </button>
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <button type="button" disabled={redeliver.isPending} onClick={() => redeliver.mutate(undefined)}>
+        Redeliver to every subscribed endpoint
+      </button>
+      {redeliver.isSuccess && (
+        <p role="status" className="ok">
+          Queued for redelivery.
+        </p>
+      )}
+      <ProblemBox error={redeliver.error} />
+    </section>
+  );
+}
+
+type Endpoint = { id: string; url: string; events: string[]; createdAt: string; previousSecretExpiresAt: string | null };
+
+function Webhooks() {
+  const { token } = useSession();
+  const queryClient = useQueryClient();
+  const list = usePagedList<Endpoint>(["partner-webhooks"], "/api/partner/webhook-endpoints");
+  const [url, setUrl] = useState("");
+  const [secret, setSecret] = useState<{ label: string; value: string } | null>(null);
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ["partner-webhooks"] });
+  const create = useMutation({
+    mutationFn: () => api<{ secret: string; id: string }>("/api/partner/webhook-endpoints", { token, json: { url } }),
+    onSuccess: (created) => {
+      setSecret({ label: `Signing secret of ${created.id}`, value: created.secret });
+      setUrl("");
+      void refresh();
+    },
+  });
+  const rotate = useMutation({
+    mutationFn: (id: string) =>
+      api<{ secret: string; id: string }>(`/api/partner/webhook-endpoints/${id}/rotate-secret`, { token, json: {} }),
+    onSuccess: (rotated, id) => {
+      setSecret({ label: `New signing secret of ${id}`, value: rotated.secret });
+      void refresh();
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) => api(`/api/partner/webhook-endpoints/${id}`, { token, method: "DELETE" }),
+    onSuccess: refresh,
+  });
+  return (
+    <section aria-labelledby="h-webhooks">
+      <h1 id="h-webhooks">Webhook endpoints</h1>
+      {secret && <SecretOnce label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          create.mutate();
+        }}
+      >
+        <Field label="Endpoint URL" hint="Receives every event type, signed with the endpoint's secret (Service-Signature).">
+          {(id, describedBy) => (
+            <input
+              id={id}
+              type="url"
+              required
+              value={url}
+              aria-describedby={describedBy}
+              onChange={(event) => setUrl(event.target.value)}
+            />
+          )}
+        </Field>
+        <button type="submit" disabled={create.isPending}>
+          Add endpoint
+        </button>
+        <ProblemBox error={create.error} />
+      </form>
+      <ListState list={list} what="endpoints" />
+      <Table caption="Your webhook endpoints" head={["URL", "Events", "Created", "Rotation", "Actions"]}>
+        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={5}>No endpoints.</Empty> : null}
+        {list.rows.map((row) => (
+          <tr key={row.id}>
+            <td>
+              <code>{row.url}</code>
+              <br />
+              <small>{row.id}</small>
+            </td>
+            <td>{row.events.join(", ")}</td>
+            <td>
+              <When value={row.createdAt} />
+            </td>
+            <td>
+              {row.previousSecretExpiresAt ? (
+                <>
+                  old secret signs until <When value={row.previousSecretExpiresAt} />
+                </>
+              ) : (
+                "—"
+              )}
+            </td>
+            <td className="actions">
+              <button type="button" onClick={() => rotate.mutate(row.id)} disabled={rotate.isPending}>
+                Rotate secret
+              </button>
+              <button
+                type="button"
+                className="danger"
+                onClick={() => {
+                  if (window.confirm(`Delete the endpoint ${row.url}?`)) remove.mutate(row.id);
+                }}
+              >
+                Delete
+              </button>
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <MoreButton list={list} />
+      <ProblemBox error={rotate.error ?? remove.error} />
+    </section>
+  );
+}
+
+type KeyRow = { id: string; prefix: string; createdAt: string; revokedAt: string | null };
+
+function ApiKeys() {
+  const { token } = useSession();
+  const queryClient = useQueryClient();
+  const keys = useQuery({
+    queryKey: ["partner-keys"],
+    queryFn: () => api<{ data: KeyRow[] }>("/api/partner/api-keys", { token }),
+  });
+  const [secret, setSecret] = useState<string | null>(null);
+  const refresh = () => queryClient.invalidateQueries({ queryKey: ["partner-keys"] });
+  const create = useMutation({
+    mutationFn: () => api<{ apiKey: string }>("/api/partner/api-keys", { token, method: "POST" }),
+    onSuccess: (key) => {
+      setSecret(key.apiKey);
+      void refresh();
+    },
+  });
+  const revoke = useMutation({
+    mutationFn: (id: string) => api(`/api/partner/api-keys/${id}`, { token, method: "DELETE" }),
+    onSuccess: refresh,
+  });
+  return (
+    <section aria-labelledby="h-keys">
+      <h1 id="h-keys">API keys</h1>
+      {secret && <SecretOnce label="New API key" value={secret} onDone={() => setSecret(null)} />}
+      <button type="button" onClick={() => create.mutate()} disabled={create.isPending}>
+        Create API key
+      </button>
+      <ProblemBox error={create.error ?? revoke.error ?? keys.error} />
+      <Table caption="Your API keys (prefixes only)" head={["Key", "Created", "Revoked", "Action"]}>
+        {keys.data?.data.map((key) => (
+          <tr key={key.id}>
+            <td>
+              <code>{key.prefix}…</code>
+            </td>
+            <td>
+              <When value={key.createdAt} />
+            </td>
+            <td>
+              <When value={key.revokedAt} />
+            </td>
+            <td>
+              {key.revokedAt === null && (
+                <button
+                  type="button"
+                  className="danger"
+                  onClick={() => {
+                    if (window.confirm(`Revoke ${key.prefix}…? Servers using it stop working at once.`)) revoke.mutate(key.id);
+                  }}
+                >
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
+    </section>
+  );
+}
+
+type MemberRow = { address: string; role: string; createdAt: string };
+
+function Members() {
+  const { token } = useSession();
+  const queryClient = useQueryClient();
+  const members = useQuery({
+    queryKey: ["partner-members"],
+    queryFn: () => api<{ data: MemberRow[] }>("/api/partner/members", { token }),
+  });
+  const [address, setAddress] = useState("");
+  const add = useMutation({
+    mutationFn: () => api("/api/partner/members", { token, json: { address, role: "member" } }),
+    onSuccess: () => {
+      setAddress("");
+      void queryClient.invalidateQueries({ queryKey: ["partner-members"] });
+    },
+  });
+  return (
+    <section aria-labelledby="h-members">
+      <h1 id="h-members">Members</h1>
+      <p className="hint">Wallets that may sign in to this partner's console.</p>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          add.mutate();
+        }}
+      >
+        <Field label="Wallet address">
+          {(id) => (
+            <input id={id} required pattern="0x[0-9a-fA-F]{40}" value={address} onChange={(e) => setAddress(e.target.value)} />
+          )}
+        </Field>
+        <button type="submit" disabled={add.isPending}>
+          Add member
+        </button>
+        <ProblemBox error={add.error} />
+      </form>
+      <ProblemBox error={members.error} />
+      <Table caption="Members" head={["Wallet", "Role", "Added"]}>
+        {members.data?.data.map((member) => (
+          <tr key={member.address}>
+            <td>
+              <code>{member.address}</code>
+            </td>
+            <td>{member.role}</td>
+            <td>
+              <When value={member.createdAt} />
+            </td>
+          </tr>
+        ))}
+      </Table>
+    </section>
+  );
+}
