@@ -70,6 +70,12 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
     status: 503,
     meaning: "Every sub-cent offset of this total is taken; add a payment address.",
   },
+  { code: "member_exists", status: 409, meaning: "The wallet is already a console member of this partner." },
+  {
+    code: "member_limit_reached",
+    status: 409,
+    meaning: "The partner already has the most console members allowed (100); remove one first.",
+  },
   { code: "voucher_key_missing", status: 503, meaning: "The service has no voucher key configured." },
   { code: "internal_error", status: 500, meaning: "Our fault; the response carries a requestId to quote." },
 ];

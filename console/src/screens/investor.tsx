@@ -243,20 +243,26 @@ function Purchases() {
 function Purchase({ id }: { id: string }) {
   const { token, session } = useSession();
   const queryClient = useQueryClient();
+  // Set once the wallet has sent the payment or the mint: the screen then follows the
+  // service's answer until the index shows the outcome.
+  const [sentHash, setSentHash] = useState<string | null>(null);
+  const [mintSent, setMintSent] = useState(false);
   const purchase = useQuery({
     queryKey: ["rwa-purchase", id],
     queryFn: () => api<PurchaseRow>(`/api/rwa/checkout/${id}`, { token }),
     refetchInterval: (query) => {
       const data = query.state.data;
       if (!data) return false;
-      const waiting = data.status === "payment_pending" || (data.status === "awaiting_payment" && data.settlement !== null);
-      const minting = data.certificate?.status === "pending" || data.certificate?.status === "voucher_issued";
+      const waiting =
+        data.status === "payment_pending" ||
+        (data.status === "awaiting_payment" && (data.settlement !== null || sentHash !== null));
+      const minting =
+        data.certificate?.status === "pending" || (mintSent && data.certificate !== null && data.certificate.status !== "minted");
       return waiting || minting ? 1000 : false;
     },
   });
   const { writeContractAsync } = useWriteContract();
   const { sendTransactionAsync } = useSendTransaction();
-  const [sentHash, setSentHash] = useState<string | null>(null);
   const pay = useMutation({
     mutationFn: async () => {
       const payment = purchase.data?.payment;
@@ -280,12 +286,14 @@ function Purchase({ id }: { id: string }) {
         token,
         method: "POST",
       });
-      return sendTransactionAsync({
+      const hash = await sendTransactionAsync({
         to: claim.transaction.to,
         data: claim.transaction.data,
         chainId: claim.transaction.chainId,
         account: session?.address as Hex,
       });
+      setMintSent(true);
+      return hash;
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: ["rwa-purchase", id] }),
   });
@@ -341,7 +349,9 @@ function Purchase({ id }: { id: string }) {
                 <dt>Certificate</dt>
                 <dd data-testid="certificate-status">
                   <Status value={data.certificate.status} />
-                  {data.certificate.tokenId && <small> token {data.certificate.tokenId.slice(0, 12)}…</small>}
+                  {data.certificate.status === "minted" && data.certificate.tokenId && (
+                    <small> token {data.certificate.tokenId.slice(0, 12)}…</small>
+                  )}
                 </dd>
               </>
             )}

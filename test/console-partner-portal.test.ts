@@ -1,0 +1,151 @@
+import { generatePrivateKey } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSession } from "./support/checkout-helpers.js";
+import { adminWallet, api, expectJson, portalWallet, signIn } from "./support/portal-client.js";
+import { startTestStack, type TestStack } from "./support/test-stack.js";
+
+// The partner portal behind the console: member wallets of a partner sign in with SIWE
+// and reach exactly what the partner's API key reaches, through the same routes.
+
+let stack: TestStack;
+let adminToken: string;
+let rival: { id: string; apiKey: string };
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  adminToken = await signIn(stack, "admin", adminWallet(stack));
+  const created = await expectJson(
+    await api(stack, "POST", "/api/admin/partners", { token: adminToken, json: { name: "Rival shop" } }),
+    201,
+  );
+  rival = { id: created.partner.id, apiKey: created.apiKey.apiKey };
+}, 120_000);
+
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const partnerSignIn = (wallet: ReturnType<typeof portalWallet>) => signIn(stack, "partner" as never, wallet);
+
+describe("partner portal: members sign in and act for their partner only", () => {
+  const member = portalWallet(generatePrivateKey());
+  const stranger = portalWallet(generatePrivateKey());
+
+  it("refuses a wallet that is no member, at challenge", async () => {
+    const refused = await expectJson(
+      await api(stack, "POST", "/api/partner/auth/challenge", { json: { address: stranger.address } }),
+      403,
+    );
+    expect(refused).toMatchObject({ code: "portal_not_allowed", portal: "partner" });
+  });
+
+  it("adds members through the partner's API key, once", async () => {
+    const added = await expectJson(
+      await stack.partnerFetch("/v1/members", { method: "POST", json: { address: member.address } }),
+      201,
+    );
+    expect(added).toMatchObject({ partnerId: stack.local.partner.id, address: member.address, role: "member" });
+    const again = await expectJson(
+      await stack.partnerFetch("/v1/members", { method: "POST", json: { address: member.address } }),
+      409,
+    );
+    expect(again.code).toBe("member_exists");
+    // Another partner's key sees its own (empty) member list, not ours.
+    const rivals = await expectJson(
+      await api(stack, "GET", "/v1/members", { headers: { Authorization: `Bearer ${rival.apiKey}` } }),
+      200,
+    );
+    expect(rivals.data).toEqual([]);
+  });
+
+  it("gives a member the partner's sessions and nothing of another partner's", async () => {
+    const own = await createSession(stack, { externalOrderId: "portal-own" });
+    const rivalSession = await expectJson(
+      await api(stack, "POST", "/v1/checkout/sessions", {
+        headers: { Authorization: `Bearer ${rival.apiKey}` },
+        json: {
+          externalOrderId: "rival-1",
+          externalProductId: "sku",
+          productName: "Rival tee",
+          quantity: 1,
+          totalPriceUsdc: "1000000",
+          paymentMethod: "usdc",
+          checkoutMode: "hosted_transfer",
+          idempotencyKey: "rival-1",
+        },
+      }),
+      // The rival has no payment address: creation is refused, so it has no session at all.
+      422,
+    );
+    expect(rivalSession.code).toBe("no_payment_address");
+
+    const token = await partnerSignIn(member);
+    const list = await expectJson(await api(stack, "GET", "/api/partner/checkout/sessions?limit=1", { token }), 200);
+    expect(list.data).toHaveLength(1);
+    expect(list.data[0]).toMatchObject({ id: own.id, order: { status: "awaiting_payment" } });
+    // The same list through the API key, page for page.
+    const byKey = await expectJson(await stack.partnerFetch("/v1/checkout/sessions?limit=1"), 200);
+    expect(byKey.data[0].id).toBe(own.id);
+
+    // Choosing a partner the wallet does not belong to is refused.
+    const chosen = await expectJson(
+      await api(stack, "GET", "/api/partner/checkout/sessions", { token, headers: { "X-Partner-Id": rival.id } }),
+      403,
+    );
+    expect(chosen.code).toBe("portal_not_allowed");
+    // A rival member reads nothing of ours.
+    const rivalMember = portalWallet(generatePrivateKey());
+    await expectJson(
+      await api(stack, "POST", `/api/admin/partners/${rival.id}/members`, {
+        token: adminToken,
+        json: { address: rivalMember.address },
+      }),
+      201,
+    );
+    const rivalToken = await partnerSignIn(rivalMember);
+    await expectJson(await api(stack, "GET", `/api/partner/checkout/sessions/${own.id}`, { token: rivalToken }), 404);
+    await expectJson(await api(stack, "GET", `/api/partner/orders/${own.orderId}`, { token: rivalToken }), 404);
+    const rivalList = await expectJson(await api(stack, "GET", "/api/partner/checkout/sessions", { token: rivalToken }), 200);
+    expect(rivalList.data).toEqual([]);
+  });
+
+  it("keeps roles apart: an investor or admin session opens no partner route, a member session no admin route", async () => {
+    const investorToken = await signIn(stack, "investor", stranger);
+    expect((await expectJson(await api(stack, "GET", "/api/partner/events", { token: investorToken }), 403)).code).toBe(
+      "wrong_portal",
+    );
+    expect((await expectJson(await api(stack, "GET", "/api/partner/api-keys", { token: adminToken }), 403)).code).toBe(
+      "wrong_portal",
+    );
+    const token = await partnerSignIn(member);
+    await expectJson(await api(stack, "GET", "/api/admin/partners", { token }), 403);
+    await expectJson(
+      await api(stack, "POST", `/api/admin/partners/${rival.id}/members`, { token, json: { address: member.address } }),
+      403,
+    );
+    await expectJson(await api(stack, "GET", "/api/partner/events"), 401);
+    // An API key is no member session.
+    await expectJson(await stack.partnerFetch("/api/partner/events"), 401);
+  });
+
+  it("issues an API key once and revokes it; the member's removal ends its access", async () => {
+    const token = await partnerSignIn(member);
+    const key = await expectJson(await api(stack, "POST", "/api/partner/api-keys", { token }), 201);
+    const works = await api(stack, "GET", "/v1/events", { headers: { Authorization: `Bearer ${key.apiKey}` } });
+    expect(works.status).toBe(200);
+    const keys = await expectJson(await api(stack, "GET", "/api/partner/api-keys", { token }), 200);
+    expect(keys.data.map((k: { id: string }) => k.id)).toContain(key.id);
+    expect(JSON.stringify(keys)).not.toContain(key.apiKey);
+    await expectJson(await api(stack, "DELETE", `/api/partner/api-keys/${key.id}`, { token }), 204);
+    expect((await api(stack, "GET", "/v1/events", { headers: { Authorization: `Bearer ${key.apiKey}` } })).status).toBe(401);
+
+    const audit = await expectJson(
+      await api(stack, "GET", "/api/admin/audit-log?action=partner.api_key.create", { token: adminToken }),
+      200,
+    );
+    expect(audit.data[0].actor).toMatchObject({ role: "partner", address: member.address.toLowerCase() });
+
+    await expectJson(await stack.partnerFetch(`/v1/members/${member.address}`, { method: "DELETE" }), 204);
+    expect((await expectJson(await api(stack, "GET", "/api/partner/events", { token }), 403)).code).toBe("portal_not_allowed");
+  });
+});
