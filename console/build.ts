@@ -75,6 +75,8 @@ export async function ensureConsoleBuilt(
           assetsInlineLimit: 0,
           sourcemap: false,
           reportCompressedSize: false,
+          // One bundle of about 450 kB (React, wagmi, viem's signing helpers) is expected.
+          chunkSizeWarningLimit: 1000,
           rollupOptions: {
             // React libraries mark modules "use client" (for server components); a plain bundle ignores it.
             onwarn: (warning, warn) => {

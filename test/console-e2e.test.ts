@@ -335,10 +335,10 @@ describe("the console: four roles through their screens in headless Chromium", (
     ] as const) {
       await go(page, label);
       await page.getByRole("heading", { level: 1, name: label === "My purchases" ? "My purchases" : label }).waitFor();
-      await page.waitForLoadState("networkidle");
+      if (name !== "investor-profile") await page.getByRole("cell", { name: "minted" }).waitFor();
+      else await page.getByText("Identity check (KYC)").waitFor();
       await capture(page, name);
     }
-    await page.getByRole("cell", { name: "minted" }).waitFor();
     await page.close();
   });
 
@@ -385,6 +385,7 @@ describe("the console: four roles through their screens in headless Chromium", (
     await page.getByRole("status").filter({ hasText: "Queued for redelivery." }).waitFor();
     await waitFor(async () => (receiver.received.length > before ? true : undefined), { what: "the redelivery to arrive" });
     expect(receiver.received.at(-1)?.type).toBe("purchase.settled");
+    await delivery.getByText("delivered").waitFor({ timeout: 30_000 });
     await capture(page, "partner-event");
 
     await go(page, "Webhooks");

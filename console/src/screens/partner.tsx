@@ -265,6 +265,8 @@ function EventDetail({ id }: { id: string }) {
   const deliveries = useQuery({
     queryKey: ["partner-event-deliveries", id],
     queryFn: () => api<{ data: DeliveryRow[] }>(`/api/partner/events/${id}/deliveries`, { token }),
+    // A queued delivery is followed until the endpoint has answered.
+    refetchInterval: (query) => (query.state.data?.data.some((delivery) => delivery.status === "pending") ? 1000 : false),
   });
   const redeliver = useMutation({
     mutationFn: (endpointId?: string) =>
