@@ -242,6 +242,9 @@ describe("the console: four roles through their screens in headless Chromium", (
     await go(page, "New draft");
     await page.getByLabel("Name").fill(offeringName);
     await page.getByLabel("Description").fill("Senior secured note financing a container terminal.");
+    // The demo partner's address is not offered: money sent there would be that partner's.
+    const offered = await page.getByLabel("Settlement address").locator("option").allTextContents();
+    expect(offered.map((a) => a.toLowerCase())).not.toContain(stack.local.partner.paymentAddress.toLowerCase());
     await page.getByLabel("Settlement address").selectOption(stack.deployment.paymentAddresses[1] as string);
     await page.getByLabel("Unit price (USDC)").fill("2.50");
     await capture(page, "issuer-draft");

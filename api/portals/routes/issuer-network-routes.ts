@@ -29,16 +29,31 @@ export function issuerNetworkRoutes(context: AppContext) {
         ...problemResponses,
       },
     }),
-    (c) =>
-      c.json(
+    async (c) => {
+      const issuer = await context.store
+        .selectFrom("issuer")
+        .select("partner_id")
+        .where("address", "=", c.get("portalSession").address)
+        .executeTakeFirstOrThrow();
+      const held = await context.store
+        .selectFrom("payment_address")
+        .select(["chain_id", "address"])
+        .where("partner_id", "!=", issuer.partner_id)
+        .execute();
+      const heldByOthers = new Set(held.map((row) => `${row.chain_id}:${row.address.toLowerCase()}`));
+      return c.json(
         {
           data: context.networks.map((network) => ({
             network: network.name,
             chainId: network.chainId,
             watchedAddresses: network.paymentAddresses.map((address) => getAddress(address)),
+            availableAddresses: network.paymentAddresses
+              .filter((address) => !heldByOthers.has(`${network.chainId}:${address.toLowerCase()}`))
+              .map((address) => getAddress(address)),
           })),
         },
         200,
-      ),
+      );
+    },
   );
 }

@@ -55,7 +55,7 @@ function Offerings() {
   );
 }
 
-type NetworkRow = { network: string; chainId: number; watchedAddresses: string[] };
+type NetworkRow = { network: string; chainId: number; watchedAddresses: string[]; availableAddresses: string[] };
 
 const isoIn = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 16);
 
@@ -103,7 +103,7 @@ function Draft() {
           totalUnits: Number(form.totalUnits),
           opensAt: new Date(`${form.opensAt}Z`).toISOString(),
           closesAt: new Date(`${form.closesAt}Z`).toISOString(),
-          settlementAddress: form.settlementAddress || network?.watchedAddresses[0],
+          settlementAddress: form.settlementAddress || network?.availableAddresses[0],
           certificate: { enabled: form.certificate },
           eligibility: { requireKyc: form.requireKyc, ...(jurisdictions.length > 0 ? { jurisdictions } : {}) },
         },
@@ -137,10 +137,10 @@ function Draft() {
             </select>
           )}
         </Field>
-        <Field label="Settlement address" hint="Only the payment addresses the indexer watches can receive purchases.">
+        <Field label="Settlement address" hint="Payment addresses the indexer watches that no other partner holds.">
           {(id, describedBy) => (
             <select id={id} value={form.settlementAddress} aria-describedby={describedBy} onChange={set("settlementAddress")}>
-              {network?.watchedAddresses.map((address) => (
+              {network?.availableAddresses.map((address) => (
                 <option key={address} value={address}>
                   {address}
                 </option>
