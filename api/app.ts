@@ -10,6 +10,7 @@ import { requirePartnerMember } from "./portals/partner-portal.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
 import type { AppEnv } from "./routes/app-env.js";
+import { brandingRoutes, logoRoutes } from "./routes/branding.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
 import { consoleRoutes } from "./routes/console.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -113,6 +114,8 @@ export function createApp(context: AppContext, limits: RequestLimits = loadReque
   for (const path of ["/api/partner/profile", "/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireMember);
   app.route("/api/partner", partnerPortalRoutes(context));
   app.route("/console", consoleRoutes());
+  partnerRoutes("/v1/branding", brandingRoutes(context));
+  app.route("/", logoRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
   app.route("/", hostedPageRoutes(context));
   app.route("/api", portalRoutes(context));

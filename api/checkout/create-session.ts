@@ -8,6 +8,7 @@ import { recordEvent } from "../outbox/record-event.js";
 import type { CheckoutSessionTable, Database } from "../store/database.js";
 import { releaseUnusedReference, reserveAmount } from "./amount-reference.js";
 import { issueClientToken } from "./client-tokens.js";
+import { type HostedOptions, savePresentation } from "./hosted-options.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "./idempotency.js";
 
 /** Sessions stay open 30 minutes unless the partner asks for 5 minutes to 24 hours. */
@@ -33,6 +34,8 @@ export type CreateSessionInput = {
   /** Payment addresses to use instead of the partner's own (an offering's settlement address). */
   paymentAddresses?: string[];
   metadata?: Record<string, unknown>;
+  /** Hosted page options (redirects, prefill, line items); metadata travels in `metadata`. */
+  presentation?: Omit<HostedOptions, "metadata">;
   idempotencyKey?: string;
   /** What the idempotency key protects: the request as the partner sent it. */
   requestBody?: unknown;
@@ -175,6 +178,7 @@ async function createInTransaction(
     updated_at: now,
   };
   await trx.insertInto("checkout_session").values(session).execute();
+  if (input.presentation !== undefined) await savePresentation(trx, sessionId, input.presentation);
   const clientToken = await issueClientToken(trx, { sessionId, expiresAt, now });
   await remember(sessionId);
   return { session, clientToken, orderId: order.id, purchaseId: order.purchase_id, replayed: false };

@@ -18,9 +18,19 @@ export function checkoutPage(params: { sessionId: string }) {
 <html lang="en">
 ${head("Pay with USDC")}
 <body>
+<header id="merchant" class="merchant" hidden>
+  <div class="merchant-id">
+    <img id="merchant-logo" class="merchant-logo" alt="" hidden>
+    <span id="merchant-name" class="merchant-name"></span>
+  </div>
+  <a id="back-link" class="back-link" hidden>Back to <span id="back-shop"></span></a>
+</header>
 <main id="checkout" class="card" data-session-id="${params.sessionId}" aria-labelledby="checkout-title">
   <h1 id="checkout-title">Pay with USDC</h1>
-  <p id="summary" class="summary" hidden></p>
+  <section id="order-summary" class="order-summary" aria-label="Order summary" hidden>
+    <ul id="line-items" class="line-items"></ul>
+    <p class="order-total"><span>Total</span> <strong id="order-total"></strong></p>
+  </section>
   <p id="status" class="status" role="status" aria-live="polite">Loading the checkout…</p>
 
   <section id="details-step" aria-labelledby="details-title" hidden>
@@ -82,17 +92,31 @@ ${head("Pay with USDC")}
 
   <section id="payment-step" aria-labelledby="payment-title" hidden>
     <h2 id="payment-title" tabindex="-1">2. Send the payment</h2>
-    <p>Send <strong>exactly</strong> this amount of USDC from any wallet or exchange. No wallet connection is needed here.</p>
+    <div id="mismatch" class="notice" hidden>
+      <h3 id="mismatch-title">The amount we received is not the amount of this order</h3>
+      <p id="mismatch-message"></p>
+      <p>Your money is not lost: it reached <span class="shop-name"></span>'s payment address, and
+        <span class="shop-name"></span> has been told about it and can credit or refund it.</p>
+      <p id="mismatch-next"></p>
+    </div>
+    <div class="amount-due">
+      <p class="amount-label">Send exactly</p>
+      <p class="amount-value"><strong id="amount"></strong> <span>USDC</span>
+        <button type="button" class="copy" data-copy="amount" aria-label="Copy amount">Copy</button></p>
+      <p class="hint" id="amount-hint"></p>
+    </div>
+    <div id="pay-actions" class="pay-actions">
+      <a id="wallet-link" class="button primary" href="#">Open in your wallet app</a>
+      <button type="button" id="test-pay" class="secondary" hidden>Pay with a test account</button>
+    </div>
+    <figure class="qr">
+      <div id="qr"></div>
+      <figcaption>Or scan this code with a wallet app on another device.</figcaption>
+    </figure>
     <dl class="payment">
       <div>
-        <dt>Amount</dt>
-        <dd><span class="value"><strong id="amount"></strong> USDC</span>
-          <button type="button" class="copy" data-copy="amount" aria-label="Copy amount">Copy</button></dd>
-        <dd class="hint" id="amount-hint"></dd>
-      </div>
-      <div>
         <dt>To address</dt>
-        <dd><code id="recipient" class="address"></code>
+        <dd><code id="recipient" class="address grouped"></code>
           <button type="button" class="copy" data-copy="recipient" aria-label="Copy address">Copy</button></dd>
       </div>
       <div>
@@ -108,10 +132,6 @@ ${head("Pay with USDC")}
         <dd><span id="countdown" role="timer" aria-live="off"></span></dd>
       </div>
     </dl>
-    <figure class="qr">
-      <div id="qr"></div>
-      <figcaption>Scan with a wallet app, or <a id="wallet-link" href="#">open the payment in your wallet</a>.</figcaption>
-    </figure>
     <span id="copy-status" class="visually-hidden" aria-live="polite"></span>
     <form id="hash-form" novalidate>
       <div class="field">
@@ -126,16 +146,31 @@ ${head("Pay with USDC")}
     </form>
   </section>
 
+  <section id="pending-step" aria-labelledby="pending-title" hidden>
+    <h2 id="pending-title" tabindex="-1">Payment seen</h2>
+    <p id="pending-message" class="pending-message"></p>
+    <p>The network confirms each payment a few times before the shop ships. Keep this page open; it updates by itself.</p>
+    <p>Transaction: <code id="pending-hash" class="address"></code></p>
+  </section>
+
   <section id="done-step" aria-labelledby="done-title" hidden>
     <h2 id="done-title" tabindex="-1">Payment received</h2>
     <p id="done-message"></p>
+    <p id="done-paid" hidden></p>
     <p>Transaction: <code id="done-hash" class="address"></code></p>
+    <p id="redirect-line" hidden><span id="redirect-message"></span>
+      <a id="success-link" class="button primary"></a></p>
   </section>
 
   <section id="closed-step" aria-labelledby="closed-title" hidden>
     <h2 id="closed-title" tabindex="-1">This checkout is closed</h2>
     <p id="closed-message"></p>
+    <p id="late-message" hidden></p>
+    <p><a id="restart-link" class="button primary" hidden>Start again</a></p>
   </section>
+
+  <p id="support" class="support" hidden>Need help? Contact <span class="shop-name"></span>:
+    <a id="support-url" hidden>support page</a><span id="support-separator" hidden> or </span><a id="support-email" hidden></a></p>
 </main>
 <script src="/assets/hosted-api.js"></script>
 <script src="/assets/checkout-page.js"></script>

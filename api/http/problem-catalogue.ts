@@ -31,6 +31,17 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
   { code: "order_not_rwa", status: 409, meaning: "A purchase's order id is already used by a commerce order." },
   { code: "session_not_open", status: 409, meaning: "The session no longer takes contact or delivery details." },
   { code: "order_not_settled", status: 409, meaning: "Only a settled order can be fulfilled." },
+  { code: "payment_not_unresolved", status: 409, meaning: "Only an unresolved payment can be attached or marked for refund." },
+  {
+    code: "order_already_settled",
+    status: 409,
+    meaning: "The order is already paid: mark the extra payment for refund instead.",
+  },
+  {
+    code: "payment_of_another_partner",
+    status: 409,
+    meaning: "The payment went to another partner's address; it can only be credited to that partner's orders (admins too).",
+  },
   { code: "order_already_fulfilled", status: 409, meaning: "The order was fulfilled under another idempotency key." },
   {
     code: "certificate_not_available",
@@ -55,6 +66,8 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
   },
   { code: "unsupported_network", status: 422, meaning: "The network is not enabled on this service." },
   { code: "no_payment_address", status: 422, meaning: "The partner has no watched payment address on that network." },
+  { code: "logo_too_large", status: 413, meaning: "A branding logo is larger than 64 KiB." },
+  { code: "unsupported_logo_type", status: 415, meaning: "A branding logo is neither image/png nor image/svg+xml." },
   {
     code: "payload_too_large",
     status: 413,

@@ -71,6 +71,7 @@ export async function readOrder(context: AppContext, params: { partnerId: string
       : null,
     contact: session?.contact_json ? JSON.parse(session.contact_json) : null,
     delivery: session?.delivery_json ? JSON.parse(session.delivery_json) : null,
+    metadata: session?.metadata_json ? (JSON.parse(session.metadata_json) as Record<string, string>) : {},
     certificate: {
       enabled: session?.certificate_enabled === 1,
       status: certificate?.status ?? (session?.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),

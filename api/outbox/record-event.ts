@@ -43,7 +43,7 @@ export async function recordEvent(
     id: `evt_${randomUUID().replaceAll("-", "")}`,
     type: params.type,
     createdAt: new Date(now).toISOString(),
-    data: params.data,
+    data: await withMetadata(trx, params.data),
   };
   const { seq } = await trx
     .insertInto("event")
@@ -85,6 +85,23 @@ export async function recordEvent(
       .execute();
   }
   return envelope;
+}
+
+/**
+ * Every event about an order carries the partner's `metadata` of its session (SPEC
+ * section 11): the session the event names, else the order's latest session.
+ */
+async function withMetadata(trx: Kysely<Database>, data: EventEnvelope["data"]): Promise<EventEnvelope["data"]> {
+  if (data.metadata !== undefined) return data;
+  const sessionId = typeof data.sessionId === "string" ? data.sessionId : undefined;
+  if (sessionId === undefined && data.orderId === undefined) return data;
+  let select = trx.selectFrom("checkout_session").select("metadata_json");
+  select =
+    sessionId !== undefined
+      ? select.where("id", "=", sessionId)
+      : select.where("order_id", "=", data.orderId as string).orderBy("created_at", "desc");
+  const row = await select.limit(1).executeTakeFirst();
+  return { ...data, metadata: row?.metadata_json ? (JSON.parse(row.metadata_json) as Record<string, string>) : {} };
 }
 
 /** A delivery of one event to one endpoint, due at once. */

@@ -1,8 +1,16 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { createCheckoutSession } from "../checkout/create-session.js";
+import {
+  checkHostedOptions,
+  HostedOptionsFields,
+  hostedCheckoutUrl,
+  presentationView,
+  readPresentation,
+} from "../checkout/hosted-options.js";
 import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-sessions.js";
 import { sessionView } from "../checkout/session-view.js";
+import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
@@ -29,6 +37,7 @@ export const CreateSessionBody = z
     idempotencyKey: z.string().min(1).max(255),
     network: z.enum(NETWORK_NAMES).optional(),
     expiresInSeconds: z.number().int().min(300).max(86_400).default(1_800),
+    ...HostedOptionsFields,
   })
   .strict()
   .openapi("CreateCheckoutSession");
@@ -54,9 +63,30 @@ export const SessionSchema = z
     orderId: z.string(),
     purchaseId: z.string(),
     payment: PaymentSchema,
+    successUrl: z.string().nullable(),
+    cancelUrl: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()),
+    customer: z.any().nullable(),
+    lineItems: z.array(z.any()).nullable(),
   })
   .passthrough()
   .openapi("CheckoutSession");
+
+const SessionListItemSchema = SessionSchema.partial({
+  successUrl: true,
+  cancelUrl: true,
+  metadata: true,
+  customer: true,
+  lineItems: true,
+});
+
+const CreatedSchema = SessionSchema.extend({
+  clientToken: z.string(),
+  url: z.string().openapi({
+    description:
+      "the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server)",
+  }),
+});
 
 const createRoute_ = createRoute({
   method: "post",
@@ -67,11 +97,11 @@ const createRoute_ = createRoute({
   responses: {
     201: {
       description: "Created",
-      content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } },
+      content: { "application/json": { schema: CreatedSchema } },
     },
     200: {
       description: "Replay of an earlier request, or the settled session of an already paid order",
-      content: { "application/json": { schema: SessionSchema.extend({ clientToken: z.string() }) } },
+      content: { "application/json": { schema: CreatedSchema } },
     },
   },
 });
@@ -100,8 +130,39 @@ const listRoute = createRoute({
   responses: {
     200: {
       description: "A page of sessions",
-      content: { "application/json": { schema: z.object({ data: z.array(SessionSchema), nextCursor: z.string().nullable() }) } },
+      content: {
+        "application/json": {
+          // The list leaves out the hosted-page options (redirects, metadata, prefill, line items): read one session for them.
+          schema: z.object({ data: z.array(SessionListItemSchema), nextCursor: z.string().nullable() }),
+        },
+      },
     },
+  },
+});
+
+const testPaymentRoute = createRoute({
+  method: "post",
+  path: "/{id}/test-payment",
+  summary: "Local mode only: pay one of your sessions from a funded Anvil account (`npm run pay`); 404 elsewhere",
+  security: [{ apiKey: [] }],
+  request: {
+    params: z.object({ id: z.string().max(100) }),
+    body: {
+      required: false,
+      content: {
+        "application/json": {
+          schema: z
+            .object({
+              amount: baseUnits.optional(),
+              submit: z.boolean().default(true),
+            })
+            .strict(),
+        },
+      },
+    },
+  },
+  responses: {
+    200: { description: "The transfer sent and its submission's answer", content: { "application/json": { schema: z.any() } } },
   },
 });
 
@@ -113,6 +174,8 @@ export function checkoutSessionRoutes(context: AppContext) {
     .openapi(createRoute_, async (c) => {
       const body = c.req.valid("json");
       const partner = c.get("partner");
+      const totalPriceUsdc = BigInt(body.totalPriceUsdc);
+      checkHostedOptions(context.settings, body, totalPriceUsdc);
       const created = await createCheckoutSession(context, {
         partnerId: partner.id,
         kind: "commerce",
@@ -122,17 +185,49 @@ export function checkoutSessionRoutes(context: AppContext) {
         productName: body.productName,
         productCategory: body.productCategory,
         quantity: body.quantity,
-        totalPriceUsdc: BigInt(body.totalPriceUsdc),
+        totalPriceUsdc,
         shippingRequired: body.shippingRequired,
         certificateEnabled: body.certificate.enabled,
         expiresInSeconds: body.expiresInSeconds,
+        metadata: body.metadata,
+        presentation: {
+          successUrl: body.successUrl,
+          cancelUrl: body.cancelUrl,
+          customer: body.customer,
+          lineItems: body.lineItems,
+        },
         idempotencyKey: body.idempotencyKey,
         requestBody: body,
       });
-      const view = { ...sessionView(created.session, created), clientToken: created.clientToken };
+      const presentation = await readPresentation(context.store, created.session.id);
+      const baseUrl = context.settings.publicBaseUrl ?? new URL(c.req.url).origin;
+      const view = {
+        ...sessionView(created.session, created),
+        ...presentationView(created.session.id, presentation, created.session.metadata_json),
+        clientToken: created.clientToken,
+        url: hostedCheckoutUrl(baseUrl, created.session.id, created.clientToken),
+      };
       const isNew =
         !created.replayed && created.session.status === "awaiting_payment" && created.session.created_at >= Date.now() - 60_000;
       return isNew ? c.json(view, 201) : c.json(view, 200);
+    })
+    .openapi(testPaymentRoute, async (c) => {
+      if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json") ?? { submit: true };
+      const session = await context.store
+        .selectFrom("checkout_session")
+        .selectAll()
+        .where("id", "=", id)
+        .where("partner_id", "=", c.get("partner").id)
+        .executeTakeFirst();
+      if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
+      const result = await sendTestPayment(context, {
+        session,
+        amount: body.amount === undefined ? undefined : BigInt(body.amount),
+        submit: body.submit ?? true,
+      });
+      return c.json(result, 200);
     })
     .openapi(readRoute, async (c) => {
       const { id } = c.req.valid("param");
@@ -148,6 +243,13 @@ export function checkoutSessionRoutes(context: AppContext) {
         .select(["id", "purchase_id"])
         .where("id", "=", session.order_id)
         .executeTakeFirstOrThrow();
-      return c.json(sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }), 200);
+      const presentation = await readPresentation(context.store, session.id);
+      return c.json(
+        {
+          ...sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }),
+          ...presentationView(session.id, presentation, session.metadata_json),
+        },
+        200,
+      );
     });
 }

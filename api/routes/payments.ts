@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { listPayments, PAYMENT_STATUSES } from "../settlement/list-payments.js";
+import { attachPaymentToOrder, markPaymentForRefund } from "../settlement/resolve-payment.js";
 import type { AppEnv } from "./app-env.js";
 
 const listRoute = createRoute({
@@ -19,8 +20,67 @@ const listRoute = createRoute({
   responses: { 200: { description: "A page of payments", content: { "application/json": { schema: z.any() } } } },
 });
 
+const PaymentParam = z.object({
+  chainId: z.coerce.number().int().positive(),
+  transactionHash: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte transaction hash in hex"),
+  logIndex: z.coerce.number().int().nonnegative(),
+});
+
+const attachRoute = createRoute({
+  method: "post",
+  path: "/{chainId}/{transactionHash}/{logIndex}/attach",
+  summary:
+    "Credit one of your unresolved payments to one of your orders (settles it, `purchase.settled` with `resolution: attached`; " +
+    "below the total with `underpaid: true`)",
+  security: [{ apiKey: [] }],
+  request: {
+    params: PaymentParam,
+    body: {
+      required: true,
+      content: { "application/json": { schema: z.object({ orderId: z.string().min(1).max(100) }).strict() } },
+    },
+  },
+  responses: {
+    200: { description: "Attached", content: { "application/json": { schema: z.object({ status: z.literal("attached") }) } } },
+  },
+});
+
+const refundRoute = createRoute({
+  method: "post",
+  path: "/{chainId}/{transactionHash}/{logIndex}/refund-requested",
+  summary: "Record that you will send one of your unresolved payments back (the service never moves money)",
+  security: [{ apiKey: [] }],
+  request: {
+    params: PaymentParam,
+    body: {
+      required: false,
+      content: { "application/json": { schema: z.object({ note: z.string().max(500).optional() }).strict() } },
+    },
+  },
+  responses: {
+    200: {
+      description: "Marked",
+      content: { "application/json": { schema: z.object({ status: z.literal("refund_requested") }) } },
+    },
+  },
+});
+
+/** A partner's payments, and the resolution of its own unresolved ones (only payments to its own addresses). */
 export function paymentRoutes(context: AppContext) {
-  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(listRoute, async (c) =>
-    c.json(await listPayments(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
-  );
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(listRoute, async (c) =>
+      c.json(await listPayments(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
+    )
+    .openapi(attachRoute, async (c) => {
+      const key = c.req.valid("param");
+      const { orderId } = c.req.valid("json");
+      await attachPaymentToOrder(context, { ...key, orderId, partnerId: c.get("partner").id });
+      return c.json({ status: "attached" as const }, 200);
+    })
+    .openapi(refundRoute, async (c) => {
+      const key = c.req.valid("param");
+      const body = c.req.valid("json") ?? {};
+      await markPaymentForRefund(context, { ...key, note: body.note, partnerId: c.get("partner").id });
+      return c.json({ status: "refund_requested" as const }, 200);
+    });
 }

@@ -1,10 +1,14 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress, isHash } from "viem";
-import type { AppContext } from "../app-context.js";
+import { type AppContext, networkByChainId } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
+import { presentationView, readPresentation } from "../checkout/hosted-options.js";
 import { sessionView } from "../checkout/session-view.js";
-import { ProblemError } from "../http/problem.js";
+import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
+import { ProblemError, problems } from "../http/problem.js";
+import { readBranding } from "../partners/branding.js";
+import { confirmationsOf } from "../settlement/record-transfer.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import type { AppEnv } from "./app-env.js";
@@ -48,11 +52,42 @@ async function publicSessionView(context: AppContext, session: CheckoutSessionTa
       "certificate.status as certificate_status",
       "certificate.mint_transaction_hash",
       "payment.transaction_hash",
+      "payment.block_number",
     ])
     .where("orders.id", "=", session.order_id)
     .executeTakeFirstOrThrow();
+  const presentation = presentationView(session.id, await readPresentation(context.store, session.id), null);
+  const head = row.block_number == null ? undefined : (await context.indexed.heads()).get(session.chain_id)?.blockNumber;
+  // A transfer submitted on this session that does not pay it (wrong amount, late): the customer is told what arrived.
+  const unresolved = await context.store
+    .selectFrom("payment")
+    .select(["transaction_hash", "amount", "reason", "status"])
+    .where("session_id", "=", session.id)
+    .where("status", "in", ["unresolved", "refund_requested"])
+    .orderBy("created_at", "desc")
+    .executeTakeFirst();
   return {
     ...sessionView(session, { orderId: row.order_id, purchaseId: row.purchase_id }),
+    // The customer sees where to go and what they buy; the partner's metadata stays between partner and service.
+    successUrl: presentation.successUrl,
+    cancelUrl: presentation.cancelUrl,
+    customer: presentation.customer,
+    lineItems: presentation.lineItems,
+    merchant: await readBranding(context.store, session.partner_id),
+    confirmations:
+      row.block_number == null || head === undefined ? null : confirmationsOf({ blockNumber: BigInt(row.block_number) }, head),
+    requiredConfirmations: networkByChainId(context, session.chain_id)?.confirmations ?? null,
+    unresolvedPayment:
+      unresolved === undefined
+        ? null
+        : {
+            transactionHash: unresolved.transaction_hash,
+            amount: unresolved.amount,
+            expectedAmount: session.amount_due,
+            reason: unresolved.reason,
+            status: unresolved.status,
+          },
+    testPayments: testPaymentsEnabled(context, session),
     transactionHash: row.transaction_hash ?? null,
     contactProvided: session.contact_json !== null,
     deliveryProvided: session.delivery_json !== null,
@@ -106,6 +141,25 @@ const claimRoute = createRoute({
     ),
   },
   responses: ok("Signed voucher and the ready-to-send mint transaction"),
+});
+
+const testPaymentRoute = createRoute({
+  method: "post",
+  path: "/sessions/{id}/test-payment",
+  summary: "Local mode only: the service pays the session from a funded Anvil account (404 elsewhere)",
+  request: {
+    params: SessionParam,
+    body: json(
+      z.object({
+        clientToken,
+        amount: z
+          .string()
+          .regex(/^[1-9]\d{0,17}$/)
+          .optional(),
+      }),
+    ),
+  },
+  responses: ok("The transfer sent and the answer of its submission"),
 });
 
 /** Browser operations of the hosted checkout and claim page: the client token rides in the JSON body. */
@@ -171,6 +225,27 @@ export function publicCheckoutRoutes(context: AppContext) {
         result.status !== session.status
           ? await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow()
           : session;
+      return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
+    })
+    .openapi(testPaymentRoute, async (c) => {
+      if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const session = await authenticateClientToken(context.store, {
+        sessionId: id,
+        clientToken: body.clientToken,
+        use: "write",
+      });
+      const result = await sendTestPayment(context, {
+        session,
+        amount: body.amount === undefined ? undefined : BigInt(body.amount),
+        submit: true,
+      });
+      const current = await context.store
+        .selectFrom("checkout_session")
+        .selectAll()
+        .where("id", "=", session.id)
+        .executeTakeFirstOrThrow();
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(claimRoute, async (c) => {

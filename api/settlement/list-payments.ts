@@ -19,23 +19,31 @@ export async function listPayments(
   store: Store,
   params: { partnerId?: string; status?: PaymentStatus; cursor?: string; limit: number },
 ) {
-  let select = store.selectFrom("payment").selectAll();
-  if (params.partnerId !== undefined) select = select.where("partner_id", "=", params.partnerId);
-  if (params.status !== undefined) select = select.where("status", "=", params.status);
+  let select = store
+    .selectFrom("payment")
+    .leftJoin("checkout_session", "checkout_session.id", "payment.session_id")
+    .selectAll("payment")
+    .select(["checkout_session.order_id", "checkout_session.amount_due as expected_amount"]);
+  if (params.partnerId !== undefined) select = select.where("payment.partner_id", "=", params.partnerId);
+  if (params.status !== undefined) select = select.where("payment.status", "=", params.status);
   if (params.cursor !== undefined) {
     const after = decodeCursor(params.cursor, cursorSchema);
     select = select.where((eb) =>
       eb.or([
-        eb("created_at", ">", after.t),
-        eb.and([eb("created_at", "=", after.t), eb("transaction_hash", ">", after.h)]),
-        eb.and([eb("created_at", "=", after.t), eb("transaction_hash", "=", after.h), eb("log_index", ">", after.l)]),
+        eb("payment.created_at", ">", after.t),
+        eb.and([eb("payment.created_at", "=", after.t), eb("payment.transaction_hash", ">", after.h)]),
+        eb.and([
+          eb("payment.created_at", "=", after.t),
+          eb("payment.transaction_hash", "=", after.h),
+          eb("payment.log_index", ">", after.l),
+        ]),
       ]),
     );
   }
   const rows = await select
-    .orderBy("created_at")
-    .orderBy("transaction_hash")
-    .orderBy("log_index")
+    .orderBy("payment.created_at")
+    .orderBy("payment.transaction_hash")
+    .orderBy("payment.log_index")
     .limit(params.limit + 1)
     .execute();
   const { page, last } = splitPage(rows, params.limit);
@@ -48,6 +56,9 @@ export async function listPayments(
       status: row.status,
       reason: row.reason,
       sessionId: row.session_id,
+      orderId: row.order_id ?? null,
+      /** The amount the session asked for, when the payment is linked to one. */
+      expectedAmount: row.expected_amount ?? null,
       from: row.from_address,
       to: row.to_address,
       amount: row.amount,

@@ -7,7 +7,15 @@ import { recordEvent } from "../outbox/record-event.js";
 import type { CheckoutSessionTable, Database, PaymentTable } from "../store/database.js";
 
 /** Why a transfer that reached a payment address did not settle a session (SPEC section 5, and ours). */
-export type UnresolvedReason = "unmatched" | "late" | "predates_session" | "wrong_payer" | "duplicate_payment";
+export type UnresolvedReason =
+  | "unmatched"
+  | "late"
+  | "predates_session"
+  | "wrong_payer"
+  | "duplicate_payment"
+  /** Submitted on a session with less (more) than its amount: see submitted-mismatch.ts. */
+  | "underpaid"
+  | "overpaid";
 
 export type TransferDecision =
   | { kind: "match"; session: CheckoutSessionTable }
@@ -208,7 +216,7 @@ export async function settleOrder(
     network: NetworkConfig;
     confirmations: number;
     now: number;
-    /** Set when an administrator credited an unresolved payment by hand. */
+    /** Set when an unresolved payment was credited by hand (by its partner or an administrator). */
     resolution?: "attached";
   },
 ) {
@@ -268,6 +276,8 @@ export async function settleOrder(
       certificate: { enabled: session.certificate_enabled === 1 },
       settledAt: new Date(now).toISOString(),
       ...(params.resolution === undefined ? {} : { resolution: params.resolution }),
+      // An attached payment may be below the total: the partner decided to accept it.
+      ...(BigInt(payment.amount) < BigInt(session.total_price_usdc) ? { underpaid: true } : {}),
     },
   });
   // Other sessions of this order can no longer be paid.
@@ -310,7 +320,7 @@ async function flagDuplicate(
   return payment;
 }
 
-async function recordUnresolvedEvent(
+export async function recordUnresolvedEvent(
   trx: Kysely<Database>,
   params: { payment: PaymentTable; session: CheckoutSessionTable | undefined; network: NetworkConfig; now: number },
 ) {

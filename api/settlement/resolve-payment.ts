@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { ProblemError, problems } from "../http/problem.js";
-import type { Database } from "../store/database.js";
+import type { Database, PaymentTable } from "../store/database.js";
 import { confirmationsOf, findPayment, settleOrder } from "./record-transfer.js";
 
 export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
@@ -18,21 +18,50 @@ const notUnresolved = (status: string) =>
   });
 
 /**
- * An administrator credits an unresolved payment (wrong amount, late, ...) to an
- * order: the order settles with that transfer and the partner hears
- * `purchase.settled` with `resolution: "attached"`, in one transaction.
+ * The partner whose payment address received the transfer: only it (or an
+ * administrator on its behalf) may credit the money to one of its orders.
+ */
+async function paymentOwner(trx: Kysely<Database>, payment: PaymentTable): Promise<string | null> {
+  const owner = await trx
+    .selectFrom("payment_address")
+    .select("partner_id")
+    .where("chain_id", "=", payment.chain_id)
+    .where("address", "=", payment.to_address)
+    .executeTakeFirst();
+  return owner?.partner_id ?? payment.partner_id;
+}
+
+/**
+ * Credits an unresolved payment (wrong amount, late, ...) to an order: the order
+ * settles with that transfer (an underpaid one with `underpaid: true`) and the
+ * partner hears `purchase.settled` with `resolution: "attached"`, in one
+ * transaction. The order must belong to the partner whose address received the
+ * money, whoever asks (SPEC section 11: an administrator follows the same rule);
+ * with `partnerId` (the partner API) another partner's payment or order is not found.
  */
 export async function attachPaymentToOrder(
   context: AppContext,
-  params: PaymentKey & { orderId: string; note?: string; alsoInTransaction?: AlsoInTransaction },
+  params: PaymentKey & { orderId: string; partnerId?: string; note?: string; alsoInTransaction?: AlsoInTransaction },
 ) {
   const now = Date.now();
   await context.store.transaction().execute(async (trx) => {
     const payment = await findPayment(trx, { ...params, transactionHash: params.transactionHash.toLowerCase() });
     if (payment === undefined) throw problems.notFound("Payment");
+    const owner = await paymentOwner(trx, payment);
+    if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
     if (payment.status !== "unresolved") throw notUnresolved(payment.status);
     const order = await trx.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirst();
-    if (order === undefined) throw problems.notFound(`Order ${params.orderId}`);
+    if (order === undefined || (params.partnerId !== undefined && order.partner_id !== params.partnerId)) {
+      throw problems.notFound(`Order ${params.orderId}`);
+    }
+    if (owner !== order.partner_id) {
+      throw new ProblemError({
+        status: 409,
+        code: "payment_of_another_partner",
+        title: "The payment went to another partner's address",
+        detail: "A payment can only be credited to an order of the partner whose payment address received it.",
+      });
+    }
     if (order.settled_session_id !== null) {
       throw new ProblemError({
         status: 409,
@@ -41,11 +70,20 @@ export async function attachPaymentToOrder(
         detail: "Mark the payment for refund instead.",
       });
     }
+    // The session the customer submitted it on, when it is this order's; else the order's latest there.
     const session = await trx
       .selectFrom("checkout_session")
       .selectAll()
       .where("order_id", "=", order.id)
       .where("chain_id", "=", payment.chain_id)
+      .orderBy((eb) =>
+        eb
+          .case()
+          .when("id", "=", payment.session_id ?? "")
+          .then(0)
+          .else(1)
+          .end(),
+      )
       .orderBy("created_at", "desc")
       .executeTakeFirst();
     if (session === undefined) throw problems.invalidRequest("The order has no checkout session on the payment's network.");
@@ -75,13 +113,20 @@ export async function attachPaymentToOrder(
   });
 }
 
-/** An administrator records that an unresolved payment is to be sent back; the refund itself happens off-service. */
+/**
+ * Records that an unresolved payment is to be sent back (by its partner, or an
+ * administrator); the refund itself happens off-service, the service never moves money.
+ */
 export async function markPaymentForRefund(
   context: AppContext,
-  params: PaymentKey & { note?: string; alsoInTransaction?: AlsoInTransaction },
+  params: PaymentKey & { partnerId?: string; note?: string; alsoInTransaction?: AlsoInTransaction },
 ) {
   const key = { ...params, transactionHash: params.transactionHash.toLowerCase() };
   await context.store.transaction().execute(async (trx) => {
+    if (params.partnerId !== undefined) {
+      const payment = await findPayment(trx, key);
+      if (payment === undefined || (await paymentOwner(trx, payment)) !== params.partnerId) throw problems.notFound("Payment");
+    }
     const result = await trx
       .updateTable("payment")
       .set({ status: "refund_requested", resolution: params.note ?? "refund requested", updated_at: Date.now() })

@@ -7,6 +7,7 @@ import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import { wakeWorker } from "../workers/run-worker.js";
 import { confirmationsOf, decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
+import { linkSubmittedMismatch } from "./submitted-mismatch.js";
 
 /** Reasons a submitted hash does not pay the session (SPEC section 5, plus `wrong_payer` and `predates_session`). */
 export type RejectionReason =
@@ -37,13 +38,13 @@ const rejectionText: Record<RejectionReason, string> = {
     "This order has already been paid (or is being confirmed) by another transfer; this one is kept on record for a refund.",
 };
 
-export function paymentRejected(reason: RejectionReason): ProblemError {
+export function paymentRejected(reason: RejectionReason, extensions: Record<string, unknown> = {}): ProblemError {
   return new ProblemError({
     status: reason === "not_found" ? 404 : 422,
     code: reason === "not_found" ? "payment_not_found" : reason,
     title: reason === "not_found" ? "Payment not found" : "The transaction does not pay this checkout",
     detail: rejectionText[reason],
-    extensions: { reason },
+    extensions: { reason, ...extensions },
   });
 }
 
@@ -114,7 +115,15 @@ export async function submitTransactionHash(
         throw paymentRejected("replay");
       }
     }
-    throw paymentRejected("wrong_amount");
+    // The money is on the partner's address: record it against this session so nobody is stuck.
+    const received = toSession[0]!;
+    const linked = await linkSubmittedMismatch(context, { session, transfer: received, network });
+    if (linked) wakeWorker(DISPATCHER_NAME);
+    throw paymentRejected("wrong_amount", {
+      amountReceived: received.value.toString(),
+      expectedAmount: session.amount_due,
+      recordedForShop: linked,
+    });
   }
 
   const head = (await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? exact.blockNumber;
@@ -123,7 +132,20 @@ export async function submitTransactionHash(
 
   // Decide without writing first: a rejection must change nothing.
   const decision = await decideTransfer(context.store, exact);
-  if (decision.kind === "unresolved") throw paymentRejected(rejectionFor(decision.reason, decision.session, session));
+  if (decision.kind === "unresolved") {
+    const rejection = rejectionFor(decision.reason, decision.session, session);
+    // A late payment of this very session is recorded now, linked to it, and the partner told.
+    if (rejection === "late" && decision.session?.id === session.id) {
+      await recordTransfer(context.store, { transfer: exact, network, head });
+      wakeWorker(DISPATCHER_NAME);
+      throw paymentRejected("late", {
+        amountReceived: exact.value.toString(),
+        expectedAmount: session.amount_due,
+        recordedForShop: true,
+      });
+    }
+    throw paymentRejected(rejection);
+  }
   if (decision.session.id !== session.id) throw paymentRejected("replay");
   // Only the index credits: until the indexer has the transfer, it is seen and pending.
   if (!indexedYet) return pending(0, "payment_pending");

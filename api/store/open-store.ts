@@ -19,6 +19,7 @@ import * as m0002 from "./migrations/0002_commerce.js";
 import * as m0003 from "./migrations/0003_webhooks.js";
 import * as m0004 from "./migrations/0004_portals.js";
 import * as m0006 from "./migrations/0006_tenant_limits.js";
+import * as m0008 from "./migrations/0008_hosted_checkout.js";
 import * as m0010 from "./migrations/0010_partner_members.js";
 
 export type Store = Kysely<Database>;
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   "0003_webhooks": m0003,
   "0004_portals": m0004,
   "0006_tenant_limits": m0006,
+  "0008_hosted_checkout": m0008,
   "0010_partner_members": m0010,
 };
 

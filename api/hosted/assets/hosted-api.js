@@ -16,6 +16,7 @@ window.UsdcHostedApi = {
       error.status = response.status;
       error.code = answer.code;
       error.reason = answer.reason;
+      error.problem = answer;
       throw error;
     }
     return answer;

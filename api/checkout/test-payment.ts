@@ -1,0 +1,100 @@
+import { type Address, createWalletClient, defineChain, erc20Abi, type Hex, http } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
+import type { AppContext } from "../app-context.js";
+import { networkByChainId } from "../app-context.js";
+import { ProblemError, problems } from "../http/problem.js";
+import { type SubmissionResult, submitTransactionHash } from "../settlement/submit-transaction-hash.js";
+import type { CheckoutSessionTable } from "../store/database.js";
+
+/** Anvil's well-known development mnemonic: its accounts hold test USDC on the local chain only. */
+const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
+/** The funded Anvil account the service pays test payments from. */
+export const TEST_PAYER_INDEX = 9;
+const INDEX_WAIT_MS = 20_000;
+
+/** Test payments exist in local mode, on the local chain, and nowhere else: elsewhere the route is not found. */
+export function testPaymentsEnabled(context: Pick<AppContext, "settings">, session?: CheckoutSessionTable): boolean {
+  return context.settings.localMode && (session === undefined || session.network === "local");
+}
+
+export type TestPaymentResult = {
+  transactionHash: Hex;
+  from: Address;
+  amount: string;
+  /** The answer of the hash submission on the session, when submitted. */
+  submission: SubmissionResult | { problem: { code: string; detail: string; [key: string]: unknown } } | null;
+};
+
+// One sender account: transfers go out one at a time so their nonces never collide.
+let queue: Promise<unknown> = Promise.resolve();
+
+/**
+ * Sends `amount` (default: the session's exact amount) of the local test USDC from a
+ * funded Anvil account to the session's address, waits until the index holds it,
+ * then (unless `submit` is false) submits the hash on the session as a customer would.
+ */
+export async function sendTestPayment(
+  context: AppContext,
+  params: { session: CheckoutSessionTable; amount?: bigint; submit: boolean },
+): Promise<TestPaymentResult> {
+  const { session } = params;
+  if (!testPaymentsEnabled(context, session)) throw problems.notFound("Test payments");
+  const network = networkByChainId(context, session.chain_id);
+  if (network === undefined) throw problems.notFound("Test payments");
+  if (session.status === "settled" || session.status === "expired") {
+    throw new ProblemError({
+      status: 409,
+      code: "session_not_open",
+      title: "The session takes no payment",
+      detail: `The session is ${session.status}.`,
+    });
+  }
+  const amount = params.amount ?? BigInt(session.amount_due);
+  const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: TEST_PAYER_INDEX });
+  const chain = defineChain({
+    id: network.chainId,
+    name: network.name,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [network.rpcUrl] } },
+  });
+  const wallet = createWalletClient({ account, chain, transport: http(network.rpcUrl) });
+  const client = context.rpc.get(network.chainId);
+  if (client === undefined) throw problems.notFound("Test payments");
+
+  const send = async () => {
+    const hash = await wallet.writeContract({
+      address: session.token_address as Address,
+      abi: erc20Abi,
+      functionName: "transfer",
+      args: [session.payment_address as Address, amount],
+    });
+    await client.waitForTransactionReceipt({ hash, pollingInterval: 100 });
+    return hash;
+  };
+  const sent = queue.then(send, send);
+  queue = sent.catch(() => undefined);
+  const transactionHash = await sent;
+
+  await waitUntilIndexed(context, transactionHash);
+  if (!params.submit) return { transactionHash, from: account.address, amount: amount.toString(), submission: null };
+  try {
+    const submission = await submitTransactionHash(context, { session, transactionHash });
+    return { transactionHash, from: account.address, amount: amount.toString(), submission };
+  } catch (error) {
+    if (!(error instanceof ProblemError)) throw error;
+    return {
+      transactionHash,
+      from: account.address,
+      amount: amount.toString(),
+      submission: { problem: { code: error.code, detail: error.message, ...error.extensions } },
+    };
+  }
+}
+
+async function waitUntilIndexed(context: AppContext, transactionHash: Hex): Promise<void> {
+  const deadline = Date.now() + INDEX_WAIT_MS;
+  while (Date.now() < deadline) {
+    if ((await context.indexed.transfersByHash(transactionHash)).length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -1,0 +1,80 @@
+import type { AppContext } from "../app-context.js";
+import type { NetworkConfig } from "../config/networks.js";
+import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import type { CheckoutSessionTable } from "../store/database.js";
+import { decideTransfer, findPayment, recordUnresolvedEvent } from "./record-transfer.js";
+
+/** Why a transfer a customer submitted on a session does not pay it (SPEC section 11). */
+export type SubmittedMismatchReason = "underpaid" | "overpaid";
+
+/**
+ * A customer submitted, on session S, a transfer to S's address whose amount is not
+ * S's (an exchange deducted a fee, a typo): the money is on the partner's address,
+ * so it becomes an unresolved payment linked to S (sessionId, orderId, expected
+ * amount, `underpaid`/`overpaid`) and the partner hears `payment.unresolved`.
+ * A transfer whose amount names another session is left to that session.
+ * Answers whether the payment is now linked to S.
+ */
+export async function linkSubmittedMismatch(
+  context: AppContext,
+  params: { session: CheckoutSessionTable; transfer: IndexedTransfer; network: NetworkConfig },
+): Promise<boolean> {
+  const { session, transfer, network } = params;
+  if (transfer.to !== session.payment_address || transfer.chainId !== session.chain_id) return false;
+  const reason: SubmittedMismatchReason = transfer.value < BigInt(session.amount_due) ? "underpaid" : "overpaid";
+  const now = Date.now();
+  return context.store.transaction().execute(async (trx) => {
+    const existing = await findPayment(trx, transfer);
+    if (existing !== undefined) {
+      if (existing.session_id === session.id) return true;
+      // Only a payment nobody could place is ours to link; a credited or linked one stays where it is.
+      if (existing.status !== "unresolved" || existing.session_id !== null || existing.reason !== "unmatched") return false;
+      const updated = await trx
+        .updateTable("payment")
+        .set({ session_id: session.id, partner_id: session.partner_id, reason, updated_at: now })
+        .where("chain_id", "=", existing.chain_id)
+        .where("transaction_hash", "=", existing.transaction_hash)
+        .where("log_index", "=", existing.log_index)
+        .where("status", "=", "unresolved")
+        .where("session_id", "is", null)
+        .executeTakeFirst();
+      if (updated.numUpdatedRows !== 1n) return false;
+      // Reported again, now with the session it was meant for.
+      await recordUnresolvedEvent(trx, {
+        payment: { ...existing, session_id: session.id, partner_id: session.partner_id, reason },
+        session,
+        network,
+        now,
+      });
+      return true;
+    }
+    const decision = await decideTransfer(trx, transfer);
+    if (decision.kind !== "unresolved" || decision.reason !== "unmatched") return false;
+    const payment = {
+      chain_id: transfer.chainId,
+      transaction_hash: transfer.transactionHash,
+      log_index: transfer.logIndex,
+      partner_id: session.partner_id,
+      session_id: session.id,
+      status: "unresolved" as const,
+      reason,
+      from_address: transfer.from,
+      to_address: transfer.to,
+      amount: transfer.value.toString(),
+      block_number: Number(transfer.blockNumber),
+      block_hash: transfer.blockHash,
+      block_timestamp: Number(transfer.blockTimestamp),
+      resolution: null,
+      created_at: now,
+      updated_at: now,
+    };
+    const inserted = await trx
+      .insertInto("payment")
+      .values(payment)
+      .onConflict((oc) => oc.doNothing())
+      .executeTakeFirst();
+    if (inserted.numInsertedOrUpdatedRows !== 1n) return false;
+    await recordUnresolvedEvent(trx, { payment, session, network, now });
+    return true;
+  });
+}
