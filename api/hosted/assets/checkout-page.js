@@ -60,17 +60,22 @@
 
   /** 0x1234 5678 …: groups of four wrap between them, never inside one. */
   function groupedAddress(element, address) {
-    element.replaceChildren();
     element.dataset.value = address;
-    element.setAttribute("aria-label", address);
+    // Read out whole once; shown in groups that wrap between them, never inside one.
+    const spoken = document.createElement("span");
+    spoken.className = "visually-hidden";
+    spoken.textContent = address;
+    const shown = document.createElement("span");
+    shown.setAttribute("aria-hidden", "true");
     const groups = [address.slice(0, 6), ...(address.slice(6).match(/.{1,4}/g) || [])];
     groups.forEach((group, index) => {
       const span = document.createElement("span");
+      span.className = "group";
       span.textContent = group;
-      span.setAttribute("aria-hidden", "true");
-      element.append(span);
-      if (index < groups.length - 1) element.append(" ");
+      shown.append(span);
+      if (index < groups.length - 1) shown.append(" ");
     });
+    element.replaceChildren(spoken, shown);
   }
 
   // ---------- the token: from the framing page, or from the fragment ----------
