@@ -1,8 +1,12 @@
+import { execFile, spawn } from "node:child_process";
+import { createServer } from "node:http";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { addPaymentAddress, createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { constructEvent, createClient } from "../client/src/index.js";
 import { createSession, outboxEvents, publicPost, readOrder, sessionBody, submitHash } from "./support/checkout-helpers.js";
 import { adminWallet, api, expectJson, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
@@ -10,6 +14,8 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 // SPEC section 11 through the real API: the hosted url, every creation rule, metadata
 // everywhere, branding, unresolved payments linked to their session and resolved by
 // their own partner only, and local-only test payments.
+
+const execFileAsync = promisify(execFile);
 
 let stack: TestStack;
 let store: Store;
@@ -248,17 +254,13 @@ describe("unresolved payments submitted on a session", () => {
       return answer.code === "payment_not_found" ? undefined : answer;
     });
     expect(body).toMatchObject({ code: "wrong_amount", recordedForShop: true });
-    const listed = await expectJson(await stack.partnerFetch("/v1/payments?status=unresolved"), 200);
-    const payment = listed.data.find((row: { transactionHash: string }) => row.transactionHash === hash.toLowerCase());
-    expect(payment).toMatchObject({ reason: "overpaid", sessionId: session.id });
-    const path = `/v1/payments/${stack.local.chainId}/${hash}/${payment.logIndex}`;
-    expect(
-      await expectJson(
-        await stack.partnerFetch(`${path}/refund-requested`, { method: "POST", json: { note: "sent back" } }),
-        200,
-      ),
-    ).toEqual({
-      status: "refund_requested",
+    // Through the client library, as a partner's server would.
+    const client = createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.ponder.baseUrl });
+    const linked = (await client.payments.list({ status: "unresolved" })).data.find((row) => row.sessionId === session.id);
+    expect(linked).toMatchObject({ orderId: session.orderId, expectedAmount: session.payment.amount, reason: "overpaid" });
+    expect(await client.payments.requestRefund(linked!, { note: "sent back" })).toEqual({ status: "refund_requested" });
+    await expect(client.payments.attach(linked!, { orderId: session.orderId })).rejects.toMatchObject({
+      code: "payment_not_unresolved",
     });
     // The exact amount still settles the session.
     const { hash: exact } = await stack.payUsdc({
@@ -407,6 +409,64 @@ describe("test payments", () => {
     expect(paid.session.status).toBe("settled");
     expect((await readOrder(stack, session.orderId)).amountPaid).toBe(session.payment.amount);
   });
+
+  it("npm run pay and npm run events:listen work against the stack", async () => {
+    const received: { header: string | undefined; body: string }[] = [];
+    const receiver = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        received.push({ header: request.headers["service-signature"] as string | undefined, body });
+        response.end("ok");
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const env = { ...process.env, LOCAL_JSON: join(stack.dataDir, "local.json"), LISTEN_SECRET: "whsec_listen_test" };
+    const listener = spawn(
+      "npx",
+      [
+        "tsx",
+        "scripts/events-listen.ts",
+        "--forward-to",
+        `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`,
+        "--interval",
+        "200",
+      ],
+      { env, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let listenerOutput = "";
+    listener.stdout.on("data", (chunk) => {
+      listenerOutput += chunk;
+    });
+    try {
+      await waitFor(async () => (listenerOutput.includes("signing secret") ? true : undefined), { timeoutMs: 60_000 });
+      const session = await createSession(stack, { shippingRequired: false, metadata: { via: "npm run pay" } });
+      const pay = await execFileAsync("npx", ["tsx", "scripts/pay.ts", session.id], { env });
+      expect(pay.stdout).toMatch(/submitted: settled/);
+      expect((await readOrder(stack, session.orderId)).status).toBe("paid");
+      const forwarded = await waitFor(
+        async () =>
+          received.find((delivery) => delivery.body.includes(session.orderId) && delivery.body.includes("purchase.settled")),
+        { timeoutMs: 30_000, what: "the forwarded event" },
+      );
+      const event = constructEvent(forwarded.body, forwarded.header, "whsec_listen_test");
+      expect(event.type).toBe("purchase.settled");
+      expect(event.data.metadata).toEqual({ via: "npm run pay" });
+      expect(() => constructEvent(forwarded.body, forwarded.header, "whsec_other")).toThrow();
+      // --amount and --no-submit: a wrong amount the worker finds on its own, unlinked.
+      const other = await createSession(stack, { shippingRequired: false });
+      const short = await execFileAsync("npx", ["tsx", "scripts/pay.ts", other.id, "--amount", "1000000", "--no-submit"], {
+        env,
+      });
+      expect(short.stdout).toMatch(/sent 1000000 base units/);
+      expect(short.stdout).toMatch(/hash not submitted/);
+    } finally {
+      listener.kill("SIGINT");
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  }, 120_000);
 
   it("outside local mode the routes are not found and the page offers no button", async () => {
     const session = await createSession(stack, { shippingRequired: false });

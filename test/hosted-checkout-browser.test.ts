@@ -225,7 +225,7 @@ describe("the standalone hosted checkout", () => {
     const explanation = await page.locator("#mismatch").textContent();
     expect(explanation).toContain(`We received ${short / 1_000_000n}.${(short % 1_000_000n).toString().padStart(6, "0")} USDC`);
     expect(explanation).toContain("Your money is not lost");
-    expect(explanation).toContain("Harbour Goods has been told");
+    expect(explanation).toContain("Harbour Goods, which has been told");
     // The exact amount is still there to send.
     expect(await page.locator("#wallet-link").isVisible()).toBe(true);
     await captureState(page, "05-wrong-amount");

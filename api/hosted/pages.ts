@@ -95,8 +95,8 @@ ${head("Pay with USDC")}
     <div id="mismatch" class="notice" hidden>
       <h3 id="mismatch-title">The amount we received is not the amount of this order</h3>
       <p id="mismatch-message"></p>
-      <p>Your money is not lost: it reached <span class="shop-name"></span>'s payment address, and
-        <span class="shop-name"></span> has been told about it and can credit or refund it.</p>
+      <p>Your money is not lost: it reached the payment address of <span class="shop-name"></span>, which has been told
+        about it and can credit or refund it.</p>
       <p id="mismatch-next"></p>
     </div>
     <div class="amount-due">
@@ -147,7 +147,7 @@ ${head("Pay with USDC")}
   </section>
 
   <section id="pending-step" aria-labelledby="pending-title" hidden>
-    <h2 id="pending-title" tabindex="-1">Payment seen</h2>
+    <h2 id="pending-title" tabindex="-1">Confirming your payment</h2>
     <p id="pending-message" class="pending-message"></p>
     <p>The network confirms each payment a few times before the shop ships. Keep this page open; it updates by itself.</p>
     <p>Transaction: <code id="pending-hash" class="address"></code></p>

@@ -2,6 +2,8 @@ import { baseUnitsString } from "./amounts.js";
 import { type Query, request, type Transport } from "./http.js";
 import { DEFAULT_BASE_URLS, type NetworkName } from "./networks.js";
 import type {
+  Branding,
+  BrandingUpdate,
   CheckoutSession,
   CreateCheckoutSessionParams,
   CreatedCheckoutSession,
@@ -17,6 +19,7 @@ import type {
   Order,
   Page,
   Payment,
+  PaymentKey,
   SettlementEvent,
   Transfer,
   WebhookEndpoint,
@@ -115,11 +118,27 @@ export function createClient(options: ClientOptions) {
     },
   };
 
+  const paymentPath = (key: PaymentKey) =>
+    `/v1/payments/${key.chainId}/${encodeURIComponent(key.transactionHash)}/${key.logIndex}`;
   const payments = {
     list: (params: ListPaymentsParams = {}) => get<Page<Payment>>("/v1/payments", params),
+    /**
+     * Credits one of your unresolved payments to one of your orders: the order settles
+     * (`purchase.settled` with `resolution: "attached"`, and `underpaid: true` below the total).
+     */
+    attach: (key: PaymentKey, params: { orderId: string }) =>
+      post<{ status: "attached" }>(`${paymentPath(key)}/attach`, { orderId: params.orderId }),
+    /** Records that you send the money back yourself; the service never moves money. */
+    requestRefund: (key: PaymentKey, params: { note?: string } = {}) =>
+      post<{ status: "refund_requested" }>(`${paymentPath(key)}/refund-requested`, params),
     async *iterate(params: Omit<ListPaymentsParams, "cursor"> = {}): AsyncGenerator<Payment> {
       yield* paginate(await payments.list(params), (cursor) => payments.list({ ...params, cursor }));
     },
+  };
+
+  const branding = {
+    retrieve: () => get<Branding>("/v1/branding"),
+    update: (params: BrandingUpdate) => request<Branding>(transport, { method: "PATCH", path: "/v1/branding", body: params }),
   };
 
   return {
@@ -152,6 +171,7 @@ export function createClient(options: ClientOptions) {
     webhookEndpoints,
     transfers,
     payments,
+    branding,
     /** Indexer head and lag per chain, store and workers; a degraded service answers too (status "degraded"). */
     health: () => request<Health>(transport, { method: "GET", path: "/v1/health", accept: [503] }),
   };

@@ -42,12 +42,43 @@ export type CheckoutSession = {
   certificate: { enabled: boolean };
   payment: PaymentDetails;
   createdAt: Timestamp;
+  /** Where the hosted page sends the customer after settlement / back to the shop ({CHECKOUT_SESSION_ID} substituted). */
+  successUrl: string | null;
+  cancelUrl: string | null;
+  metadata: Record<string, string>;
+  customer: CustomerPrefill | null;
+  lineItems: LineItem[] | null;
+};
+
+export type CustomerPrefill = {
+  email?: string;
+  name?: string;
+  delivery?: {
+    name?: string;
+    line1?: string;
+    line2?: string;
+    city?: string;
+    postalCode?: string;
+    region?: string;
+    country?: string;
+  };
+};
+
+/** Display only; when given, the sum of quantity × unitPriceUsdc must equal totalPriceUsdc. */
+export type LineItem = {
+  externalProductId: string;
+  name: string;
+  category?: string;
+  quantity: number;
+  unitPriceUsdc: BaseUnits;
 };
 
 /** The creation answer (seed 2.2): hand `id` and `clientToken` to the browser component, nothing else. */
 export type CreatedCheckoutSession = CheckoutSession & {
   /** Short-lived browser credential for this session only; never store it as a long-lived credential. */
   clientToken: string;
+  /** The hosted checkout: send the customer here (the client token rides in the fragment). */
+  url: string;
 };
 
 export type CreateCheckoutSessionParams = {
@@ -68,7 +99,34 @@ export type CreateCheckoutSessionParams = {
   network?: NetworkName;
   paymentMethod?: "usdc";
   checkoutMode?: "hosted_transfer";
+  /** Absolute https: URLs (http: in local mode); {CHECKOUT_SESSION_ID} is replaced by the session id. */
+  successUrl?: string;
+  cancelUrl?: string;
+  /** At most 20 keys; key ≤ 40 characters, value ≤ 500. Echoed in the session, the order and every event. */
+  metadata?: Record<string, string>;
+  customer?: CustomerPrefill;
+  lineItems?: LineItem[];
 };
+
+export type Branding = {
+  displayName: string;
+  /** A path on the service's origin. */
+  logoUrl: string | null;
+  accentColor: string | null;
+  supportUrl: string | null;
+  supportEmail: string | null;
+};
+
+export type BrandingUpdate = {
+  displayName?: string | null;
+  /** `#rrggbb` */
+  accentColor?: string | null;
+  supportUrl?: string | null;
+  supportEmail?: string | null;
+};
+
+/** Identifies one transfer: what `GET /v1/payments` lists. */
+export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
 
 export type CertificateStatus = "not_requested" | "awaiting_wallet" | "voucher_issued" | "pending" | "minted";
 
@@ -211,8 +269,12 @@ export type Payment = {
   transactionHash: Hex;
   logIndex: number;
   status: PaymentStatus;
+  /** For unresolved payments submitted on a session: `underpaid`, `overpaid`, `late`; else why nothing matched. */
   reason: string | null;
   sessionId: string | null;
+  orderId: string | null;
+  /** The amount the linked session asked for. */
+  expectedAmount: BaseUnits | null;
   from: string;
   to: string;
   amount: BaseUnits;
