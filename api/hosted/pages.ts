@@ -183,6 +183,13 @@ export function claimPage(params: { sessionId: string; clientToken?: string }) {
 <html lang="en">
 ${head("Claim your certificate")}
 <body>
+<header id="merchant" class="merchant" hidden>
+  <div class="merchant-id">
+    <img id="merchant-logo" class="merchant-logo" alt="" hidden>
+    <span id="merchant-name" class="merchant-name"></span>
+  </div>
+  <a id="back-link" class="back-link" hidden>Back to <span id="back-shop"></span></a>
+</header>
 <main id="claim" class="card" data-session-id="${params.sessionId}" data-client-token="${params.clientToken ?? ""}" aria-labelledby="claim-title">
   <h1 id="claim-title">Claim your certificate</h1>
   <p id="summary" class="summary" hidden></p>

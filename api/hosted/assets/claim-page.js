@@ -58,10 +58,29 @@
     }
   }
 
+  /** The shop's name and logo, and the way back to it (its success page, else its cart). */
+  function showMerchant() {
+    const merchant = session.merchant;
+    if (!merchant) return;
+    $("merchant-name").textContent = merchant.displayName;
+    if (merchant.logoUrl) {
+      $("merchant-logo").src = merchant.logoUrl;
+      $("merchant-logo").hidden = false;
+    }
+    const back = session.successUrl || session.cancelUrl;
+    if (back) {
+      $("back-link").href = back;
+      $("back-shop").textContent = merchant.displayName;
+      $("back-link").hidden = false;
+    }
+    $("merchant").hidden = false;
+  }
+
   function render(next) {
     session = next;
     $("summary").textContent = `${session.product.quantity} × ${session.product.name} · order ${session.externalOrderId}`;
     $("summary").hidden = false;
+    showMerchant();
     const certificate = session.certificate;
     if (!certificate.enabled) {
       status("This purchase does not include a certificate.", "info");
