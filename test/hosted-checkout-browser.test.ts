@@ -182,7 +182,7 @@ describe("the standalone hosted checkout", () => {
     expect(link!.y + link!.height).toBeLessThanOrEqual(qr!.y);
     expect(link!.width).toBeGreaterThan(300);
     // The address wraps between groups of four, each group whole.
-    const groups = await page.locator("#recipient .group").allTextContents();
+    const groups = await page.locator("#recipient-groups .group").allTextContents();
     expect(groups.join("")).toBe(session.payment.recipient);
     await captureState(page, "02-awaiting-payment");
 

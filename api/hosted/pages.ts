@@ -116,7 +116,8 @@ ${head("Pay with USDC")}
     <dl class="payment">
       <div>
         <dt>To address</dt>
-        <dd><code id="recipient" class="address grouped"></code>
+        <dd><code class="address grouped"><span id="recipient" class="visually-hidden"></span><span id="recipient-groups"
+          aria-hidden="true"></span></code>
           <button type="button" class="copy" data-copy="recipient" aria-label="Copy address">Copy</button></dd>
       </div>
       <div>

@@ -59,15 +59,12 @@
   }
 
   /** 0x1234 5678 …: groups of four wrap between them, never inside one. */
-  function groupedAddress(element, address) {
-    element.dataset.value = address;
-    // Read out whole once; shown in groups that wrap between them, never inside one.
-    const spoken = document.createElement("span");
-    spoken.className = "visually-hidden";
-    spoken.textContent = address;
-    const shown = document.createElement("span");
-    shown.setAttribute("aria-hidden", "true");
+  function groupedAddress(address) {
+    // Read out (and copied) whole; shown in groups that wrap between them, never inside one.
+    $("recipient").textContent = address;
     const groups = [address.slice(0, 6), ...(address.slice(6).match(/.{1,4}/g) || [])];
+    const shown = $("recipient-groups");
+    shown.replaceChildren();
     groups.forEach((group, index) => {
       const span = document.createElement("span");
       span.className = "group";
@@ -75,7 +72,6 @@
       shown.append(span);
       if (index < groups.length - 1) shown.append(" ");
     });
-    element.replaceChildren(spoken, shown);
   }
 
   // ---------- the token: from the framing page, or from the fragment ----------
@@ -326,7 +322,7 @@
     $("amount-hint").textContent =
       `The order total ${formatPrice(payment.totalPriceUsdc)} plus ${formatExact(reference)} USDC that identifies your payment. ` +
       "Send this exact amount, and if an exchange takes a withdrawal fee, add it on top.";
-    groupedAddress($("recipient"), payment.recipient);
+    groupedAddress(payment.recipient);
     $("token-address").textContent = payment.tokenAddress;
     $("network").textContent = networkLabel(session.network, session.chainId);
     $("wallet-link").href = payment.uri;
