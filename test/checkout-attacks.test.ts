@@ -154,10 +154,23 @@ describe("attacks on settlement: each fails and changes nothing", () => {
         amount: BigInt(session.payment.amount) + delta,
       });
       const payment = await recorded(paid.hash);
+      expect(payment).toMatchObject({ status: "unresolved", reason: "unmatched", session_id: null });
       const before = await snapshot(session.id);
       await expectRejected(await submitHash(stack, session.clientToken, paid.hash), 422, "wrong_amount", "wrong_amount");
-      expect(await snapshot(session.id)).toEqual(before);
-      expect(payment).toMatchObject({ status: "unresolved", reason: "unmatched", session_id: null });
+      // SPEC section 11: the session stays as it was, but the submitted transfer is now
+      // linked to it (underpaid/overpaid) and reported again with the session's fields.
+      const after = await snapshot(session.id);
+      expect(after).toEqual({ ...before, payments: before.payments + 1, events: before.events + 1 });
+      const linked = await store
+        .selectFrom("payment")
+        .selectAll()
+        .where("transaction_hash", "=", paid.hash.toLowerCase())
+        .executeTakeFirstOrThrow();
+      expect(linked).toMatchObject({
+        status: "unresolved",
+        reason: delta < 0n ? "underpaid" : "overpaid",
+        session_id: session.id,
+      });
     }
     expect((await readSession(stack, session.id)).status).toBe("awaiting_payment");
     const unresolved = await (await stack.partnerFetch("/v1/payments?status=unresolved&limit=500")).json();

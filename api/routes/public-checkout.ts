@@ -74,8 +74,11 @@ async function publicSessionView(context: AppContext, session: CheckoutSessionTa
     customer: presentation.customer,
     lineItems: presentation.lineItems,
     merchant: await readBranding(context.store, session.partner_id),
+    // A recorded transfer is in a block, so at least 1, even when the cached head lags it.
     confirmations:
-      row.block_number == null || head === undefined ? null : confirmationsOf({ blockNumber: BigInt(row.block_number) }, head),
+      row.block_number == null
+        ? null
+        : Math.max(1, head === undefined ? 1 : confirmationsOf({ blockNumber: BigInt(row.block_number) }, head)),
     requiredConfirmations: networkByChainId(context, session.chain_id)?.confirmations ?? null,
     unresolvedPayment:
       unresolved === undefined
