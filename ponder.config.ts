@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { createConfig } from "ponder";
 import { erc20Abi } from "viem";
 import { dataDirectory, loadNetworks } from "./api/config/networks";
+import { indexerTransport } from "./api/indexed/indexer-transport";
 import { certificateNftAbi } from "./contracts/generated";
 
 /**
@@ -16,7 +17,9 @@ const chains = Object.fromEntries(
     network.name,
     {
       id: network.chainId,
-      rpc: network.rpcUrl,
+      // Waits out a node that stops answering instead of letting Ponder throttle itself
+      // into a backlog it never leaves (see api/indexed/indexer-transport.ts).
+      rpc: /^https?:\/\//.test(network.rpcUrl) ? indexerTransport(network.rpcUrl) : network.rpcUrl,
       pollingInterval: network.pollingIntervalMs,
       // New blocks pushed by `eth_subscribe("newHeads")` rather than found by polling:
       // up to a polling interval sooner (Ponder polls again if the socket keeps failing).
