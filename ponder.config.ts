@@ -19,7 +19,12 @@ const chains = Object.fromEntries(
       id: network.chainId,
       // Waits out a node that stops answering instead of letting Ponder throttle itself
       // into a backlog it never leaves (see api/indexed/indexer-transport.ts).
-      rpc: /^https?:\/\//.test(network.rpcUrl) ? indexerTransport(network.rpcUrl) : network.rpcUrl,
+      // INDEXER_RPC_TRANSPORT=ponder hands Ponder the bare URL (its own transport): an
+      // escape hatch, and how the tests show the watchdog recovering the original stall.
+      rpc:
+        /^https?:\/\//.test(network.rpcUrl) && process.env.INDEXER_RPC_TRANSPORT !== "ponder"
+          ? indexerTransport(network.rpcUrl)
+          : network.rpcUrl,
       pollingInterval: network.pollingIntervalMs,
       // New blocks pushed by `eth_subscribe("newHeads")` rather than found by polling:
       // up to a polling interval sooner (Ponder polls again if the socket keeps failing).

@@ -3,6 +3,7 @@ import type { NetworkConfig } from "./config/networks.js";
 import type { ServiceSettings } from "./config/settings.js";
 import { ProblemError } from "./http/problem.js";
 import type { IndexedChain } from "./indexed/indexed-chain.js";
+import type { IndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import type { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import type { Store } from "./store/open-store.js";
 
@@ -16,6 +17,8 @@ export type AppContext = {
   rpc: Map<number, PublicClient>;
   /** Cached receipt look-ups for hashes the index does not hold. */
   explainer: ReturnType<typeof createMissingTransferExplainer>;
+  /** Latest node and index samples per chain (health reads them; absent in tools without a service). */
+  indexerWatchdog?: IndexerWatchdog;
 };
 
 /** The enabled network of that name, or the `unsupported_network` problem naming those there are. */

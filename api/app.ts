@@ -6,6 +6,7 @@ import type { AppContext } from "./app-context.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
 import { limitBody, limitRate, loadRequestLimits, type RequestLimits } from "./http/request-limits.js";
+import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { requirePartnerMember } from "./portals/partner-portal.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
@@ -59,7 +60,19 @@ export function createApp(context: AppContext, limits: RequestLimits = loadReque
   }
   app.use("/v1/public/*", limitRate("public", limits.publicCalls, limits.trustProxy));
   app.onError((error, c) => {
-    if (error instanceof ProblemError) return problemResponse(c, error);
+    if (error instanceof ProblemError) {
+      if (error.code === "store_unavailable" || error.code === "rpc_unavailable")
+        c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      return problemResponse(c, error);
+    }
+    const unavailable = unavailableProblemFor(error);
+    if (unavailable !== undefined) {
+      console.error(
+        JSON.stringify({ level: "warn", msg: unavailable.title, code: unavailable.code, path: c.req.path, error: String(error) }),
+      );
+      c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      return problemResponse(c, unavailable);
+    }
     if (error instanceof HTTPException && error.status < 500) {
       return problemResponse(c, problems.invalidRequest(error.message || "The request could not be read."));
     }

@@ -4,6 +4,7 @@ import type { AppContext } from "./app-context.js";
 import { dataDirectory, loadNetworks } from "./config/networks.js";
 import { loadSettings } from "./config/settings.js";
 import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
+import { loadWatchdogSettings, startIndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import { migrateStore, openStore } from "./store/open-store.js";
 import { runWorkers } from "./workers/run-worker.js";
@@ -22,10 +23,35 @@ export async function startService(params: { db: unknown; schema: unknown; publi
   const rpc = new Map<number, PublicClient>(
     networks.map((network) => [
       network.chainId,
-      createPublicClient({ transport: http(network.rpcUrl, { retryCount: 1, timeout: 10_000 }) }) as PublicClient,
+      // Bounded: a node that does not answer costs a request at most ~10 s (then 503 rpc_unavailable).
+      createPublicClient({ transport: http(network.rpcUrl, { retryCount: 1, timeout: 5_000 }) }) as PublicClient,
     ]),
   );
-  const context: AppContext = { store, indexed, networks, settings, rpc, explainer: createMissingTransferExplainer() };
+  const watchdogSettings = loadWatchdogSettings();
+  const indexerWatchdog = startIndexerWatchdog({
+    networks,
+    indexed,
+    clients: new Map(
+      networks.map((network) => [
+        network.chainId,
+        createPublicClient({
+          transport: http(network.rpcUrl, { retryCount: 0, timeout: watchdogSettings.probeTimeoutMs }),
+        }) as PublicClient,
+      ]),
+    ),
+    settings: watchdogSettings,
+    // `ponder serve` is an API replica: it has no indexer of its own to restart.
+    indexes: !process.argv.includes("serve"),
+  });
+  const context: AppContext = {
+    store,
+    indexed,
+    networks,
+    settings,
+    rpc,
+    explainer: createMissingTransferExplainer(),
+    indexerWatchdog,
+  };
   if (process.env.WORKERS !== "off") runWorkers(store, serviceWorkers(context));
   return createApp(context);
 }

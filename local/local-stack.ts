@@ -52,6 +52,8 @@ export type LocalStack = {
   /** Environment the service runs with (tests restart it with the same). */
   serviceEnv: NodeJS.ProcessEnv;
   restartService: (extraEnv?: NodeJS.ProcessEnv) => Promise<PonderProcess>;
+  /** How many times the service exited on its own and was started again. */
+  serviceRestarts: () => number;
   stop: () => Promise<void>;
 };
 
@@ -80,6 +82,8 @@ export async function startLocalStack(options: {
    * chain id) instead of starting an empty chain. See README "Fork mode".
    */
   fork?: { url: string; blockNumber?: number };
+  /** Called with the new service after it exited on its own and was started again. */
+  onServiceRestart?: (ponder: PonderProcess) => void;
 }): Promise<LocalStack> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
@@ -146,7 +150,45 @@ export async function startLocalStack(options: {
     const port = options.apiPort ?? (await findFreePort());
     // The console is served from its build; build it now if the sources changed.
     await ensureConsoleBuilt({ log: (line) => console.log(line) });
-    let ponder = await startPonder({ root: PROJECT_ROOT, port, env: serviceEnv, inheritOutput: options.inheritOutput });
+    let env = serviceEnv;
+    let stopping = false;
+    let restarts = 0;
+    /** Processes stopped on purpose (restartService, stop): their exit is not a failure. */
+    const stoppedOnPurpose = new WeakSet<PonderProcess>();
+    const start = () => startPonder({ root: PROJECT_ROOT, port, env, inheritOutput: options.inheritOutput });
+    // The service exits by itself when it cannot go on (its indexer watchdog exits with
+    // code 75 when the index stays behind the chain; Ponder does on a fatal error): like
+    // a process manager, start it again, with a growing pause while starts fail.
+    const supervise = (service: PonderProcess) => {
+      service.process.once("exit", async (code, signal) => {
+        if (stopping || stoppedOnPurpose.has(service)) return;
+        console.error(JSON.stringify({ level: "warn", msg: "The service exited; starting it again", code, signal }));
+        for (let attempt = 0; !stopping; attempt++) {
+          try {
+            const restarted = await start();
+            if (stopping) return void (await restarted.stop());
+            ponder = restarted;
+            restarts++;
+            supervise(restarted);
+            options.onServiceRestart?.(restarted);
+            return;
+          } catch (error) {
+            const pause = Math.min(1_000 * 2 ** attempt, 30_000);
+            console.error(
+              JSON.stringify({
+                level: "error",
+                msg: "The service did not start again",
+                retryInMs: pause,
+                error: String(error).slice(0, 2000),
+              }),
+            );
+            await new Promise((resolve) => setTimeout(resolve, pause));
+          }
+        }
+      });
+    };
+    let ponder = await start();
+    supervise(ponder);
 
     const local: LocalJson = {
       baseUrl: ponder.baseUrl,
@@ -171,11 +213,16 @@ export async function startLocalStack(options: {
       },
       serviceEnv,
       async restartService(extraEnv = {}) {
+        stoppedOnPurpose.add(ponder);
         await ponder.stop();
-        ponder = await startPonder({ root: PROJECT_ROOT, port: ponder.port, env: { ...serviceEnv, ...extraEnv } });
+        env = { ...serviceEnv, ...extraEnv };
+        ponder = await start();
+        supervise(ponder);
         return ponder;
       },
+      serviceRestarts: () => restarts,
       async stop() {
+        stopping = true;
         await ponder.stop();
         await anvil.stop();
       },

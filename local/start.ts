@@ -62,6 +62,11 @@ try {
     persistChain: true,
     blockTime: blockTime(),
     inheritOutput: process.env.VERBOSE === "1",
+    // The stack starts the service again when it exits on its own (docs/operations.md).
+    onServiceRestart: (ponder) => {
+      lock.setChildren([stack.anvil.process.pid, ponder.process.pid].filter((pid): pid is number => pid !== undefined));
+      console.log(`the service was started again: ${ponder.baseUrl}`);
+    },
     fork:
       forkUrl === undefined ? undefined : { url: forkUrl, blockNumber: forkBlock === undefined ? undefined : Number(forkBlock) },
   });
@@ -106,10 +111,10 @@ const shutdown = async () => {
 };
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
-stack.ponder.process.on("exit", (code) => {
+stack.anvil.process.on("exit", (code) => {
   if (stopping) return;
-  console.error(`the service exited (code ${code}); stopping the chain`);
-  void stack.anvil.stop().then(() => {
+  console.error(`the chain (Anvil) exited (code ${code}); stopping the service`);
+  void stack.stop().then(() => {
     lock.release();
     process.exit(1);
   });

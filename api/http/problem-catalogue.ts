@@ -90,5 +90,17 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
     meaning: "The partner already has the most console members allowed (100); remove one first.",
   },
   { code: "voucher_key_missing", status: 503, meaning: "The service has no voucher key configured." },
+  {
+    code: "store_unavailable",
+    status: 503,
+    meaning:
+      "The store is locked by another process or unreachable for longer than its bounded wait; nothing changed. Retry after `Retry-After` seconds.",
+  },
+  {
+    code: "rpc_unavailable",
+    status: 503,
+    meaning:
+      "The chain node did not answer in time (timeout, refused, 502/503/504); nothing changed. Retry after `Retry-After` seconds.",
+  },
   { code: "internal_error", status: 500, meaning: "Our fault; the response carries a requestId to quote." },
 ];

@@ -1,13 +1,13 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { sql } from "kysely";
 import type { AppContext } from "../app-context.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
 import type { AppEnv } from "./app-env.js";
+import { ChainCheckSchema, chainChecks, HealthReasonSchema, storeCheck, withTimeout } from "./health-checks.js";
 
 const HealthSchema = z
   .object({
     status: z.enum(["ok", "degraded"]),
-    store: z.object({ ok: z.boolean() }),
+    store: z.object({ ok: z.boolean(), writable: z.boolean() }),
     chains: z.array(
       z.object({
         network: z.string(),
@@ -16,6 +16,7 @@ const HealthSchema = z
         chainHead: z.string().nullable(),
         lagBlocks: z.number().int().nullable(),
         requiredConfirmations: z.number().int(),
+        ...ChainCheckSchema.shape,
       }),
     ),
     workers: z.array(z.object({ worker: z.string(), alive: z.boolean(), lastBeatAt: z.string() })),
@@ -38,6 +39,8 @@ const HealthSchema = z
         description:
           "Credited payments a reorg took off the chain (each also sent as payment.reorged); null when the store cannot be read",
       }),
+    /** Why the status is `degraded` (empty when `ok`). */
+    reasons: z.array(HealthReasonSchema),
   })
   .openapi("Health");
 
@@ -53,41 +56,66 @@ const route = createRoute({
 
 /** A worker that has not beaten for this long is reported as not alive. */
 const WORKER_STALE_MS = 30_000;
+/** Longest a health check waits on the store or the index. */
+const CHECK_TIMEOUT_MS = 1_500;
 
 export function healthRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv>().openapi(route, async (c) => {
-    const storeOk = await sql`select 1 as ok`
-      .execute(context.store)
-      .then(() => true)
-      .catch(() => false);
-    const heads = await context.indexed.heads().catch(() => new Map());
-    const chains = await Promise.all(
-      context.networks.map(async (network) => {
-        const indexed = heads.get(network.chainId)?.blockNumber as bigint | undefined;
-        const chainHead = await context.rpc
-          .get(network.chainId)
-          ?.getBlockNumber({ cacheTime: 2_000 })
-          .catch(() => undefined);
-        return {
-          network: network.name,
-          chainId: network.chainId,
-          indexedBlock: indexed?.toString() ?? null,
-          chainHead: chainHead?.toString() ?? null,
-          lagBlocks: indexed !== undefined && chainHead !== undefined ? Number(chainHead - indexed) : null,
-          requiredConfirmations: network.confirmations,
-        };
-      }),
-    );
-    const beats = storeOk ? await context.store.selectFrom("worker_heartbeat").selectAll().execute() : [];
+    // Every check is bounded: a locked store or a silent node makes health answer
+    // `degraded` within seconds instead of making it wait.
+    const store = await storeCheck(context.store);
+    const heads = await withTimeout(context.indexed.heads(), CHECK_TIMEOUT_MS).catch(() => new Map());
+    const checks = await chainChecks(context);
+    const chains = context.networks.map((network) => {
+      const indexed = heads.get(network.chainId)?.blockNumber as bigint | undefined;
+      const check = checks.get(network.chainId);
+      const chainHead = check?.chainHead;
+      return {
+        network: network.name,
+        chainId: network.chainId,
+        indexedBlock: indexed?.toString() ?? null,
+        chainHead: chainHead?.toString() ?? null,
+        lagBlocks: indexed !== undefined && chainHead !== undefined ? Number(chainHead - indexed) : null,
+        requiredConfirmations: network.confirmations,
+        node: check?.node ?? { answering: false, failingForMs: null, error: "not checked" },
+        indexer: check?.indexer ?? { state: "unknown" as const, behindForMs: null },
+      };
+    });
+    const beats = store.ok
+      ? await withTimeout(context.store.selectFrom("worker_heartbeat").selectAll().execute(), CHECK_TIMEOUT_MS).catch(() => [])
+      : [];
     const now = Date.now();
     const workers = beats.map((beat) => ({
       worker: beat.id,
       alive: now - Number(beat.beat_at) < WORKER_STALE_MS,
       lastBeatAt: new Date(Number(beat.beat_at)).toISOString(),
     }));
-    const healthy = storeOk && chains.every((chain) => chain.indexedBlock !== null);
-    const reorgs = storeOk ? await reorgSummary(context.store).catch(() => null) : null;
-    const body = { status: healthy ? ("ok" as const) : ("degraded" as const), store: { ok: storeOk }, chains, workers, reorgs };
+    const reasons = [
+      ...store.reasons,
+      ...chains.flatMap((chain) => [
+        ...(chain.indexedBlock === null
+          ? [
+              {
+                check: "index",
+                network: chain.network,
+                code: "index_missing",
+                detail: "The indexer has not recorded this chain yet.",
+              },
+            ]
+          : []),
+        ...(checks.get(chain.chainId)?.reasons ?? []),
+      ]),
+    ];
+    const healthy = reasons.length === 0;
+    const reorgs = store.ok ? await withTimeout(reorgSummary(context.store), CHECK_TIMEOUT_MS).catch(() => null) : null;
+    const body = {
+      status: healthy ? ("ok" as const) : ("degraded" as const),
+      store: { ok: store.ok, writable: store.writable },
+      chains,
+      workers,
+      reorgs,
+      reasons,
+    };
     return healthy ? c.json(body, 200) : c.json(body, 503);
   });
 }

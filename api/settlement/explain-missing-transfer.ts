@@ -1,5 +1,6 @@
 import { erc20Abi, type Hex, type PublicClient, parseEventLogs, TransactionReceiptNotFoundError } from "viem";
 import { ProblemError } from "../http/problem.js";
+import { isRpcUnavailable, unavailableProblems } from "../http/unavailable-problems.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 
 /**
@@ -19,6 +20,12 @@ export type ReceiptFacts =
 
 type CacheEntry = { value: ReceiptFacts; expiresAt: number };
 const MAX_ENTRIES = 10_000;
+/**
+ * How long one look-up (receipt and block) may take in all. The client's own
+ * timeout and retry would hold a customer's submission for many seconds when the
+ * node is away; past this it is `503 rpc_unavailable`, which the customer may retry.
+ */
+export const RECEIPT_LOOKUP_TIMEOUT_MS = 3_000;
 /** Receipt look-ups one checkout session may cause per minute; cached answers are free. */
 const LOOKUPS_PER_SESSION_PER_MINUTE = 10;
 /** "Not found" may be a transaction still in the mempool; a mined one is soon in the index. */
@@ -67,7 +74,7 @@ export function createMissingTransferExplainer() {
           detail: "This checkout has asked about too many unknown transactions; wait a minute and check the hash.",
         });
       }
-      const value = await readReceipt(params, () => rpcCalls++);
+      const value = await bounded(readReceipt(params, () => rpcCalls++));
       cache.delete(key);
       cache.set(key, { value, expiresAt: Date.now() + (value.found ? FOUND_TTL_MS : NOT_FOUND_TTL_MS) });
       if (cache.size > MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
@@ -114,4 +121,22 @@ async function readReceipt(
         ],
   );
   return { found: true, reverted: false, transfers };
+}
+
+/** The look-up within {@link RECEIPT_LOOKUP_TIMEOUT_MS}; the node's absence becomes `503 rpc_unavailable`. */
+async function bounded<value>(lookUp: Promise<value>): Promise<value> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      lookUp,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(unavailableProblems.rpc()), RECEIPT_LOOKUP_TIMEOUT_MS);
+      }),
+    ]);
+  } catch (error) {
+    if (isRpcUnavailable(error)) throw unavailableProblems.rpc();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }

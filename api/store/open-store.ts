@@ -2,15 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import SQLite from "better-sqlite3";
-import {
-  Kysely,
-  type Migration,
-  type MigrationProvider,
-  Migrator,
-  PostgresDialect,
-  type SqliteDatabase,
-  SqliteDialect,
-} from "kysely";
+import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, type SqliteDatabase } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
 import pg from "pg";
 import type { Database } from "./database.js";
@@ -21,6 +13,7 @@ import * as m0004 from "./migrations/0004_portals.js";
 import * as m0006 from "./migrations/0006_tenant_limits.js";
 import * as m0008 from "./migrations/0008_hosted_checkout.js";
 import * as m0010 from "./migrations/0010_partner_members.js";
+import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
 
@@ -38,16 +31,19 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 /**
  * Opens the app store: an embedded SQLite file by default. WAL and a busy timeout
- * let the API process, workers and scripts share one file safely.
+ * let the API process, workers and scripts share one file safely. The busy timeout
+ * is a short synchronous slice: better-sqlite3 blocks the whole process while it
+ * waits, so the rest of a wait for another process' lock is asynchronous and
+ * bounded (store-availability.ts), ending in `503 store_unavailable`.
  */
 export function openSqliteStore(file: string): Store {
   mkdirSync(dirname(file), { recursive: true });
   const database = new SQLite(file);
   database.pragma("journal_mode = WAL");
-  database.pragma("busy_timeout = 5000");
+  database.pragma(`busy_timeout = ${SQLITE_BUSY_SLICE_MS}`);
   database.pragma("foreign_keys = ON");
   database.pragma("synchronous = NORMAL");
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  return new Kysely<Database>({ dialect: new BoundedSqliteDialect({ database: withStatementCache(database) }) });
 }
 
 /** Compiled statements kept per SQL text; Kysely's dialect would otherwise prepare every query anew. */
@@ -79,6 +75,10 @@ export function openPostgresStore(connectionString: string): Store {
   const pool = new pg.Pool({
     connectionString,
     max: 10,
+    // Bounded waits: a store that does not answer becomes `503 store_unavailable`, not a hung request.
+    connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectionTimeoutMillis,
+    statement_timeout: POSTGRES_TIMEOUTS.statement_timeout,
+    lock_timeout: POSTGRES_TIMEOUTS.lock_timeout,
     types: {
       getTypeParser: ((oid: number, format?: "text" | "binary") =>
         oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,

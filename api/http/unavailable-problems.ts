@@ -1,0 +1,41 @@
+import { HttpRequestError, TimeoutError } from "viem";
+import { isStoreUnavailable } from "../store/store-availability.js";
+import { ProblemError } from "./problem.js";
+
+/** Seconds a client should wait before trying again after a 503 of ours. */
+export const RETRY_AFTER_SECONDS = 5;
+
+export const unavailableProblems = {
+  store: () =>
+    new ProblemError({
+      status: 503,
+      code: "store_unavailable",
+      title: "The service's store is not answering",
+      detail: "The database is locked or unreachable; nothing was changed. Try again in a few seconds.",
+      extensions: { retryAfterSeconds: RETRY_AFTER_SECONDS },
+    }),
+  rpc: () =>
+    new ProblemError({
+      status: 503,
+      code: "rpc_unavailable",
+      title: "The chain node is not answering",
+      detail: "The service could not reach its node for this network in time; nothing was changed. Try again in a few seconds.",
+      extensions: { retryAfterSeconds: RETRY_AFTER_SECONDS },
+    }),
+};
+
+/** A failure on the way to the chain node (timeout, refused, 502/503/504), not an answer from it. */
+export function isRpcUnavailable(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 6; cause = cause.cause, depth++) {
+    if (cause instanceof TimeoutError) return true;
+    if (cause instanceof HttpRequestError && (cause.status === undefined || [502, 503, 504].includes(cause.status))) return true;
+  }
+  return false;
+}
+
+/** The 503 problem an unexpected error stands for, if it is the store's or the node's absence. */
+export function unavailableProblemFor(error: unknown): ProblemError | undefined {
+  if (isStoreUnavailable(error)) return unavailableProblems.store();
+  if (isRpcUnavailable(error)) return unavailableProblems.rpc();
+  return undefined;
+}
