@@ -42,6 +42,7 @@ export async function startService(params: { db: unknown; schema: unknown; publi
     settings: watchdogSettings,
     // `ponder serve` is an API replica: it has no indexer of its own to restart.
     indexes: !process.argv.includes("serve"),
+    isLive: ponderIsReady,
   });
   const context: AppContext = {
     store,
@@ -54,4 +55,18 @@ export async function startService(params: { db: unknown; schema: unknown; publi
   };
   if (process.env.WORKERS !== "off") runWorkers(store, serviceWorkers(context));
   return createApp(context);
+}
+
+/** Ponder's own `/ready` on this process' server (200 once the backfill is done). */
+async function ponderIsReady(): Promise<boolean> {
+  const argument = (name: string) => {
+    const index = process.argv.indexOf(name);
+    return index === -1 ? undefined : process.argv[index + 1];
+  };
+  const port = argument("--port") ?? argument("-p") ?? process.env.PORT ?? "42069";
+  const host = argument("--hostname") ?? argument("-H") ?? "127.0.0.1";
+  const response = await fetch(`http://${host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host}:${port}/ready`, {
+    signal: AbortSignal.timeout(2_000),
+  });
+  return response.status === 200;
 }

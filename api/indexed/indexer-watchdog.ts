@@ -95,6 +95,11 @@ export function startIndexerWatchdog(params: {
   indexes: boolean;
   /** What a stall does when restarts are on; by default the process exits with code 75. */
   onStall?: (watch: ChainWatch) => void;
+  /**
+   * Whether the indexer has finished its backfill and follows the chain live
+   * (Ponder's `/ready`). Before, the index is expected to be behind: no stall is judged.
+   */
+  isLive?: () => Promise<boolean>;
 }): IndexerWatchdog {
   const { settings } = params;
   const watches = new Map<number, ChainWatch>(
@@ -110,6 +115,7 @@ export function startIndexerWatchdog(params: {
   );
   let stopped = false;
   let restarting = false;
+  let live = params.isLive === undefined;
 
   const sampleChain = async (watch: ChainWatch) => {
     const now = Date.now();
@@ -146,6 +152,10 @@ export function startIndexerWatchdog(params: {
     watch.node = { ok: true, head: nodeHead.head, answeredAt: now, failingSince: undefined, error: undefined };
 
     const index = watch.index;
+    if (!live) {
+      live = await (params.isLive?.() ?? Promise.resolve(true)).catch(() => false);
+      if (!live) return;
+    }
     if (index.behind !== undefined && index.head !== undefined && index.head >= index.behind.target) {
       index.behind = undefined;
     }

@@ -76,23 +76,26 @@ export async function chainChecks(context: AppContext): Promise<Map<number, Chai
   const checks = new Map<number, ChainCheck>();
   const now = Date.now();
   const watchdog = context.indexerWatchdog;
-  if (watchdog === undefined) {
-    // A context without a watchdog (a tool): ask each node once, briefly.
-    for (const network of context.networks) {
-      const head = await withTimeout(
-        context.rpc.get(network.chainId)?.getBlockNumber({ cacheTime: 2_000 }) ?? Promise.reject(new Error("no client")),
-        2_000,
-      ).catch(() => undefined);
-      checks.set(network.chainId, {
-        chainHead: head,
-        node: { answering: head !== undefined, failingForMs: null, error: head === undefined ? "no answer" : null },
-        indexer: { state: "unknown", behindForMs: null },
-        reasons: head === undefined ? [rpcReason(network.name, "no answer within 2 s")] : [],
-      });
-    }
-    return checks;
+  // Before the watchdog's first sample (just after start), or in a context without
+  // one (a tool): ask the node once, briefly.
+  const sampled = new Set(
+    (watchdog?.watches() ?? [])
+      .filter((watch) => watch.node.answeredAt !== undefined || watch.node.failingSince !== undefined)
+      .map((watch) => watch.chainId),
+  );
+  for (const network of context.networks.filter((candidate) => !sampled.has(candidate.chainId))) {
+    const head = await withTimeout(
+      context.rpc.get(network.chainId)?.getBlockNumber({ cacheTime: 2_000 }) ?? Promise.reject(new Error("no client")),
+      2_000,
+    ).catch(() => undefined);
+    checks.set(network.chainId, {
+      chainHead: head,
+      node: { answering: head !== undefined, failingForMs: null, error: head === undefined ? "no answer" : null },
+      indexer: { state: "unknown", behindForMs: null },
+      reasons: head === undefined ? [rpcReason(network.name, "no answer within 2 s")] : [],
+    });
   }
-  for (const watch of watchdog.watches()) {
+  for (const watch of (watchdog?.watches() ?? []).filter((candidate) => sampled.has(candidate.chainId))) {
     const fresh = watch.node.answeredAt !== undefined && now - watch.node.answeredAt < SAMPLE_STALE_MS;
     const answering = watch.node.ok && fresh;
     const behindForMs = watch.index.behind === undefined ? null : now - watch.index.behind.since;
