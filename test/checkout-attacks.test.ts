@@ -189,7 +189,13 @@ describe("attacks on settlement: each fails and changes nothing", () => {
     const replay = await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: body });
     expect(replay.status).toBe(200);
     const replayed = await replay.json();
-    expect({ ...replayed, clientToken: undefined }).toEqual({ ...created, clientToken: undefined });
+    // A replay reissues the client token (tokens are stored hashed), so its `url` carries the new one.
+    expect({ ...replayed, clientToken: undefined, url: undefined }).toEqual({
+      ...created,
+      clientToken: undefined,
+      url: undefined,
+    });
+    expect(replayed.url).toBe(created.url.replace(`#ct=${created.clientToken}`, `#ct=${replayed.clientToken}`));
     const sessionsBefore = await store.selectFrom("checkout_session").select("id").execute();
     const conflict = await stack.partnerFetch("/v1/checkout/sessions", {
       method: "POST",
