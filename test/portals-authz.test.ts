@@ -83,6 +83,38 @@ const ACCESS: Record<string, Access> = {
   "GET /api/admin/payments": "admin",
   "POST /api/admin/payments/{chainId}/{transactionHash}/{logIndex}/attach": "admin",
   "POST /api/admin/payments/{chainId}/{transactionHash}/{logIndex}/refund": "admin",
+  "POST /api/partner/auth/challenge": "public",
+  "POST /api/partner/auth/verify": "public",
+  "DELETE /api/partner/api-keys/{keyId}": "partner",
+  "DELETE /api/partner/members/{address}": "partner",
+  "DELETE /api/partner/webhook-endpoints/{id}": "partner",
+  "GET /api/partner/api-keys": "partner",
+  "GET /api/partner/auth/session": "partner",
+  "GET /api/partner/checkout/sessions": "partner",
+  "GET /api/partner/checkout/sessions/{id}": "partner",
+  "GET /api/partner/events": "partner",
+  "GET /api/partner/events/{id}": "partner",
+  "GET /api/partner/events/{id}/deliveries": "partner",
+  "GET /api/partner/members": "partner",
+  "GET /api/partner/orders/{orderId}": "partner",
+  "GET /api/partner/payments": "partner",
+  "GET /api/partner/profile": "partner",
+  "GET /api/partner/webhook-endpoints": "partner",
+  "GET /api/partner/webhook-endpoints/{id}": "partner",
+  "POST /api/partner/api-keys": "partner",
+  "POST /api/partner/auth/logout": "partner",
+  "POST /api/partner/checkout/sessions": "partner",
+  "POST /api/partner/checkout/sessions/{id}/test-payment": "partner",
+  "POST /api/partner/events/{id}/redeliver": "partner",
+  "POST /api/partner/members": "partner",
+  "POST /api/partner/orders/{orderId}/fulfillment": "partner",
+  "POST /api/partner/payments/{chainId}/{transactionHash}/{logIndex}/attach": "partner",
+  "POST /api/partner/payments/{chainId}/{transactionHash}/{logIndex}/refund-requested": "partner",
+  "POST /api/partner/webhook-endpoints": "partner",
+  "POST /api/partner/webhook-endpoints/{id}/rotate-secret": "partner",
+  "GET /api/admin/partners/{id}/members": "admin",
+  "POST /api/admin/partners/{id}/members": "admin",
+  "GET /api/issuer/networks": "issuer",
 };
 
 /** Routes on a resource that belongs to one issuer or one investor: others get 404, never the resource. */
@@ -106,6 +138,7 @@ beforeAll(async () => {
   tokens.otherIssuer = (await registerIssuer(stack, tokens.admin, portalWallet(), "Issuer B")).token;
   tokens.investor = await signIn(stack, "investor", accountWallet(stack, 1));
   tokens.otherInvestor = await signIn(stack, "investor", accountWallet(stack, 2));
+  tokens.partner = await partnerMemberToken();
   offeringId = await openOffering(stack, { issuer: tokens.issuer, admin: tokens.admin });
   const purchase = await expectJson(
     await api(stack, "POST", "/api/rwa/checkout", { token: tokens.investor, json: { offeringId, units: 1 } }),
@@ -117,8 +150,16 @@ afterAll(async () => {
   await stack?.stop();
 });
 
+/** A new member wallet of the demo partner, registered with the partner's API key, signed in. */
+async function partnerMemberToken(): Promise<string> {
+  const member = portalWallet();
+  await expectJson(await stack.partnerFetch("/v1/members", { method: "POST", json: { address: member.address } }), 201);
+  return signIn(stack, "partner", member);
+}
+
 async function freshToken(role: Role): Promise<string> {
   if (role === "admin") return signIn(stack, "admin", adminWallet(stack));
+  if (role === "partner") return partnerMemberToken();
   if (role === "investor") return signIn(stack, "investor", portalWallet());
   return (await registerIssuer(stack, tokens.admin, portalWallet(), "Issuer C")).token;
 }

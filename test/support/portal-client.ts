@@ -2,7 +2,8 @@ import { type Address, type Hex, isAddressEqual } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { TestStack } from "./test-stack.js";
 
-export type Role = "investor" | "issuer" | "admin";
+/** A portal: `partner` signs in member wallets of a partner (the console's fourth role). */
+export type Role = "investor" | "issuer" | "admin" | "partner";
 
 /** A wallet that signs in to the portals with real EIP-191 signatures. */
 export type PortalWallet = { address: Address; privateKey: Hex; sign: (message: string) => Promise<Hex> };
