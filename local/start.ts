@@ -89,6 +89,8 @@ const restartNote =
 console.log(`
   USDC settlement service, local stack
   API           ${local.baseUrl}   (docs: ${local.baseUrl}/docs, health: ${local.baseUrl}/v1/health)
+  Console       ${local.baseUrl}/console   (sign in with a browser wallet; the admin wallet's key is in local.json)
+  Test payment  npm run pay -- <sessionId>
   Chain         ${local.rpcUrl}   (chain id ${local.chainId}, ${chainLabel})
   USDC          ${local.contracts.usdc}${local.fork === undefined ? "" : `   (${local.network}'s canonical USDC)`}
   Certificate   ${local.contracts.certificate}
