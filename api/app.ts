@@ -21,6 +21,7 @@ import { hostedPageRoutes } from "./routes/hosted-pages.js";
 import { memberRoutes } from "./routes/members.js";
 import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
+import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
@@ -130,6 +131,7 @@ export function createApp(context: AppContext, limits: RequestLimits = loadReque
   partnerRoutes("/v1/branding", brandingRoutes(context));
   app.route("/", logoRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
+  app.route("/v1/public/checkout", publicAuthorizationRoutes(context));
   app.route("/", hostedPageRoutes(context));
   app.route("/api", portalRoutes(context));
 

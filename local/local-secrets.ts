@@ -62,3 +62,22 @@ export function anvilAccounts(count = 10): { address: Hex; privateKey: Hex }[] {
 }
 
 export const addressOf = (privateKey: Hex) => privateKeyToAccount(privateKey).address;
+
+/**
+ * The local relayer of gasless payments: account 10 of Anvil's mnemonic, just past
+ * the ten funded accounts that tests and tools send from, so its nonces are its own.
+ * The stack gives it ETH at every start.
+ */
+export const LOCAL_RELAYER_ACCOUNT_INDEX = 10;
+
+export function localRelayerAccount(): { address: Hex; privateKey: Hex } {
+  const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: LOCAL_RELAYER_ACCOUNT_INDEX });
+  return { address: account.address, privateKey: toHex(account.getHdKey().privateKey as Uint8Array) };
+}
+
+/** `LOCAL_RELAYER_KEY_FILE`: 64 hex digits, like every key file. */
+export function writeRelayerKeyFile(dataDir: string, privateKey: Hex): string {
+  const path = join(dataDir, "relayer-local.key");
+  writeFileSync(path, `${privateKey.slice(2)}\n`, { mode: 0o600 });
+  return path;
+}

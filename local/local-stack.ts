@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createPublicClient, http, parseUnits } from "viem";
+import { createPublicClient, createTestClient, http, parseEther, parseUnits } from "viem";
 import {
   envPrefix,
   KNOWN_NETWORKS,
@@ -21,6 +21,8 @@ import {
   anvilAccounts,
   ensureSecretsKeyFile,
   loadOrCreateLocalSecrets,
+  localRelayerAccount,
+  writeRelayerKeyFile,
   writeVoucherKeyFile,
 } from "./local-secrets.js";
 import { type PonderProcess, startPonder } from "./ponder-process.js";
@@ -112,6 +114,8 @@ export async function startLocalStack(options: {
         ? await ensureDeployment({ dataDir, rpcUrl: anvil.rpcUrl, chainId, secrets })
         : await prepareFork({ dataDir: serviceDataDir, rpcUrl: anvil.rpcUrl, fork, secrets });
     const voucherKeyPath = writeVoucherKeyFile(dataDir, secrets.voucherPrivateKey);
+    const relayer = localRelayerAccount();
+    await fundLocalRelayer(anvil.rpcUrl, relayer.address);
     await seedDemoPartner({
       dataDir: serviceDataDir,
       storeUrl: options.env?.STORE_URL,
@@ -142,6 +146,8 @@ export async function startLocalStack(options: {
             [`${prefix}START_BLOCK`]: String(deployment.deployBlock),
           }),
       VOUCHER_KEY_FILE: voucherKeyPath,
+      // The relayer of gasless payments, also on a fork (there it relays to Circle's own USDC).
+      [`${prefix}RELAYER_KEY_FILE`]: writeRelayerKeyFile(dataDir, relayer.privateKey),
       SECRETS_KEY_FILE: ensureSecretsKeyFile(dataDir),
       ADMIN_ADDRESSES: addressOf(secrets.adminPrivateKey),
       LOCAL_MODE: "true",
@@ -347,6 +353,14 @@ async function seedDemoPartner(params: {
   } finally {
     await store.destroy();
   }
+}
+
+/** Tops the local relayer up to 100 ETH (it only ever pays gas); a no-op when it holds more. */
+async function fundLocalRelayer(rpcUrl: string, address: `0x${string}`) {
+  const client = createPublicClient({ transport: http(rpcUrl) });
+  const wanted = parseEther("100");
+  if ((await client.getBalance({ address })) >= wanted) return;
+  await createTestClient({ mode: "anvil", transport: http(rpcUrl) }).setBalance({ address, value: wanted });
 }
 
 export function localJsonPath(dataDir: string): string {

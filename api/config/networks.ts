@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Address, getAddress, isAddress } from "viem";
+import { type Address, getAddress, type Hex, isAddress } from "viem";
 import { z } from "zod";
 
 /**
@@ -38,6 +38,8 @@ export type NetworkConfig = {
   pollingIntervalMs: number;
   /** A `ws://`/`wss://` endpoint: Ponder hears of new blocks by `eth_subscribe` instead of polling. */
   wsUrl: string | undefined;
+  /** Key of the relayer that submits EIP-3009 authorizations (`<NET>_RELAYER_KEY_FILE`); none: gasless payment is off. */
+  relayerPrivateKey: Hex | undefined;
 };
 
 /** What the local deploy script writes to `<dataDir>/deployments/<chainId>.json`. */
@@ -90,6 +92,7 @@ const networkEnvSchema = z.object({
   CONFIRMATIONS: z.coerce.number().int().min(1).max(1000).optional(),
   // Ponder refuses a polling interval under 100 ms; say so here, at start, with the variable's name.
   POLLING_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).optional(),
+  RELAYER_KEY_FILE: z.string().optional(),
 });
 
 export class NetworkConfigError extends Error {
@@ -170,6 +173,22 @@ export function loadNetworks(env: NodeJS.ProcessEnv = process.env): NetworkConfi
       confirmations: values.CONFIRMATIONS ?? known.defaultConfirmations,
       pollingIntervalMs: values.POLLING_INTERVAL_MS ?? (network === "local" ? 100 : 1_000),
       wsUrl: values.WS_URL,
+      relayerPrivateKey:
+        values.RELAYER_KEY_FILE === undefined ? undefined : readKeyFile(`${prefix}RELAYER_KEY_FILE`, values.RELAYER_KEY_FILE),
     };
   });
+}
+
+/** A key file holds 64 hex digits, with or without `0x` (and maybe a trailing newline). */
+export function readKeyFile(variable: string, path: string): Hex {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8").trim();
+  } catch (error) {
+    throw new NetworkConfigError(`${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+  const hex = text.startsWith("0x") || text.startsWith("0X") ? text.slice(2) : text;
+  if (!/^[0-9a-fA-F]{64}$/.test(hex))
+    throw new NetworkConfigError(`${variable}: ${path} must hold 64 hex digits, with or without 0x`);
+  return `0x${hex.toLowerCase()}`;
 }

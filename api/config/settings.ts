@@ -12,6 +12,10 @@ export type ServiceSettings = {
   voucherPrivateKey: Hex | undefined;
   /** Public origin used in links we hand out (hosted checkout, EIP-681 fallback); empty: taken from the request. */
   publicBaseUrl: string | undefined;
+  /** Gasless payment: a relayed transaction still unmined after this long is replaced with a higher fee. */
+  relayerReplaceAfterMs: number;
+  /** Gasless payment: health warns when a relayer holds less ETH than this (wei). */
+  relayerLowBalanceWei: bigint;
 };
 
 const settingsSchema = z.object({
@@ -19,6 +23,12 @@ const settingsSchema = z.object({
   ADMIN_ADDRESSES: z.string().default(""),
   VOUCHER_KEY_FILE: z.string().optional(),
   PUBLIC_BASE_URL: z.string().url().optional(),
+  RELAYER_REPLACE_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  // 0.002 ETH: some 400 relayed payments on Base at its usual fees.
+  RELAYER_LOW_BALANCE_WEI: z
+    .string()
+    .regex(/^\d{1,30}$/, "a whole number of wei")
+    .default("2000000000000000"),
 });
 
 export function loadSettings(env: NodeJS.ProcessEnv = process.env): ServiceSettings {
@@ -40,5 +50,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): ServiceSetti
     adminAddresses: adminAddresses.map((address) => getAddress(address)),
     voucherPrivateKey,
     publicBaseUrl: values.PUBLIC_BASE_URL?.replace(/\/$/, ""),
+    relayerReplaceAfterMs: values.RELAYER_REPLACE_AFTER_SECONDS * 1000,
+    relayerLowBalanceWei: BigInt(values.RELAYER_LOW_BALANCE_WEI),
   };
 }

@@ -29,7 +29,11 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
     meaning: "The externalOrderId names an investor's RWA purchase, which the commerce API cannot open, pay or claim.",
   },
   { code: "order_not_rwa", status: 409, meaning: "A purchase's order id is already used by a commerce order." },
-  { code: "session_not_open", status: 409, meaning: "The session no longer takes contact or delivery details." },
+  {
+    code: "session_not_open",
+    status: 409,
+    meaning: "The session no longer takes contact or delivery details, or (gasless) a new payment: it is paid or expired.",
+  },
   { code: "order_not_settled", status: 409, meaning: "Only a settled order can be fulfilled." },
   { code: "payment_not_unresolved", status: 409, meaning: "Only an unresolved payment can be attached or marked for refund." },
   {
@@ -101,6 +105,64 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
     status: 503,
     meaning:
       "The chain node did not answer in time (timeout, refused, 502/503/504); nothing changed. Retry after `Retry-After` seconds.",
+  },
+  // Gasless payment (EIP-3009 authorizations relayed by the service, SPEC section 14).
+  {
+    code: "authorization_wrong_recipient",
+    status: 422,
+    meaning: "The authorization's `to` is not this session's payment address.",
+  },
+  { code: "authorization_wrong_amount", status: 422, meaning: "The authorization's `value` is not the exact displayed amount." },
+  {
+    code: "authorization_outlives_session",
+    status: 422,
+    meaning: "The authorization's `validBefore` is after the session's expiry.",
+  },
+  {
+    code: "authorization_expired",
+    status: 422,
+    meaning: "`validBefore` has passed on chain, or is under 20 s away: too late to be mined.",
+  },
+  { code: "authorization_not_yet_valid", status: 422, meaning: "`validAfter` is not yet past on chain." },
+  { code: "authorization_wrong_network", status: 422, meaning: "The wallet signed for another chain than the session's." },
+  { code: "authorization_wrong_token", status: 422, meaning: "The wallet signed for another token than the session's USDC." },
+  { code: "authorization_wrong_payer", status: 422, meaning: "RWA: `from` is not the signed-in investor's wallet." },
+  {
+    code: "authorization_bad_signature",
+    status: 422,
+    meaning: "The signature is not `from`'s (EOA or EIP-1271) over this authorization and the token's EIP-712 domain.",
+  },
+  { code: "authorization_insufficient_balance", status: 422, meaning: "The payer holds less USDC than the amount." },
+  {
+    code: "authorization_used",
+    status: 409,
+    meaning: "The token reports this authorization's nonce as already used or cancelled (`authorizationState`).",
+  },
+  {
+    code: "authorization_already_submitted",
+    status: 409,
+    meaning: "This authorization (payer and nonce) was already submitted, to this or another session.",
+  },
+  {
+    code: "authorization_in_progress",
+    status: 409,
+    meaning: "Another gasless payment of this session is queued, submitted or mined.",
+  },
+  {
+    code: "authorization_rejected_on_chain",
+    status: 422,
+    meaning: "Simulating `transferWithAuthorization` reverted; nothing was sent.",
+  },
+  {
+    code: "relayer_out_of_funds",
+    status: 503,
+    meaning: "The network's relayer cannot pay the gas; nothing was sent, the failure shows on the session.",
+  },
+  { code: "relay_failed", status: 503, meaning: "The relayer could not send the transaction; the failure shows on the session." },
+  {
+    code: "gasless_unavailable",
+    status: 503,
+    meaning: "No relayer is configured on the session's network (`<NET>_RELAYER_KEY_FILE`); pay by plain transfer.",
   },
   { code: "internal_error", status: 500, meaning: "Our fault; the response carries a requestId to quote." },
 ];

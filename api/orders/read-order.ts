@@ -2,6 +2,7 @@ import type { Kysely } from "kysely";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { paymentView } from "../checkout/session-view.js";
+import { relayOfTransaction } from "../gasless/gasless-view.js";
 import { problems } from "../http/problem.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
 import type { Database } from "../store/database.js";
@@ -36,6 +37,10 @@ export async function readOrder(context: AppContext, params: { partnerId: string
     .selectAll()
     .where("order_id", "=", order.id)
     .executeTakeFirst();
+  const relay =
+    payment === undefined
+      ? null
+      : await relayOfTransaction(context.store, { chainId: payment.chain_id, transactionHash: payment.transaction_hash });
   const head = session ? (await context.indexed.heads()).get(session.chain_id)?.blockNumber : undefined;
   const network = session ? networkByChainId(context, session.chain_id) : undefined;
 
@@ -67,6 +72,8 @@ export async function readOrder(context: AppContext, params: { partnerId: string
           confirmations: head === undefined ? null : confirmationsOf({ blockNumber: BigInt(payment.block_number) }, head),
           requiredConfirmations: network?.confirmations ?? null,
           minedAt: new Date(Number(payment.block_timestamp) * 1000).toISOString(),
+          // A gasless payment: the relayed authorization and the gas it cost the service.
+          relay,
         }
       : null,
     contact: session?.contact_json ? JSON.parse(session.contact_json) : null,

@@ -267,7 +267,7 @@ export async function ownPurchase(store: Store, investor: string, purchaseId: st
   return purchase;
 }
 
-async function sessionOf(store: Store, purchase: RwaPurchaseTable): Promise<CheckoutSessionTable> {
+export async function sessionOf(store: Store, purchase: RwaPurchaseTable): Promise<CheckoutSessionTable> {
   const session =
     purchase.session_id === null
       ? undefined

@@ -12,6 +12,7 @@ import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-session
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
+import { gaslessSessionView } from "../gasless/gasless-view.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import type { AppEnv } from "./app-env.js";
@@ -244,10 +245,12 @@ export function checkoutSessionRoutes(context: AppContext) {
         .where("id", "=", session.order_id)
         .executeTakeFirstOrThrow();
       const presentation = await readPresentation(context.store, session.id);
+      const gasless = await gaslessSessionView(context, session);
       return c.json(
         {
           ...sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }),
           ...presentationView(session.id, presentation, session.metadata_json),
+          ...gasless,
         },
         200,
       );

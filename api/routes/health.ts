@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { relayerHealth } from "../gasless/gasless-view.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
 import type { AppEnv } from "./app-env.js";
 import { ChainCheckSchema, chainChecks, HealthReasonSchema, storeCheck, withTimeout } from "./health-checks.js";
@@ -41,6 +42,19 @@ const HealthSchema = z
       }),
     /** Why the status is `degraded` (empty when `ok`). */
     reasons: z.array(HealthReasonSchema),
+    relayers: z
+      .array(
+        z.object({
+          network: z.string(),
+          chainId: z.number().int(),
+          address: z.string(),
+          balanceWei: z.string().nullable(),
+          lowBalanceWei: z.string(),
+          lowBalance: z.boolean(),
+          warning: z.string().nullable(),
+        }),
+      )
+      .openapi({ description: "Gasless payment: each network's relayer and its ETH balance (a warning when low)" }),
   })
   .openapi("Health");
 
@@ -107,6 +121,7 @@ export function healthRoutes(context: AppContext) {
       ]),
     ];
     const healthy = reasons.length === 0;
+    const relayers = await withTimeout(relayerHealth(context), CHECK_TIMEOUT_MS).catch(() => []);
     const reorgs = store.ok ? await withTimeout(reorgSummary(context.store), CHECK_TIMEOUT_MS).catch(() => null) : null;
     const body = {
       status: healthy ? ("ok" as const) : ("degraded" as const),
@@ -115,6 +130,7 @@ export function healthRoutes(context: AppContext) {
       workers,
       reorgs,
       reasons,
+      relayers,
     };
     return healthy ? c.json(body, 200) : c.json(body, 503);
   });

@@ -6,6 +6,7 @@ import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { presentationView, readPresentation } from "../checkout/hosted-options.js";
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
+import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { readBranding } from "../partners/branding.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
@@ -99,6 +100,7 @@ async function publicSessionView(context: AppContext, session: CheckoutSessionTa
       status: row.certificate_status ?? (session.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),
       mintTransactionHash: row.mint_transaction_hash ?? null,
     },
+    ...(await gaslessSessionView(context, session)),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { AppContext } from "../app-context.js";
 import { mintConfirmer } from "../certificates/mint-confirmer.js";
+import { relayWorker } from "../gasless/relay-worker.js";
 import { webhookDispatcher } from "../outbox/dispatcher.js";
 import { reservationWorker } from "../portals/reservation-worker.js";
 import { settlementWorker } from "../settlement/settlement-worker.js";
@@ -10,5 +11,11 @@ import type { Worker } from "./run-worker.js";
  * (`WORKERS=off` disables them in a process that should only serve HTTP).
  */
 export function serviceWorkers(context: AppContext): Worker[] {
-  return [settlementWorker(context), mintConfirmer(context), webhookDispatcher(context), reservationWorker(context)];
+  return [
+    settlementWorker(context),
+    mintConfirmer(context),
+    webhookDispatcher(context),
+    reservationWorker(context),
+    relayWorker(context),
+  ];
 }

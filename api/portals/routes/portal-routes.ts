@@ -4,8 +4,10 @@ import type { AppEnv } from "../../routes/app-env.js";
 import { loadPortalSettings, type PortalSettings } from "../portal-settings.js";
 import { adminMemberRoutes } from "./admin-member-routes.js";
 import { adminPaymentRoutes } from "./admin-payment-routes.js";
+import { adminRelayRoutes } from "./admin-relay-routes.js";
 import { adminRoutes } from "./admin-routes.js";
 import { authRoutes } from "./auth-routes.js";
+import { gaslessPurchaseRoutes } from "./gasless-purchase-routes.js";
 import { investorRoutes } from "./investor-routes.js";
 import { issuerNetworkRoutes } from "./issuer-network-routes.js";
 import { issuerRoutes } from "./issuer-routes.js";
@@ -34,9 +36,11 @@ export function portalRoutes(context: AppContext, portal: PortalSettings = loadP
     .route("/rwa/offerings", offeringRoutes(context, portal))
     .route("/rwa/verify", verifyRoutes(context, portal))
     .route("/rwa", purchaseRoutes(context, portal))
+    .route("/rwa/settlements", gaslessPurchaseRoutes(context))
     .route("/issuer", issuerNetworkRoutes(context))
     .route("/issuer", issuerRoutes(context, portal))
     .route("/admin/payments", adminPaymentRoutes(context))
     .route("/admin/partners", adminMemberRoutes(context))
+    .route("/admin/relayed-authorizations", adminRelayRoutes(context))
     .route("/admin", adminRoutes(context));
 }

@@ -1,0 +1,62 @@
+import { z } from "@hono/zod-openapi";
+import { type Address, getAddress, type Hex, isAddress, isHex } from "viem";
+import type { AuthorizationSubmission } from "./submit-authorization.js";
+
+const address = z.string().refine((value) => isAddress(value, { strict: false }), "an address");
+const uint256 = z.string().regex(/^(0|[1-9]\d{0,77})$/, "a whole number as a decimal string");
+
+/** The body of an EIP-3009 authorization, as the customer's wallet signed it (numbers as decimal strings). */
+export const AuthorizationBody = z
+  .object({
+    authorization: z
+      .object({
+        from: address,
+        to: address,
+        value: uint256,
+        validAfter: uint256,
+        validBefore: uint256,
+        nonce: z.string().refine((value) => isHex(value) && value.length === 66, "32 bytes in hex"),
+      })
+      .strict(),
+    signature: z
+      .string()
+      .refine((value) => isHex(value) && value.length >= 132 && value.length <= 20_000, "a hex signature")
+      .openapi({ description: "65-byte EOA signature, or an EIP-1271 smart-wallet signature" }),
+    domain: z
+      .object({ chainId: z.number().int().positive().optional(), verifyingContract: address.optional() })
+      .optional()
+      .openapi({ description: "The EIP-712 domain the wallet signed against, checked against the session's network and token" }),
+  })
+  .openapi("TransferAuthorization");
+
+export function toSubmission(body: z.infer<typeof AuthorizationBody>): AuthorizationSubmission {
+  const { authorization } = body;
+  return {
+    authorization: {
+      from: getAddress(authorization.from),
+      to: getAddress(authorization.to),
+      value: BigInt(authorization.value),
+      validAfter: BigInt(authorization.validAfter),
+      validBefore: BigInt(authorization.validBefore),
+      nonce: authorization.nonce.toLowerCase() as Hex,
+    },
+    signature: body.signature as Hex,
+    domain:
+      body.domain === undefined
+        ? undefined
+        : {
+            chainId: body.domain.chainId,
+            verifyingContract:
+              body.domain.verifyingContract === undefined ? undefined : (getAddress(body.domain.verifyingContract) as Address),
+          },
+  };
+}
+
+export const RelayAnswerSchema = z
+  .object({
+    status: z.enum(["submitted", "mined"]),
+    authorizationId: z.string(),
+    transactionHash: z.string(),
+    relayer: z.string(),
+  })
+  .openapi("RelayedAuthorization");

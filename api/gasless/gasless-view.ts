@@ -1,0 +1,103 @@
+import { type Address, getAddress } from "viem";
+import type { AppContext } from "../app-context.js";
+import { networkByChainId } from "../app-context.js";
+import type { CheckoutSessionTable } from "../store/database.js";
+import type { Store } from "../store/open-store.js";
+import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
+import { readTokenDomain } from "./eip3009.js";
+import { relayerOf } from "./relayer.js";
+
+/** The relay of one authorization as partners, admins and the customer's page see it (never the signature). */
+export function relayView(row: RelayedAuthorizationTable) {
+  return {
+    id: row.id,
+    status: row.status,
+    from: getAddress(row.from_address),
+    transactionHash: row.transaction_hash,
+    replacedTransactions: (JSON.parse(row.transaction_hashes) as string[]).filter((hash) => hash !== row.transaction_hash),
+    relayer: row.relayer_address === null ? null : getAddress(row.relayer_address),
+    gasUsed: row.gas_used,
+    effectiveGasPrice: row.effective_gas_price,
+    /** What relaying cost the service, in wei of ETH. */
+    gasCostWei: row.gas_cost_wei,
+    failure: row.failure_code === null ? null : { code: row.failure_code, detail: row.failure_detail },
+    submittedAt: row.submitted_at === null ? null : new Date(Number(row.submitted_at)).toISOString(),
+  };
+}
+
+export async function latestAuthorization(store: Store, sessionId: string) {
+  return store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("session_id", "=", sessionId)
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .executeTakeFirst();
+}
+
+/**
+ * `gasless` of a session read: whether the customer may pay by signature, the EIP-712
+ * domain the wallet must sign against (read from the token itself), and the latest
+ * relayed authorization with its outcome (a failed relay is reported here).
+ */
+export async function gaslessSessionView(context: AppContext, session: CheckoutSessionTable) {
+  const network = networkByChainId(context, session.chain_id);
+  const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
+  const latest = await latestAuthorization(context.store, session.id);
+  const domain =
+    relayer === undefined || session.status !== "awaiting_payment"
+      ? null
+      : await readTokenDomain(relayer.client, { token: getAddress(session.token_address), chainId: session.chain_id }).catch(
+          () => null,
+        );
+  return {
+    gasless: {
+      available: domain !== null,
+      domain,
+      authorization: latest === undefined ? null : relayView(latest),
+    },
+  };
+}
+
+/** The relay behind a credited transfer, if it was a gasless payment (gas spent per payment). */
+export async function relayOfTransaction(store: Store, params: { chainId: number; transactionHash: string }) {
+  const row = await store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("chain_id", "=", params.chainId)
+    .where("transaction_hash", "=", params.transactionHash.toLowerCase())
+    .executeTakeFirst();
+  return row === undefined ? null : relayView(row);
+}
+
+/** Each relayer's address and ETH balance, for `/v1/health`. */
+export async function relayerHealth(context: AppContext) {
+  return Promise.all(
+    context.networks.flatMap((network) => {
+      const relayer = relayerOf(context, network, context.store);
+      if (relayer === undefined) return [];
+      return [
+        relayer.client
+          .getBalance({ address: relayer.address as Address })
+          .then((balance) => ({ balance, error: undefined as string | undefined }))
+          .catch((error: unknown) => ({ balance: undefined, error: String(error) }))
+          .then(({ balance }) => {
+            const low = balance === undefined || balance < context.settings.relayerLowBalanceWei;
+            return {
+              network: network.name,
+              chainId: network.chainId,
+              address: relayer.address,
+              balanceWei: balance?.toString() ?? null,
+              lowBalanceWei: context.settings.relayerLowBalanceWei.toString(),
+              lowBalance: low,
+              warning: low
+                ? balance === undefined
+                  ? "The relayer's balance could not be read."
+                  : "The relayer is low on ETH: top it up or gasless payments will be refused (relayer_out_of_funds)."
+                : null,
+            };
+          }),
+      ];
+    }),
+  );
+}

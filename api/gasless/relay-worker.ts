@@ -1,0 +1,84 @@
+import type { Hex, TransactionReceipt } from "viem";
+import type { AppContext } from "../app-context.js";
+import { networkByChainId } from "../app-context.js";
+import type { Worker } from "../workers/run-worker.js";
+import { relayerOf, replaceStuckTransaction } from "./relayer.js";
+import { recordRelayFailure } from "./submit-authorization.js";
+
+export const RELAY_WORKER_NAME = "relay-confirmer";
+
+/**
+ * Follows every submitted authorization to its receipt: records the gas it cost
+ * (gas used × effective price, in wei), reports a reverted one on its session, and
+ * replaces a transaction that stays unmined past `RELAYER_REPLACE_AFTER_SECONDS`
+ * with the same nonce and a higher fee. Settlement itself comes from the index.
+ */
+export function relayWorker(context: AppContext): Worker {
+  return { name: RELAY_WORKER_NAME, intervalMs: 1_000, tick: () => followSubmittedAuthorizations(context) };
+}
+
+export async function followSubmittedAuthorizations(context: AppContext): Promise<void> {
+  const rows = await context.store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("status", "=", "submitted")
+    .limit(100)
+    .execute();
+  for (const row of rows) {
+    const network = networkByChainId(context, row.chain_id);
+    if (network === undefined) continue;
+    const relayer = relayerOf(context, network, context.store);
+    if (relayer === undefined) continue;
+    const hashes = JSON.parse(row.transaction_hashes) as Hex[];
+    let receipt: TransactionReceipt | undefined;
+    for (const hash of hashes) {
+      receipt = await relayer.client.getTransactionReceipt({ hash }).catch(() => undefined);
+      if (receipt !== undefined) break;
+    }
+    const now = Date.now();
+    if (receipt !== undefined) {
+      const cost = receipt.gasUsed * receipt.effectiveGasPrice;
+      await context.store
+        .updateTable("relayed_authorization")
+        .set({
+          status: receipt.status === "success" ? "mined" : "failed",
+          transaction_hash: receipt.transactionHash.toLowerCase(),
+          gas_used: receipt.gasUsed.toString(),
+          effective_gas_price: receipt.effectiveGasPrice.toString(),
+          gas_cost_wei: cost.toString(),
+          block_number: Number(receipt.blockNumber),
+          updated_at: now,
+        })
+        .where("id", "=", row.id)
+        .where("status", "=", "submitted")
+        .execute();
+      if (receipt.status !== "success") {
+        await recordRelayFailure(context, row.id, "reverted_on_chain", "The relayed transaction reverted; no USDC moved.");
+      }
+      continue;
+    }
+    if (now - Number(row.submitted_at) < context.settings.relayerReplaceAfterMs) continue;
+    try {
+      const replacement = await replaceStuckTransaction(relayer, row);
+      if (replacement === undefined) continue;
+      await context.store
+        .updateTable("relayed_authorization")
+        .set({
+          transaction_hash: replacement.hash.toLowerCase(),
+          transaction_hashes: JSON.stringify([...hashes, replacement.hash.toLowerCase()]),
+          max_fee_per_gas: replacement.maxFeePerGas.toString(),
+          max_priority_fee_per_gas: replacement.maxPriorityFeePerGas.toString(),
+          replacements: row.replacements + 1,
+          submitted_at: now,
+          updated_at: now,
+        })
+        .where("id", "=", row.id)
+        .where("status", "=", "submitted")
+        .execute();
+    } catch (error) {
+      console.error(
+        JSON.stringify({ level: "warn", msg: "relayed transaction not replaced", authorization: row.id, error: String(error) }),
+      );
+    }
+  }
+}

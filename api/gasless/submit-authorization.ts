@@ -1,0 +1,234 @@
+import { randomBytes } from "node:crypto";
+import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
+import type { AppContext } from "../app-context.js";
+import { networkByChainId } from "../app-context.js";
+import { ProblemError } from "../http/problem.js";
+import type { CheckoutSessionTable } from "../store/database.js";
+import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
+import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";
+import { RelayFailure, relayerOf, sendAuthorization } from "./relayer.js";
+
+/**
+ * An authorization must still be valid this long after we receive it, so that the
+ * relayer's transaction can be mined before `validBefore` (Base: a few blocks).
+ */
+export const MIN_REMAINING_VALIDITY_SECONDS = 20n;
+
+export type AuthorizationSubmission = {
+  authorization: TransferAuthorization;
+  signature: Hex;
+  /** What the wallet signed against, when the page says so: must be this session's network and token. */
+  domain?: { chainId?: number; verifyingContract?: Address };
+};
+
+export type RelayAnswer = {
+  status: "submitted" | "mined";
+  authorizationId: string;
+  transactionHash: Hex;
+  relayer: Address;
+};
+
+function refused(code: string, detail: string, status: 409 | 422 | 503 = 422): ProblemError {
+  return new ProblemError({ status, code, title: "The authorization cannot pay this checkout", detail });
+}
+
+/**
+ * Checks a signed EIP-3009 `TransferWithAuthorization` against the session and the
+ * chain, stores it under unique keys (one live authorization per session, one
+ * submission per authorization), then has the network's relayer submit it. The
+ * payment itself is credited later from the index, exactly as a plain transfer.
+ */
+export async function submitAuthorization(
+  context: AppContext,
+  params: { session: CheckoutSessionTable; submission: AuthorizationSubmission; requiredPayer?: Address },
+): Promise<RelayAnswer> {
+  const { session, submission } = params;
+  const { authorization, signature } = submission;
+  const network = networkByChainId(context, session.chain_id);
+  if (network === undefined) throw new Error(`session ${session.id} is on a network that is not enabled`);
+  const relayer = relayerOf(context, network, context.store);
+  if (relayer === undefined) {
+    throw refused("gasless_unavailable", `Paying without gas is not offered on ${network.name}; send a plain transfer.`, 503);
+  }
+  const token = getAddress(session.token_address);
+
+  // Replaying the very authorization this session already holds answers what it got.
+  const previous = await context.store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("chain_id", "=", session.chain_id)
+    .where("token_address", "=", session.token_address)
+    .where("from_address", "=", authorization.from.toLowerCase())
+    .where("nonce", "=", authorization.nonce.toLowerCase())
+    .executeTakeFirst();
+  if (previous !== undefined) {
+    if (
+      previous.session_id === session.id &&
+      previous.signature === signature.toLowerCase() &&
+      previous.transaction_hash !== null
+    ) {
+      return answerOf(previous);
+    }
+    throw refused("authorization_already_submitted", "This authorization (payer and nonce) was already submitted.", 409);
+  }
+
+  if (session.status !== "awaiting_payment") {
+    throw refused("session_not_open", `The session is ${session.status}; it takes no new payment.`, 409);
+  }
+  if (submission.domain?.chainId !== undefined && submission.domain.chainId !== session.chain_id) {
+    throw refused("authorization_wrong_network", `This checkout is paid on chain ${session.chain_id}.`);
+  }
+  if (submission.domain?.verifyingContract !== undefined && !isAddressEqual(submission.domain.verifyingContract, token)) {
+    throw refused("authorization_wrong_token", `This checkout is paid in USDC at ${token}.`);
+  }
+  if (!isAddressEqual(authorization.to, session.payment_address as Address)) {
+    throw refused("authorization_wrong_recipient", `The authorization must pay ${getAddress(session.payment_address)}.`);
+  }
+  if (authorization.value.toString() !== session.amount_due) {
+    throw refused(
+      "authorization_wrong_amount",
+      `The authorization must move exactly ${session.amount_due} base units (it moves ${authorization.value}).`,
+    );
+  }
+  const requiredPayer = params.requiredPayer ?? (session.required_payer as Address | null) ?? undefined;
+  if (requiredPayer !== undefined && !isAddressEqual(authorization.from, requiredPayer)) {
+    throw refused("authorization_wrong_payer", "Only the investor's own wallet may pay this purchase.");
+  }
+  const sessionEnd = BigInt(Math.floor(Number(session.expires_at) / 1000));
+  if (authorization.validBefore > sessionEnd) {
+    throw refused("authorization_outlives_session", `validBefore must be at most the session's expiry (${sessionEnd}).`);
+  }
+
+  const client = relayer.client;
+  const block = await client.getBlock({ blockTag: "latest" });
+  if (authorization.validAfter >= block.timestamp) {
+    throw refused("authorization_not_yet_valid", `validAfter (${authorization.validAfter}) is not yet past on chain.`);
+  }
+  if (authorization.validBefore <= block.timestamp + MIN_REMAINING_VALIDITY_SECONDS) {
+    throw refused("authorization_expired", "The authorization expires before it could be mined; sign a new one.");
+  }
+
+  const domain = await readTokenDomain(client, { token, chainId: session.chain_id });
+  const validSignature = await client
+    .verifyTypedData({ address: authorization.from, signature, ...transferAuthorizationTypedData(domain, authorization) })
+    .catch(() => false);
+  if (!validSignature) {
+    throw refused("authorization_bad_signature", "The signature is not the payer's over this authorization and token.");
+  }
+
+  const [balance, used] = await Promise.all([
+    client.readContract({ address: token, abi: eip3009Abi, functionName: "balanceOf", args: [authorization.from] }),
+    client.readContract({
+      address: token,
+      abi: eip3009Abi,
+      functionName: "authorizationState",
+      args: [authorization.from, authorization.nonce],
+    }),
+  ]);
+  if (used) throw refused("authorization_used", "The token has already used or cancelled this authorization.", 409);
+  if (balance < authorization.value) {
+    throw refused("authorization_insufficient_balance", `The payer holds ${balance} base units, less than the amount.`);
+  }
+
+  const row = await storeAuthorization(context, { session, authorization, signature });
+  try {
+    const sent = await sendAuthorization(relayer, row);
+    const now = Date.now();
+    const updated = {
+      status: "submitted" as const,
+      relayer_address: relayer.address.toLowerCase(),
+      relayer_nonce: sent.nonce,
+      transaction_hash: sent.hash.toLowerCase(),
+      transaction_hashes: JSON.stringify([sent.hash.toLowerCase()]),
+      gas_limit: sent.gasLimit.toString(),
+      max_fee_per_gas: sent.maxFeePerGas.toString(),
+      max_priority_fee_per_gas: sent.maxPriorityFeePerGas.toString(),
+      submitted_at: now,
+      updated_at: now,
+    };
+    await context.store.updateTable("relayed_authorization").set(updated).where("id", "=", row.id).execute();
+    return answerOf({ ...row, ...updated });
+  } catch (error) {
+    const failure =
+      error instanceof RelayFailure ? error : new RelayFailure("relay_failed", `The relayer failed: ${String(error)}`);
+    await recordRelayFailure(context, row.id, failure.code, failure.message);
+    throw refused(failure.code, failure.message, failure.code === "authorization_rejected_on_chain" ? 422 : 503);
+  }
+}
+
+function answerOf(row: RelayedAuthorizationTable): RelayAnswer {
+  return {
+    status: row.status === "mined" ? "mined" : "submitted",
+    authorizationId: row.id,
+    transactionHash: row.transaction_hash as Hex,
+    relayer: getAddress(row.relayer_address as Address),
+  };
+}
+
+async function storeAuthorization(
+  context: AppContext,
+  params: { session: CheckoutSessionTable; authorization: TransferAuthorization; signature: Hex },
+): Promise<RelayedAuthorizationTable> {
+  const { session, authorization } = params;
+  const now = Date.now();
+  const row: RelayedAuthorizationTable = {
+    id: `auth_${randomBytes(12).toString("hex")}`,
+    session_id: session.id,
+    live_session_id: session.id,
+    chain_id: session.chain_id,
+    token_address: session.token_address,
+    from_address: authorization.from.toLowerCase(),
+    to_address: authorization.to.toLowerCase(),
+    value: authorization.value.toString(),
+    valid_after: authorization.validAfter.toString(),
+    valid_before: authorization.validBefore.toString(),
+    nonce: authorization.nonce.toLowerCase(),
+    signature: params.signature.toLowerCase(),
+    status: "queued",
+    relayer_address: null,
+    relayer_nonce: null,
+    transaction_hash: null,
+    transaction_hashes: "[]",
+    gas_limit: null,
+    max_fee_per_gas: null,
+    max_priority_fee_per_gas: null,
+    replacements: 0,
+    submitted_at: null,
+    gas_used: null,
+    effective_gas_price: null,
+    gas_cost_wei: null,
+    block_number: null,
+    failure_code: null,
+    failure_detail: null,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await context.store.insertInto("relayed_authorization").values(row).execute();
+  } catch (error) {
+    // Either unique key: this session already has a live authorization, or this one was stored meanwhile.
+    const live = await context.store
+      .selectFrom("relayed_authorization")
+      .select("id")
+      .where("live_session_id", "=", session.id)
+      .executeTakeFirst();
+    if (live !== undefined) {
+      throw refused("authorization_in_progress", "A gasless payment of this checkout is already under way.", 409);
+    }
+    if (/unique|duplicate/i.test(String(error))) {
+      throw refused("authorization_already_submitted", "This authorization (payer and nonce) was already submitted.", 409);
+    }
+    throw error;
+  }
+  return row;
+}
+
+/** A failed relay frees the session for another attempt (or a plain transfer) and is shown on it. */
+export async function recordRelayFailure(context: Pick<AppContext, "store">, id: string, code: string, detail: string) {
+  const now = Date.now();
+  await context.store
+    .updateTable("relayed_authorization")
+    .set({ status: "failed", live_session_id: null, failure_code: code, failure_detail: detail, updated_at: now })
+    .where("id", "=", id)
+    .execute();
+}
