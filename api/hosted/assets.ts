@@ -12,6 +12,7 @@ export const HOSTED_ASSETS = [
   "hosted-api.js",
   "checkout-page.js",
   "claim-page.js",
+  "gasless.js",
   "hosted.css",
 ] as const;
 export type HostedAssetName = (typeof HOSTED_ASSETS)[number];

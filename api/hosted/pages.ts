@@ -145,6 +145,7 @@ ${head("Pay with USDC")}
       <p id="hash-error" class="error" role="alert" hidden></p>
       <button type="submit" class="primary">Submit transaction hash</button>
     </form>
+    <section id="gasless" class="gasless" hidden></section>
   </section>
 
   <section id="pending-step" aria-labelledby="pending-title" hidden>
@@ -174,6 +175,7 @@ ${head("Pay with USDC")}
     <a id="support-url" hidden>support page</a><span id="support-separator" hidden> or </span><a id="support-email" hidden></a></p>
 </main>
 <script src="/assets/hosted-api.js"></script>
+<script src="/assets/gasless.js"></script>
 <script src="/assets/checkout-page.js"></script>
 </body>
 </html>`;

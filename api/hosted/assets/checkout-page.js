@@ -334,6 +334,8 @@
       });
     }
     startCountdown();
+    // Paying by signature, relayed by the service (gasless.js): an option beside the transfer.
+    if (window.UsdcGasless) window.UsdcGasless.offer($("gasless"), { sessionId, clientToken, session, onSubmitted: poll });
     if ($("payment-step").hidden) show("payment-step");
   }
 
