@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { DEFAULT_RPC_DELAY_MS } from "./rpc-delay-proxy.js";
+import { type GaslessResult, measureGaslessPayment } from "./scenarios/gasless-payment.js";
 import { type HashSubmissionResult, measureHashSubmission } from "./scenarios/hash-submission.js";
 import { type IndexerResult, measureIndexer } from "./scenarios/indexer.js";
 import { measureSessionCreation, type SessionCreationResult } from "./scenarios/session-creation.js";
@@ -32,6 +33,7 @@ const envNumber = (name: string, fallback: number) => {
 export const config = {
   quick,
   purchases: envNumber("BENCH_PURCHASES", quick ? 50 : 200),
+  gaslessPurchases: envNumber("BENCH_GASLESS_PURCHASES", quick ? 10 : 40),
   payRatePerS: envNumber("BENCH_PAY_RATE", 4),
   blockTimeS: envNumber("BENCH_BLOCK_TIME", 1),
   confirmations: envNumber("BENCH_CONFIRMATIONS", 2),
@@ -48,7 +50,7 @@ export const config = {
   serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
   /** Ponder's index on a throw-away PostgreSQL server (DATABASE_URL) instead of embedded PGlite. */
   postgresIndex: process.env.BENCH_POSTGRES === "1",
-  only: (process.env.BENCH_ONLY ?? "latency,hash,sessions,indexer").split(",").map((name) => name.trim()),
+  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,indexer").split(",").map((name) => name.trim()),
 };
 
 export type BenchResults = {
@@ -59,6 +61,7 @@ export type BenchResults = {
   workingTreeDirty: boolean | undefined;
   config: typeof config;
   latency?: Omit<LatencyResult, "settledPurchases">;
+  gasless?: GaslessResult;
   hashSubmission?: HashSubmissionResult;
   sessionCreation?: SessionCreationResult;
   indexer?: IndexerResult;
@@ -122,7 +125,7 @@ async function main(): Promise<number> {
     postgres = server;
     cleanups.push(() => server.stop());
   }
-  const wantsStack = ["latency", "hash", "sessions"].some((name) => config.only.includes(name));
+  const wantsStack = ["latency", "gasless", "hash", "sessions"].some((name) => config.only.includes(name));
   if (wantsStack) {
     let bench: BenchStack | undefined;
     await scenario("service stack", async () => {
@@ -159,6 +162,18 @@ async function main(): Promise<number> {
           });
           const { settledPurchases: _, ...rest } = latency;
           results.latency = rest;
+        });
+      }
+      if (config.only.includes("gasless")) {
+        await scenario("gasless payment", async () => {
+          log("gasless payment (EIP-3009, relayed)");
+          results.gasless = await measureGaslessPayment({
+            bench: stack,
+            purchases: config.gaslessPurchases,
+            payRatePerS: config.payRatePerS,
+            memory,
+            log,
+          });
         });
       }
       if (config.only.includes("hash") && latency !== undefined) {

@@ -73,6 +73,29 @@ export function renderReport(results: BenchResults): string {
     );
   }
 
+  const gasless = results.gasless;
+  if (gasless !== undefined) {
+    out.push(
+      `## Gasless payment (EIP-3009 authorization relayed by the service): ${gasless.purchases} purchases at ${gasless.payRatePerS}/s, same chain settings`,
+      "Each payer holds USDC and no ETH; its authorization is signed in advance. Measured to purchase.settled at a webhook receiver.",
+      "",
+      table(
+        ["stage", "p50", "p95", "p99", "max"],
+        [
+          summaryRow("signed authorization received → transaction submitted (answer)", gasless.receivedToSubmitted),
+          summaryRow("transaction submitted → purchase.settled", gasless.submittedToSettled),
+          summaryRow("total: authorization received → purchase.settled", gasless.receivedToSettled),
+          ...(latency === undefined
+            ? []
+            : [summaryRow("(plain transfer, above: send → purchase.settled)", latency.sendToSettled)]),
+        ],
+      ),
+      "",
+      `Settled ${gasless.settled}/${gasless.purchases}; gas per relayed payment: ${gasless.gasUsedPerPayment === undefined ? "-" : `p50 ${gasless.gasUsedPerPayment.p50}, max ${gasless.gasUsedPerPayment.max}`}`,
+      "",
+    );
+  }
+
   const hash = results.hashSubmission;
   if (hash !== undefined) {
     const rows: (string | number)[][] = [];

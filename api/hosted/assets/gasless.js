@@ -110,7 +110,7 @@
       if (typeof options.onSubmitted === "function") options.onSubmitted(answer);
     } catch (failure) {
       ui.status.textContent = "";
-      ui.error.textContent = failure && failure.message ? failure.message : "The wallet did not sign.";
+      ui.error.textContent = failure?.message ? failure.message : "The wallet did not sign.";
       ui.error.hidden = false;
       ui.button.disabled = false;
     }
