@@ -1,4 +1,4 @@
-import type { Hex, TransactionReceipt } from "viem";
+import { type Hex, type TransactionReceipt, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import type { Worker } from "../workers/run-worker.js";
@@ -31,10 +31,16 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
     if (relayer === undefined) continue;
     const hashes = JSON.parse(row.transaction_hashes) as Hex[];
     let receipt: TransactionReceipt | undefined;
+    let unreadable = false;
     for (const hash of hashes) {
-      receipt = await relayer.client.getTransactionReceipt({ hash }).catch(() => undefined);
+      receipt = await relayer.client.getTransactionReceipt({ hash }).catch((error: unknown) => {
+        if (!(error instanceof TransactionReceiptNotFoundError)) unreadable = true;
+        return undefined;
+      });
       if (receipt !== undefined) break;
     }
+    // The node did not answer: decide nothing about this one until it does.
+    if (receipt === undefined && unreadable) continue;
     const now = Date.now();
     if (receipt !== undefined) {
       const cost = receipt.gasUsed * receipt.effectiveGasPrice;
@@ -58,6 +64,12 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
       continue;
     }
     if (now - Number(row.submitted_at) < context.settings.relayerReplaceAfterMs) continue;
+    const minedNonces = await relayer.client.getTransactionCount({ address: relayer.address, blockTag: "latest" }).catch(() => 0);
+    if (minedNonces > Number(row.relayer_nonce)) {
+      // The nonce was used, by none of our transactions for this authorization, long enough ago.
+      await recordRelayFailure(context, row.id, "dropped", "The relayed transaction was dropped; no USDC moved. Sign again.");
+      continue;
+    }
     try {
       const replacement = await replaceStuckTransaction(relayer, row);
       if (replacement === undefined) continue;

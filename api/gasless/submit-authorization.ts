@@ -131,6 +131,16 @@ export async function submitAuthorization(
   }
 
   const row = await storeAuthorization(context, { session, authorization, signature });
+  // A plain transfer may have been credited while we checked: never pay a session twice.
+  const current = await context.store
+    .selectFrom("checkout_session")
+    .select("status")
+    .where("id", "=", session.id)
+    .executeTakeFirst();
+  if (current?.status !== "awaiting_payment") {
+    await recordRelayFailure(context, row.id, "session_not_open", `The session became ${current?.status} before sending.`);
+    throw refused("session_not_open", `The session is ${current?.status}; it takes no new payment.`, 409);
+  }
   try {
     const sent = await sendAuthorization(relayer, row);
     const now = Date.now();
