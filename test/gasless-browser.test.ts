@@ -62,7 +62,7 @@ beforeAll(async () => {
     viewport: { width: 1000, height: 1100 },
   });
   await injectWallet(context);
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   await context?.close();

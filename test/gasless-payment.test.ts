@@ -23,7 +23,7 @@ const relayer = localRelayerAccount();
 beforeAll(async () => {
   // Replacement of a stuck transaction after 2 s, so the test can watch one happen.
   stack = await startTestStack({ env: { RELAYER_REPLACE_AFTER_SECONDS: "2" } });
-}, 120_000);
+}, 300_000);
 
 afterAll(async () => {
   await stack?.stop();
