@@ -42,6 +42,7 @@ const ACCESS: Record<string, Access> = {
   "GET /api/rwa/checkout": "investor",
   "GET /api/rwa/checkout/{id}": "investor",
   "POST /api/rwa/settlements/wallet": "investor",
+  "POST /api/rwa/settlements/authorization": "investor",
   "GET /api/rwa/certificates": "investor",
   "POST /api/rwa/certificates/{purchaseId}/claim": "investor",
   "GET /api/issuer/profile": "issuer",
@@ -113,6 +114,7 @@ const ACCESS: Record<string, Access> = {
   "POST /api/partner/webhook-endpoints": "partner",
   "POST /api/partner/webhook-endpoints/{id}/rotate-secret": "partner",
   "GET /api/admin/partners/{id}/members": "admin",
+  "GET /api/admin/relayed-authorizations": "admin",
   "POST /api/admin/partners/{id}/members": "admin",
   "GET /api/issuer/networks": "issuer",
 };
