@@ -125,6 +125,7 @@ export function createApp(context: AppContext, limits: RequestLimits = loadReque
   memberPortalRoutes("/api/partner/orders", orderRoutes(context));
   memberPortalRoutes("/api/partner/payments", paymentRoutes(context));
   memberPortalRoutes("/api/partner/members", memberRoutes(context, [{ portalSession: [] }]));
+  memberPortalRoutes("/api/partner/branding", brandingRoutes(context));
   for (const path of ["/api/partner/profile", "/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireMember);
   app.route("/api/partner", partnerPortalRoutes(context));
   app.route("/console", consoleRoutes());

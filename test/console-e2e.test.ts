@@ -6,6 +6,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { type Address, createWalletClient, type Hex, http, isAddressEqual } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { verifySignature } from "../api/outbox/signature.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
@@ -362,6 +363,21 @@ describe("the console: four roles through their screens in headless Chromium", (
       timeoutMs: 60_000,
       what: "purchase.settled to reach the receiver",
     });
+    // And an underpaid order: its payment is unresolved until the member attaches it.
+    const underpaid = await createSession(stack, { externalOrderId: "console-order-2", idempotencyKey: "console-order-2" });
+    const shortPayment = await stack.payUsdc({
+      from: CUSTOMER_ACCOUNT,
+      to: underpaid.payment.recipient as Address,
+      amount: BigInt(underpaid.payment.amount) - 1_000_000n,
+    });
+    const shortHash = shortPayment.hash.toLowerCase();
+    await waitFor(
+      async () => {
+        const list = await (await stack.partnerFetch("/v1/payments?status=unresolved")).json();
+        return list.data.some((row: { transactionHash: string }) => row.transactionHash === shortHash) ? true : undefined;
+      },
+      { timeoutMs: 60_000, what: "the underpayment to be unresolved" },
+    );
 
     const page = await context.newPage();
     await signIn(page, "Partner", memberKey);
@@ -401,6 +417,47 @@ describe("the console: four roles through their screens in headless Chromium", (
     await capture(page, "partner-webhooks-rotated");
     await page.getByRole("button", { name: "I have stored it" }).click();
     await expect(page.getByTestId("secret-value").count()).resolves.toBe(0);
+
+    // A test event, sent now: the receiver gets it signed with the new secret, the screen says how it answered.
+    const beforeTest = receiver.received.length;
+    await page.getByRole("button", { name: "Send test event" }).click();
+    await page.getByRole("status").filter({ hasText: ": acknowledged, HTTP 204" }).waitFor();
+    const testHook = receiver.received.slice(beforeTest).find((hook) => hook.type === "webhook.test");
+    expect(testHook).toBeDefined();
+    verifySignature({
+      payload: testHook?.rawBody ?? "",
+      header: String(testHook?.headers["service-signature"]),
+      secrets: [secret],
+    });
+    await capture(page, "partner-webhooks-test-event");
+
+    // The underpayment: attached to its order from the Payments screen.
+    await go(page, "Payments");
+    await page.getByLabel("Payment status").selectOption("unresolved");
+    const shortRow = page.getByRole("row").filter({ hasText: `${shortHash.slice(0, 6)}…${shortHash.slice(-4)}` });
+    await shortRow.getByRole("cell", { name: "unresolved" }).waitFor();
+    await shortRow.getByLabel("Order id").fill(underpaid.orderId);
+    await capture(page, "partner-payments-unresolved");
+    await shortRow.getByRole("button", { name: "Attach" }).click();
+    await page.getByRole("status").filter({ hasText: "Attached to the order." }).waitFor();
+    await shortRow.waitFor({ state: "detached" });
+    const attachedOrder = await (await stack.partnerFetch(`/v1/orders/${underpaid.orderId}`)).json();
+    expect(attachedOrder).toMatchObject({ status: "paid", amountPaid: String(BigInt(underpaid.payment.amount) - 1_000_000n) });
+
+    // Branding: display name and accent colour, as the hosted pages will show them.
+    await go(page, "Branding");
+    await page.getByLabel("Display name").fill("Console Shop");
+    await page.getByLabel("Accent colour").fill("not a colour");
+    await page.getByRole("button", { name: "Save branding" }).click();
+    await page.getByRole("alert").filter({ hasText: "code: invalid_request" }).waitFor();
+    await page.getByLabel("Accent colour").fill("#0b6e4f");
+    await page.getByRole("button", { name: "Save branding" }).click();
+    await page.getByRole("status").filter({ hasText: "Branding saved." }).waitFor();
+    expect(await (await stack.partnerFetch("/v1/branding")).json()).toMatchObject({
+      displayName: "Console Shop",
+      accentColor: "#0b6e4f",
+    });
+    await capture(page, "partner-branding");
 
     await go(page, "API keys");
     await page.getByRole("button", { name: "Create API key" }).click();

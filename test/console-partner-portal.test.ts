@@ -1,8 +1,10 @@
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifySignature } from "../api/outbox/signature.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { adminWallet, api, expectJson, portalWallet, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
+import { startWebhookReceiver } from "./support/webhook-receiver.js";
 
 // The partner portal behind the console: member wallets of a partner sign in with SIWE
 // and reach exactly what the partner's API key reaches, through the same routes.
@@ -147,5 +149,90 @@ describe("partner portal: members sign in and act for their partner only", () =>
 
     await expectJson(await stack.partnerFetch(`/v1/members/${member.address}`, { method: "DELETE" }), 204);
     expect((await expectJson(await api(stack, "GET", "/api/partner/events", { token }), 403)).code).toBe("portal_not_allowed");
+  });
+});
+
+describe("partner portal: branding and the webhook test event", () => {
+  it("a member sets the partner's branding; a rival's member reads its own", async () => {
+    const member = portalWallet(generatePrivateKey());
+    await expectJson(await stack.partnerFetch("/v1/members", { method: "POST", json: { address: member.address } }), 201);
+    const token = await partnerSignIn(member);
+    const set = await expectJson(
+      await api(stack, "PATCH", "/api/partner/branding", { token, json: { displayName: "Portal shop", accentColor: "#0b6e4f" } }),
+      200,
+    );
+    expect(set).toMatchObject({ displayName: "Portal shop", accentColor: "#0b6e4f" });
+    expect(await expectJson(await stack.partnerFetch("/v1/branding"), 200)).toMatchObject({ displayName: "Portal shop" });
+    const bad = await expectJson(
+      await api(stack, "PATCH", "/api/partner/branding", { token, json: { accentColor: "red" } }),
+      400,
+    );
+    expect(bad.code).toBe("invalid_request");
+    const rivals = await expectJson(
+      await api(stack, "GET", "/v1/branding", { headers: { Authorization: `Bearer ${rival.apiKey}` } }),
+      200,
+    );
+    expect(rivals.displayName).not.toBe("Portal shop");
+    await expectJson(await api(stack, "GET", "/api/partner/branding"), 401);
+  });
+
+  it("sends one signed webhook.test to the partner's own endpoint only", async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const endpoint = await expectJson(
+        await stack.partnerFetch("/v1/webhook-endpoints", { method: "POST", json: { url: receiver.url("/portal-test") } }),
+        201,
+      );
+      const path = `/v1/webhook-endpoints/${endpoint.id}/test`;
+      // Anonymous: no key, no session.
+      expect((await expectJson(await api(stack, "POST", path), 401)).code).toBeTruthy();
+      await expectJson(await api(stack, "POST", `/api/partner/webhook-endpoints/${endpoint.id}/test`), 401);
+      // Another partner, by key and by member session: the endpoint does not exist for it.
+      const byRivalKey = await expectJson(
+        await api(stack, "POST", path, { headers: { Authorization: `Bearer ${rival.apiKey}` } }),
+        404,
+      );
+      expect(byRivalKey.code).toBe("not_found");
+      const rivalMember = portalWallet(generatePrivateKey());
+      await expectJson(
+        await api(stack, "POST", `/api/admin/partners/${rival.id}/members`, {
+          token: adminToken,
+          json: { address: rivalMember.address },
+        }),
+        201,
+      );
+      const rivalToken = await partnerSignIn(rivalMember);
+      await expectJson(
+        await api(stack, "POST", `/api/partner/webhook-endpoints/${endpoint.id}/test`, { token: rivalToken }),
+        404,
+      );
+      expect(receiver.received).toHaveLength(0);
+
+      // The owner: one signed delivery, answered with its outcome.
+      const result = await expectJson(await stack.partnerFetch(path, { method: "POST" }), 200);
+      expect(result).toMatchObject({ ok: true, statusCode: 204, error: null });
+      expect(Number.isInteger(result.durationMs)).toBe(true);
+      expect(receiver.received).toHaveLength(1);
+      const hook = receiver.received[0] as (typeof receiver.received)[number];
+      expect(hook.type).toBe("webhook.test");
+      expect(hook.eventId).toBe(result.eventId);
+      verifySignature({ payload: hook.rawBody, header: String(hook.headers["service-signature"]), secrets: [endpoint.secret] });
+      expect(JSON.parse(hook.rawBody.toString("utf8"))).toMatchObject({
+        type: "webhook.test",
+        data: { endpointId: endpoint.id },
+      });
+      // Outside the outbox: no event recorded.
+      const events = await expectJson(await stack.partnerFetch("/v1/events?limit=100"), 200);
+      expect(events.data.map((e: { type: string }) => e.type)).not.toContain("webhook.test");
+
+      // A refusing endpoint is an outcome, not an error of the call.
+      receiver.respond(() => 500);
+      const refused = await expectJson(await stack.partnerFetch(path, { method: "POST" }), 200);
+      expect(refused).toMatchObject({ ok: false, statusCode: 500 });
+      await expectJson(await stack.partnerFetch(`/v1/webhook-endpoints/${endpoint.id}`, { method: "DELETE" }), 200);
+      await expectJson(await stack.partnerFetch(path, { method: "POST" }), 404);
+    } finally {
+      await receiver.close();
+    }
   });
 });

@@ -2,9 +2,11 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { decodeCursor, encodeCursor } from "../http/cursor.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
+import { dispatcherOptionsFromEnv } from "../outbox/dispatcher.js";
 import { EVENT_TYPES } from "../outbox/record-event.js";
 import { configuredSecretBox } from "../outbox/secret-box.js";
 import { ALL_EVENTS } from "../outbox/subscription.js";
+import { sendTestEvent } from "../outbox/test-event.js";
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
@@ -156,11 +158,41 @@ const rotateRouteDef = createRoute({
   },
 });
 
+const testRouteDef = createRoute({
+  method: "post",
+  path: "/{id}/test",
+  summary: "Send a test event to this endpoint now",
+  description:
+    "POSTs one signed `webhook.test` event to this endpoint at once, outside the outbox (not recorded, not retried, not in " +
+    "`GET /v1/events`), and answers how the endpoint replied. The same URL check and signature as a real delivery.",
+  security: [{ apiKey: [] }],
+  request: { params: IdParams },
+  responses: {
+    200: {
+      description: "The attempt's outcome (a refusal by the endpoint is `ok: false`, not an error of this call)",
+      content: {
+        "application/json": {
+          schema: z.object({
+            eventId: z.string(),
+            ok: z.boolean(),
+            statusCode: z.number().int().nullable(),
+            durationMs: z.number().int(),
+            error: z.string().nullable(),
+            responseExcerpt: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    404: { description: "`not_found`", content: problem },
+  },
+});
+
 const listCursor = z.object({ t: z.number().int(), i: z.string() });
 
 /** `/v1/webhook-endpoints`: where a partner receives its signed events (SPEC section 4 and 6). */
 export function webhookEndpointsRoutes(context: AppContext) {
   const policy = { localMode: context.settings.localMode };
+  const attemptTimeoutMs = dispatcherOptionsFromEnv().attemptTimeoutMs;
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(createRouteDef, async (c) => {
       const body = c.req.valid("json");
@@ -204,5 +236,15 @@ export function webhookEndpointsRoutes(context: AppContext) {
         secretBox: configuredSecretBox(),
       });
       return c.json(rotated, 200);
+    })
+    .openapi(testRouteDef, async (c) => {
+      const result = await sendTestEvent(context.store, {
+        partnerId: c.get("partner").id,
+        endpointId: c.req.valid("param").id,
+        secretBox: configuredSecretBox(),
+        policy,
+        timeoutMs: attemptTimeoutMs,
+      });
+      return c.json(result, 200);
     });
 }

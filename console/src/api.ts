@@ -24,17 +24,19 @@ export function setSessionLostHandler(listener: Listener) {
 
 export async function api<T = unknown>(
   path: string,
-  options: { method?: string; json?: unknown; token?: string | null; raw?: boolean } = {},
+  options: { method?: string; json?: unknown; token?: string | null; raw?: boolean; file?: Blob } = {},
 ): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   if (options.json !== undefined) headers["Content-Type"] = "application/json";
+  // A file goes as its raw bytes under its own type (the logo upload).
+  if (options.file !== undefined) headers["Content-Type"] = options.file.type;
   let response: Response;
   try {
     response = await fetch(path, {
       method: options.method ?? (options.json === undefined ? "GET" : "POST"),
       headers,
-      body: options.json === undefined ? undefined : JSON.stringify(options.json),
+      body: options.file ?? (options.json === undefined ? undefined : JSON.stringify(options.json)),
     });
   } catch (error) {
     throw new ApiProblem(0, "The service cannot be reached", String(error), "network_error");

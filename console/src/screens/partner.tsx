@@ -26,6 +26,7 @@ export const partnerNav: NavItem[] = [
   { path: "webhooks", label: "Webhooks" },
   { path: "api-keys", label: "API keys" },
   { path: "members", label: "Members" },
+  { path: "branding", label: "Branding" },
 ];
 
 export function PartnerScreens({ sub }: { sub: string[] }) {
@@ -40,6 +41,8 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
       return <ApiKeys />;
     case "members":
       return <Members />;
+    case "branding":
+      return <Branding />;
     default:
       return <Sessions />;
   }
@@ -156,7 +159,60 @@ type PaymentRow = {
   minedAt: string;
 };
 
+type ResolveAction = { key: string; action: "attach" | "refund-requested"; orderId?: string };
+
+function ResolvePayment({
+  row,
+  mutation,
+}: {
+  row: PaymentRow;
+  mutation: { mutate: (action: ResolveAction) => void; isPending: boolean };
+}) {
+  const [orderId, setOrderId] = useState("");
+  const key = `${row.chainId}/${row.transactionHash}/${row.logIndex}`;
+  return (
+    <form
+      className="inline"
+      onSubmit={(event) => {
+        event.preventDefault();
+        mutation.mutate({ key, action: "attach", orderId });
+      }}
+    >
+      <Field label="Order id">
+        {(id) => <input id={id} required maxLength={100} value={orderId} onChange={(e) => setOrderId(e.target.value)} />}
+      </Field>
+      <button type="submit" disabled={mutation.isPending}>
+        Attach
+      </button>
+      <button
+        type="button"
+        className="danger"
+        disabled={mutation.isPending}
+        onClick={() => {
+          if (window.confirm("Mark this payment for refund? It can no longer be attached to an order."))
+            mutation.mutate({ key, action: "refund-requested" });
+        }}
+      >
+        Mark refund requested
+      </button>
+    </form>
+  );
+}
+
 function Payments() {
+  const { token } = useSession();
+  const queryClient = useQueryClient();
+  const resolve = useMutation({
+    mutationFn: (action: ResolveAction) =>
+      api(`/api/partner/payments/${action.key}/${action.action}`, {
+        token,
+        json: action.action === "attach" ? { orderId: action.orderId } : {},
+      }),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ["partner-payments"] });
+      void queryClient.invalidateQueries({ queryKey: ["partner-sessions"] });
+    },
+  });
   const [status, setStatus] = useState("");
   const list = usePagedList<PaymentRow>(
     ["partner-payments", status],
@@ -167,7 +223,8 @@ function Payments() {
       <h1 id="h-payments">Payments</h1>
       <p className="hint">
         Every USDC transfer to your payment addresses. An <em>unresolved</em> payment matched no session exactly (wrong amount,
-        late); an administrator attaches it to an order or marks it for refund.
+        late, or a second payment of an order). Attach it to one of your orders (it settles that order), or mark it for refund
+        once you have agreed to pay it back.
       </p>
       <Field label="Payment status">
         {(id) => (
@@ -182,8 +239,14 @@ function Payments() {
         )}
       </Field>
       <ListState list={list} what="payments" />
-      <Table caption="Payments, oldest first" head={["Transaction", "From", "Amount", "Status", "Reason", "Mined"]}>
-        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={6}>No payments.</Empty> : null}
+      {resolve.isSuccess && (
+        <p className="ok" role="status">
+          {resolve.variables?.action === "attach" ? "Attached to the order." : "Marked for refund."}
+        </p>
+      )}
+      <ProblemBox error={resolve.error} />
+      <Table caption="Payments, oldest first" head={["Transaction", "From", "Amount", "Status", "Reason", "Mined", "Resolve"]}>
+        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={7}>No payments.</Empty> : null}
         {list.rows.map((row) => (
           <tr key={`${row.chainId}-${row.transactionHash}-${row.logIndex}`}>
             <td>
@@ -202,6 +265,7 @@ function Payments() {
             <td>
               <When value={row.minedAt} />
             </td>
+            <td className="actions">{row.status === "unresolved" ? <ResolvePayment row={row} mutation={resolve} /> : "—"}</td>
           </tr>
         ))}
       </Table>
@@ -336,6 +400,8 @@ function EventDetail({ id }: { id: string }) {
 
 type Endpoint = { id: string; url: string; events: string[]; createdAt: string; previousSecretExpiresAt: string | null };
 
+type TestResult = { eventId: string; ok: boolean; statusCode: number | null; durationMs: number; error: string | null };
+
 function Webhooks() {
   const { token } = useSession();
   const queryClient = useQueryClient();
@@ -362,6 +428,9 @@ function Webhooks() {
   const remove = useMutation({
     mutationFn: (id: string) => api(`/api/partner/webhook-endpoints/${id}`, { token, method: "DELETE" }),
     onSuccess: refresh,
+  });
+  const test = useMutation({
+    mutationFn: (id: string) => api<TestResult>(`/api/partner/webhook-endpoints/${id}/test`, { token, method: "POST" }),
   });
   return (
     <section aria-labelledby="h-webhooks">
@@ -414,6 +483,9 @@ function Webhooks() {
               )}
             </td>
             <td className="actions">
+              <button type="button" onClick={() => test.mutate(row.id)} disabled={test.isPending}>
+                Send test event
+              </button>
               <button type="button" onClick={() => rotate.mutate(row.id)} disabled={rotate.isPending}>
                 Rotate secret
               </button>
@@ -431,7 +503,14 @@ function Webhooks() {
         ))}
       </Table>
       <MoreButton list={list} />
-      <ProblemBox error={rotate.error ?? remove.error} />
+      {test.data && (
+        <p className={test.data.ok ? "ok" : "notice"} role="status">
+          Test event {test.data.eventId} to {test.variables}: {test.data.ok ? "acknowledged" : "not acknowledged"}
+          {test.data.statusCode === null ? "" : `, HTTP ${test.data.statusCode}`}, {test.data.durationMs} ms
+          {test.data.error ? ` (${test.data.error})` : ""}.
+        </p>
+      )}
+      <ProblemBox error={rotate.error ?? remove.error ?? test.error} />
     </section>
   );
 }
@@ -550,5 +629,146 @@ function Members() {
         ))}
       </Table>
     </section>
+  );
+}
+
+type BrandingData = {
+  displayName: string;
+  logoUrl: string | null;
+  accentColor: string | null;
+  supportUrl: string | null;
+  supportEmail: string | null;
+};
+
+/** What the hosted checkout and claim pages show of the partner (SPEC section 12). */
+function Branding() {
+  const { token } = useSession();
+  const queryClient = useQueryClient();
+  const query = useQuery({
+    queryKey: ["partner-branding"],
+    queryFn: () => api<BrandingData>("/api/partner/branding", { token }),
+  });
+  return (
+    <section aria-labelledby="h-branding">
+      <h1 id="h-branding">Branding</h1>
+      <p className="hint">Your name, logo, colour and support contacts on the hosted checkout and claim pages.</p>
+      <ListState list={{ isLoading: query.isLoading, error: query.error }} what="branding" />
+      {query.data && (
+        <BrandingForm
+          current={query.data}
+          onSaved={(data) => queryClient.setQueryData(["partner-branding"], data)}
+          token={token}
+        />
+      )}
+    </section>
+  );
+}
+
+function BrandingForm({
+  current,
+  onSaved,
+  token,
+}: {
+  current: BrandingData;
+  onSaved: (data: BrandingData) => void;
+  token: string | null;
+}) {
+  const [form, setForm] = useState({
+    displayName: current.displayName,
+    accentColor: current.accentColor ?? "",
+    supportUrl: current.supportUrl ?? "",
+    supportEmail: current.supportEmail ?? "",
+  });
+  const [file, setFile] = useState<File | null>(null);
+  const save = useMutation({
+    mutationFn: () =>
+      api<BrandingData>("/api/partner/branding", {
+        token,
+        method: "PATCH",
+        json: {
+          displayName: form.displayName || null,
+          accentColor: form.accentColor || null,
+          supportUrl: form.supportUrl || null,
+          supportEmail: form.supportEmail || null,
+        },
+      }),
+    onSuccess: onSaved,
+  });
+  const logo = useMutation({
+    mutationFn: (remove: boolean) =>
+      remove
+        ? api<BrandingData>("/api/partner/branding/logo", { token, method: "DELETE" })
+        : api<BrandingData>("/api/partner/branding/logo", { token, method: "PUT", file: file as File }),
+    onSuccess: onSaved,
+  });
+  const text = (name: keyof typeof form, label: string, type: string, hint?: string) => (
+    <Field label={label} hint={hint}>
+      {(id, describedBy) => (
+        <input
+          id={id}
+          type={type}
+          value={form[name]}
+          aria-describedby={describedBy}
+          onChange={(event) => setForm({ ...form, [name]: event.target.value })}
+        />
+      )}
+    </Field>
+  );
+  return (
+    <>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          save.mutate();
+        }}
+      >
+        {text("displayName", "Display name", "text", "Empty: your partner name.")}
+        {text("accentColor", "Accent colour", "text", "A hex colour such as #1a73e8; empty: the default.")}
+        {text("supportUrl", "Support URL", "url")}
+        {text("supportEmail", "Support email", "email")}
+        <button type="submit" className="primary" disabled={save.isPending}>
+          Save branding
+        </button>
+        {save.isSuccess && (
+          <p className="ok" role="status">
+            Branding saved.
+          </p>
+        )}
+        <ProblemBox error={save.error} />
+      </form>
+      <h2>Logo</h2>
+      {current.logoUrl ? (
+        <img className="logo-preview" src={current.logoUrl} alt={`Logo of ${current.displayName}`} />
+      ) : (
+        <p>No logo.</p>
+      )}
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (file) logo.mutate(false);
+        }}
+      >
+        <Field label="Logo file" hint="PNG or SVG, served from this service's own origin.">
+          {(id, describedBy) => (
+            <input
+              id={id}
+              type="file"
+              accept="image/png,image/svg+xml"
+              aria-describedby={describedBy}
+              onChange={(event) => setFile(event.target.files?.[0] ?? null)}
+            />
+          )}
+        </Field>
+        <button type="submit" disabled={!file || logo.isPending}>
+          Upload logo
+        </button>
+        {current.logoUrl && (
+          <button type="button" className="danger" disabled={logo.isPending} onClick={() => logo.mutate(true)}>
+            Remove logo
+          </button>
+        )}
+        <ProblemBox error={logo.error} />
+      </form>
+    </>
   );
 }
