@@ -98,7 +98,14 @@ export async function measureIndexer(params: {
   const coldDir = mkdtempSync(join(tmpdir(), "settlement-bench-cold-"));
   const stack = await startLocalStack({ dataDir });
   // The stack's own service is not part of this measurement; the cold one below is.
-  await stack.ponder.stop();
+  // Stopping it directly makes the stack's supervisor start it again, and a second
+  // Ponder would index the same transfers beside the one measured. A restart with a
+  // configuration that cannot start (no such network) stops it on purpose and leaves
+  // nothing to supervise.
+  await stack.restartService({ NETWORKS: "bench-stopped" }).then(
+    (service) => service.stop(),
+    () => undefined,
+  );
   try {
     const rpcUrl = stack.anvil.rpcUrl;
     const chain = localChain({ rpcUrl, chainId: stack.local.chainId });
