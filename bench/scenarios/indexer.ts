@@ -43,7 +43,7 @@ export type IndexerResult = {
     transfersPerS: number | undefined;
     ponderRpcCalls: Record<string, number>;
   };
-  /** The same data directory and schema started again, nothing changed: resumes, no re-index. */
+  /** The same data directory and schema started again, nothing changed (Ponder resumes at its checkpoint). */
   restartSameAddresses: StartFigures;
   /** Started again with one more `LOCAL_PAYMENT_ADDRESSES` entry, on a fresh schema: a full re-index. */
   restartAddedAddress: StartFigures & { schema: string };

@@ -200,7 +200,7 @@ export function renderReport(results: BenchResults): string {
         [
           ["cold start (above)", cold, cold.ponderRpcCalls] as const,
           [
-            "same watched addresses (resumes)",
+            "same watched addresses (same schema)",
             indexer.restartSameAddresses,
             indexer.restartSameAddresses.ponderRpcCalls,
           ] as const,
