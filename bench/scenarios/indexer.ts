@@ -13,7 +13,7 @@ import {
   numberToHex,
   toEventSelector,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../../contracts/generated/index.js";
 import { localChain } from "../../local/deploy.js";
 import { startLocalStack } from "../../local/local-stack.js";
@@ -43,6 +43,10 @@ export type IndexerResult = {
     transfersPerS: number | undefined;
     ponderRpcCalls: Record<string, number>;
   };
+  /** The same data directory and schema started again, nothing changed (Ponder resumes at its checkpoint). */
+  restartSameAddresses: StartFigures;
+  /** Started again with one more `LOCAL_PAYMENT_ADDRESSES` entry, on a fresh schema: a full re-index. */
+  restartAddedAddress: StartFigures & { schema: string };
   rawRpc: {
     /** One eth_getLogs over the whole range. */
     getLogsSingleMs: number;
@@ -55,6 +59,19 @@ export type IndexerResult = {
   };
   peakRssBytes: number | undefined;
   timedOut: boolean;
+};
+
+export type StartFigures = {
+  /** spawn → Ponder's HTTP server up. */
+  serverUpMs: number | undefined;
+  /** spawn → `/ready` answers 200. */
+  readyMs: number | undefined;
+  /** spawn → the indexed count equals the transfers to watched addresses (index at head). */
+  indexedAllMs: number | undefined;
+  indexedCount: number;
+  /** JSON-RPC calls by method, counted by a zero-delay proxy between Ponder and Anvil. */
+  ponderRpcCalls: Record<string, number>;
+  ponderRpcTotal: number;
 };
 
 const TRANSFER_TOPIC = toEventSelector("Transfer(address,address,uint256)");
@@ -81,7 +98,14 @@ export async function measureIndexer(params: {
   const coldDir = mkdtempSync(join(tmpdir(), "settlement-bench-cold-"));
   const stack = await startLocalStack({ dataDir });
   // The stack's own service is not part of this measurement; the cold one below is.
-  await stack.ponder.stop();
+  // Stopping it directly makes the stack's supervisor start it again, and a second
+  // Ponder would index the same transfers beside the one measured. A restart with a
+  // configuration that cannot start (no such network) stops it on purpose and leaves
+  // nothing to supervise.
+  await stack.restartService({ NETWORKS: "bench-stopped" }).then(
+    (service) => service.stop(),
+    () => undefined,
+  );
   try {
     const rpcUrl = stack.anvil.rpcUrl;
     const chain = localChain({ rpcUrl, chainId: stack.local.chainId });
@@ -91,6 +115,9 @@ export async function measureIndexer(params: {
     const rpc = jsonRpc(rpcUrl);
     const usdc = stack.local.contracts.usdc as Address;
     const recipient = stack.local.partner.paymentAddress as Address;
+    const watched = stack.deployment.paymentAddresses as Address[];
+    // The payment address an operator adds at run time (the restart below watches it too).
+    const addedAddress = privateKeyToAccount(generatePrivateKey()).address;
 
     log(`  generating ${params.transfers.toLocaleString("en")} transfers (${params.transfersPerTransaction} per transaction)...`);
     const generationStart = performance.now();
@@ -149,75 +176,66 @@ export async function measureIndexer(params: {
       made += receipt.logs.filter((entry) => entry.address.toLowerCase() === usdc.toLowerCase()).length;
     }
     if (made !== params.transfers) throw new Error(`made ${made} transfers, wanted ${params.transfers}`);
+    // One transfer to the address added later: only an index that watches it holds this row.
+    const addedMint = await wallet.writeContract({
+      address: usdc,
+      abi: testUsdcAbi,
+      functionName: "mint",
+      args: [addedAddress, 1n],
+    });
+    const addedReceipt = await client.waitForTransactionReceipt({ hash: addedMint });
+    if (addedReceipt.status !== "success") throw new Error("mint to the added address reverted");
     // Bury the last batch below Ponder's 30-block finality so the whole range is a historical backfill.
     await rpc("anvil_mine", [numberToHex(FINALITY_BLOCKS)]);
     const generationMs = performance.now() - generationStart;
     const fromBlock = stack.deployment.deployBlock;
-    const toBlock = Math.max(...blocks);
+    const toBlock = Math.max(...blocks, Number(addedReceipt.blockNumber));
     log(`  generated in ${(generationMs / 1000).toFixed(1)} s over blocks ${fromBlock}..${toBlock}`);
 
     // Cold start: a new data directory (empty index and store), no RPC cache, workers off.
     cpSync(join(dataDir, "deployments"), join(coldDir, "deployments"), { recursive: true });
-    const counter = await startChildServer("rpc-delay-proxy.ts", { RPC_PROXY_TARGET: rpcUrl, RPC_DELAY_MS: "0" });
-    const port = await findFreePort();
-    const ponder = spawnPonder({
-      root: PROJECT_ROOT,
-      port,
-      env: {
-        ...stack.serviceEnv,
-        DATA_DIR: coldDir,
-        LOCAL_RPC_URL: counter.url,
-        WORKERS: "off",
-        ...(params.indexDatabaseUrl ? { DATABASE_URL: params.indexDatabaseUrl } : {}),
-      },
-    });
-    params.memory.watch(ponder.process.pid);
-    params.memory.begin("indexer");
-    const spawnedAt = performance.now();
-    let serverUpMs: number | undefined;
-    let readyMs: number | undefined;
-    let indexedAllMs: number | undefined;
-    let indexedCount = 0;
-    let lastCount = 0;
-    let timedOut = false;
-    let peakRssBytes: number | undefined;
-    let ponderRpcCalls: Record<string, number> = {};
+    const baseEnv: NodeJS.ProcessEnv = {
+      ...stack.serviceEnv,
+      DATA_DIR: coldDir,
+      WORKERS: "off",
+      ...(params.indexDatabaseUrl ? { DATABASE_URL: params.indexDatabaseUrl } : {}),
+    };
     log("  cold ponder start...");
-    try {
-      while (readyMs === undefined || indexedAllMs === undefined) {
-        if (ponder.process.exitCode !== null)
-          throw new Error(`ponder exited with ${ponder.process.exitCode}:\n${ponder.output().slice(-3000)}`);
-        const elapsed = performance.now() - spawnedAt;
-        if (elapsed > params.timeoutMs) {
-          timedOut = true;
-          break;
-        }
-        const base = `http://127.0.0.1:${ponder.port()}`;
-        if (serverUpMs === undefined && ponder.output().includes('"msg":"Created HTTP server"')) serverUpMs = elapsed;
-        if (serverUpMs !== undefined) {
-          if (readyMs === undefined) {
-            const ready = await fetch(`${base}/ready`).catch(() => undefined);
-            if (ready?.status === 200) readyMs = performance.now() - spawnedAt;
-            await ready?.arrayBuffer();
-          }
-          if (indexedAllMs === undefined && elapsed - lastCount >= 250) {
-            lastCount = elapsed;
-            indexedCount = await countIndexed(base).catch(() => indexedCount);
-            if (indexedCount >= params.transfers) indexedAllMs = performance.now() - spawnedAt;
-          }
-        }
-        await sleep(50);
-      }
-    } finally {
-      peakRssBytes = await params.memory.end("indexer");
-      params.memory.watch(undefined);
-      await ponder.stop();
-      ponderRpcCalls = (await readProxyStats(counter.url)).calls;
-      await counter.stop();
-    }
-    log(
-      `  ready after ${readyMs === undefined ? "-" : (readyMs / 1000).toFixed(1)} s, all indexed after ${indexedAllMs === undefined ? "-" : (indexedAllMs / 1000).toFixed(1)} s`,
-    );
+    const cold = await timeStart({
+      rpcUrl,
+      env: baseEnv,
+      expected: params.transfers,
+      timeoutMs: params.timeoutMs,
+      memory: params.memory,
+      log,
+    });
+    log(`  ready after ${secondsText(cold.readyMs)} s, all indexed after ${secondsText(cold.indexedAllMs)} s`);
+
+    // Restart with the same watched addresses: same data directory and schema, so
+    // Ponder finds its index at the same build and resumes at its checkpoint.
+    log("  restart, same watched addresses...");
+    const sameRestart = await timeStart({ rpcUrl, env: baseEnv, expected: params.transfers, timeoutMs: params.timeoutMs, log });
+    log(`  ready after ${secondsText(sameRestart.readyMs)} s, at head after ${secondsText(sameRestart.indexedAllMs)} s`);
+
+    // Restart with one more watched payment address, as an operator's `payment-address add`
+    // needs: the config's filter changes, so does Ponder's build id, and Ponder 0.16 will not
+    // reuse a schema written by another build; like the service, start on a fresh schema and
+    // re-index the whole range. The added address got one transfer before the cold start,
+    // so the new index must hold one row more than the old one.
+    log("  restart, one more watched address (fresh schema, re-index)...");
+    const addedRestart = await timeStart({
+      rpcUrl,
+      env: {
+        ...baseEnv,
+        LOCAL_PAYMENT_ADDRESSES: [...watched, addedAddress].join(","),
+        DATABASE_SCHEMA: "bench_added_address",
+      },
+      expected: params.transfers + 1,
+      timeoutMs: params.timeoutMs,
+      log,
+    });
+    log(`  ready after ${secondsText(addedRestart.readyMs)} s, at head after ${secondsText(addedRestart.indexedAllMs)} s`);
+    const timedOut = cold.timedOut || sameRestart.timedOut || addedRestart.timedOut;
 
     // The raw reads of the same range, with nothing else running.
     const filter = (from: number, to: number) => ({
@@ -253,13 +271,11 @@ export async function measureIndexer(params: {
         note: `TransferSpray (bench/contracts, solc-js at run time) calls usdc.transfer ${params.transfersPerTransaction}x per transaction; ${params.gapBlocks} empty blocks (anvil_mine) between transactions; ${FINALITY_BLOCKS} blocks on top so the range is final`,
       },
       coldStart: {
-        serverUpMs: serverUpMs === undefined ? undefined : Math.round(serverUpMs),
-        readyMs: readyMs === undefined ? undefined : Math.round(readyMs),
-        indexedAllMs: indexedAllMs === undefined ? undefined : Math.round(indexedAllMs),
-        indexedCount,
-        transfersPerS: indexedAllMs === undefined ? undefined : Math.round(params.transfers / (indexedAllMs / 1000)),
-        ponderRpcCalls,
+        ...startFigures(cold),
+        transfersPerS: cold.indexedAllMs === undefined ? undefined : Math.round(params.transfers / (cold.indexedAllMs / 1000)),
       },
+      restartSameAddresses: startFigures(sameRestart),
+      restartAddedAddress: { ...startFigures(addedRestart), schema: "bench_added_address" },
       rawRpc: {
         getLogsSingleMs: round(getLogsSingleMs),
         getLogsSingleCount: single.length,
@@ -267,7 +283,7 @@ export async function measureIndexer(params: {
         getLogsChunks: chunks,
         getBlocksMs: round(getBlocksMs),
       },
-      peakRssBytes,
+      peakRssBytes: cold.peakRssBytes,
       timedOut,
     };
   } finally {
@@ -286,4 +302,87 @@ async function countIndexed(baseUrl: string): Promise<number> {
   });
   const body = (await response.json()) as { data?: { usdcTransfers?: { totalCount?: number } } };
   return body.data?.usdcTransfers?.totalCount ?? 0;
+}
+
+type StartRun = Omit<StartFigures, "ponderRpcTotal"> & { timedOut: boolean; peakRssBytes: number | undefined };
+
+const secondsText = (ms: number | undefined) => (ms === undefined ? "-" : (ms / 1000).toFixed(1));
+
+function startFigures(run: StartRun): StartFigures {
+  const round = (ms: number | undefined) => (ms === undefined ? undefined : Math.round(ms));
+  return {
+    serverUpMs: round(run.serverUpMs),
+    readyMs: round(run.readyMs),
+    indexedAllMs: round(run.indexedAllMs),
+    indexedCount: run.indexedCount,
+    ponderRpcCalls: run.ponderRpcCalls,
+    ponderRpcTotal: Object.values(run.ponderRpcCalls).reduce((sum, calls) => sum + calls, 0),
+  };
+}
+
+/**
+ * Spawns `ponder start` (reaching Anvil through a zero-delay counting proxy) and
+ * times it until `/ready` answers and the index holds `expected` transfers, then
+ * stops it. Memory is sampled only when a sampler is given.
+ */
+async function timeStart(params: {
+  rpcUrl: string;
+  env: NodeJS.ProcessEnv;
+  expected: number;
+  timeoutMs: number;
+  memory?: MemorySampler;
+  log: (line: string) => void;
+}): Promise<StartRun> {
+  const counter = await startChildServer("rpc-delay-proxy.ts", { RPC_PROXY_TARGET: params.rpcUrl, RPC_DELAY_MS: "0" });
+  const port = await findFreePort();
+  const ponder = spawnPonder({ root: PROJECT_ROOT, port, env: { ...params.env, LOCAL_RPC_URL: counter.url } });
+  params.memory?.watch(ponder.process.pid);
+  params.memory?.begin("indexer");
+  const spawnedAt = performance.now();
+  let serverUpMs: number | undefined;
+  let readyMs: number | undefined;
+  let indexedAllMs: number | undefined;
+  let indexedCount = 0;
+  let lastCount = 0;
+  let timedOut = false;
+  let peakRssBytes: number | undefined;
+  let ponderRpcCalls: Record<string, number> = {};
+  try {
+    while (readyMs === undefined || indexedAllMs === undefined) {
+      if (ponder.process.exitCode !== null)
+        throw new Error(`ponder exited with ${ponder.process.exitCode}:\n${ponder.output().slice(-3000)}`);
+      const elapsed = performance.now() - spawnedAt;
+      if (elapsed > params.timeoutMs) {
+        timedOut = true;
+        break;
+      }
+      const base = `http://127.0.0.1:${ponder.port()}`;
+      if (serverUpMs === undefined && ponder.output().includes('"msg":"Created HTTP server"')) serverUpMs = elapsed;
+      if (serverUpMs !== undefined) {
+        if (readyMs === undefined) {
+          const ready = await fetch(`${base}/ready`).catch(() => undefined);
+          if (ready?.status === 200) readyMs = performance.now() - spawnedAt;
+          await ready?.arrayBuffer();
+        }
+        if (indexedAllMs === undefined && elapsed - lastCount >= 250) {
+          lastCount = elapsed;
+          indexedCount = await countIndexed(base).catch(() => indexedCount);
+          if (indexedCount >= params.expected) indexedAllMs = performance.now() - spawnedAt;
+        }
+      }
+      await sleep(50);
+    }
+  } finally {
+    if (params.memory) {
+      peakRssBytes = await params.memory.end("indexer");
+      params.memory.watch(undefined);
+    }
+    await ponder.stop();
+    ponderRpcCalls = (await readProxyStats(counter.url)).calls;
+    await counter.stop();
+  }
+  if (indexedCount !== params.expected && !timedOut) {
+    throw new Error(`the index holds ${indexedCount} transfers, expected ${params.expected}`);
+  }
+  return { serverUpMs, readyMs, indexedAllMs, indexedCount, ponderRpcCalls, timedOut, peakRssBytes };
 }

@@ -193,6 +193,33 @@ export function renderReport(results: BenchResults): string {
       "",
       `Ponder's RPC calls during the cold start: ${JSON.stringify(cold.ponderRpcCalls)}${indexer.timedOut ? " (TIMED OUT before indexing everything)" : ""}`,
       "",
+      "Restarts of the indexed service (same data directory; payments to every address wait until the index is at head again):",
+      "",
+      table(
+        ["restart", "→ /ready", "→ index at head", "rows", "RPC calls"],
+        [
+          ["cold start (above)", cold, cold.ponderRpcCalls] as const,
+          [
+            "same watched addresses (same schema)",
+            indexer.restartSameAddresses,
+            indexer.restartSameAddresses.ponderRpcCalls,
+          ] as const,
+          [
+            `one more watched address (fresh schema ${indexer.restartAddedAddress.schema}, re-index)`,
+            indexer.restartAddedAddress,
+            indexer.restartAddedAddress.ponderRpcCalls,
+          ] as const,
+        ].map(([label, run, calls]) => [
+          label,
+          seconds(run.readyMs),
+          seconds(run.indexedAllMs),
+          run.indexedCount.toLocaleString("en"),
+          String(Object.values(calls).reduce((sum, n) => sum + n, 0)),
+        ]),
+      ),
+      "",
+      `RPC calls, same addresses: ${JSON.stringify(indexer.restartSameAddresses.ponderRpcCalls)}; one more address: ${JSON.stringify(indexer.restartAddedAddress.ponderRpcCalls)}`,
+      "",
     );
   }
 
