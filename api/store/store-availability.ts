@@ -82,8 +82,13 @@ export function isStoreUnavailable(error: unknown): boolean {
   return false;
 }
 
+/**
+ * SQLITE_BUSY and its extended codes: `SQLITE_BUSY_RECOVERY` (another connection is
+ * recovering the WAL, as right after a writer was killed), `SQLITE_BUSY_SNAPSHOT`,
+ * `SQLITE_BUSY_TIMEOUT`. Each means another process holds the store for now.
+ */
 const isSqliteBusy = (error: unknown) =>
-  typeof (error as { code?: unknown })?.code === "string" && (error as { code: string }).code === "SQLITE_BUSY";
+  typeof (error as { code?: unknown })?.code === "string" && (error as { code: string }).code.startsWith("SQLITE_BUSY");
 
 /**
  * Kysely's SQLite dialect with every statement's wait for a lock made
