@@ -1,5 +1,5 @@
 import {
-  type CompiledQuery,
+  CompiledQuery,
   type DatabaseConnection,
   type Driver,
   type QueryResult,
@@ -164,8 +164,16 @@ class BoundedDriver implements Driver {
     };
   }
 
-  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings) {
-    return this.#inner.beginTransaction(connection, settings);
+  /**
+   * `BEGIN IMMEDIATE`, not SQLite's default deferred `BEGIN`: a deferred
+   * transaction that reads, then writes after another process committed, fails
+   * with `SQLITE_BUSY_SNAPSHOT`, which no retry of the statement can cure (its
+   * snapshot stays stale until the whole transaction starts again). Taking the
+   * write lock at `BEGIN` makes the wait happen there, where the bounded retry
+   * above waits it out. The settings (isolation level) have no meaning for SQLite.
+   */
+  async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings) {
+    await connection.executeQuery(CompiledQuery.raw("begin immediate"));
   }
   commitTransaction(connection: DatabaseConnection) {
     return this.#inner.commitTransaction(connection);
