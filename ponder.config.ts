@@ -1,16 +1,28 @@
-import { join } from "node:path";
 import { createConfig } from "ponder";
 import { erc20Abi } from "viem";
-import { dataDirectory, loadNetworks } from "./api/config/networks";
+import {
+  pgliteIndexDirectory,
+  prepareStart,
+  rememberStartedConfig,
+  roleOfPonderCommand,
+  schemaOfPonderCommand,
+} from "./api/config/startup";
 import { indexerTransport } from "./api/indexed/indexer-transport";
 import { certificateNftAbi } from "./contracts/generated";
 
 /**
  * What the indexer watches: on every enabled network, canonical-USDC `Transfer`
- * logs whose recipient is one of our payment addresses, and the certificate
- * contract's events. Everything else about a payment is decided outside `src/`.
+ * logs whose recipient is one of our payment addresses (the environment's and the
+ * store's), and the certificate contract's events. The whole configuration is
+ * validated here, before Ponder opens its database or starts indexing, and handed
+ * to the API entry of the same process. Everything else about a payment is
+ * decided outside `src/`.
  */
-const networks = loadNetworks();
+const config = await prepareStart(process.env, roleOfPonderCommand(process.argv), {
+  indexSchema: schemaOfPonderCommand(process.argv),
+});
+rememberStartedConfig(config);
+const { networks } = config;
 
 const chains = Object.fromEntries(
   networks.map((network) => [
@@ -22,7 +34,7 @@ const chains = Object.fromEntries(
       // INDEXER_RPC_TRANSPORT=ponder hands Ponder the bare URL (its own transport): an
       // escape hatch, and how the tests show the watchdog recovering the original stall.
       rpc:
-        /^https?:\/\//.test(network.rpcUrl) && process.env.INDEXER_RPC_TRANSPORT !== "ponder"
+        /^https?:\/\//.test(network.rpcUrl) && config.indexerTransport !== "ponder"
           ? indexerTransport(network.rpcUrl)
           : network.rpcUrl,
       pollingInterval: network.pollingIntervalMs,
@@ -53,9 +65,10 @@ const certificateByChain = Object.fromEntries(
 );
 
 export default createConfig({
-  database: process.env.DATABASE_URL
-    ? { kind: "postgres", connectionString: process.env.DATABASE_URL }
-    : { kind: "pglite", directory: join(dataDirectory(), "ponder") },
+  database:
+    config.databaseUrl !== undefined
+      ? { kind: "postgres", connectionString: config.databaseUrl }
+      : { kind: "pglite", directory: pgliteIndexDirectory(config) },
   chains,
   contracts: {
     USDC: { abi: erc20Abi, chain: usdcByChain },

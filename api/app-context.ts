@@ -4,6 +4,7 @@ import type { ServiceSettings } from "./config/settings.js";
 import { ProblemError } from "./http/problem.js";
 import type { IndexedChain } from "./indexed/indexed-chain.js";
 import type { IndexerWatchdog } from "./indexed/indexer-watchdog.js";
+import type { SecretBox } from "./outbox/secret-box.js";
 import type { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import type { Store } from "./store/open-store.js";
 
@@ -13,6 +14,8 @@ export type AppContext = {
   indexed: IndexedChain;
   networks: NetworkConfig[];
   settings: ServiceSettings;
+  /** Seals and opens webhook signing secrets (key from SECRETS_KEY_FILE). */
+  secretBox: SecretBox;
   /** One viem client per network, for the rare look-ups the index cannot answer. */
   rpc: Map<number, PublicClient>;
   /** Cached receipt look-ups for hashes the index does not hold. */

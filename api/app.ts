@@ -5,7 +5,7 @@ import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
-import { limitBody, limitRate, loadRequestLimits, type RequestLimits } from "./http/request-limits.js";
+import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.js";
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { requirePartnerMember } from "./portals/partner-portal.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
@@ -31,7 +31,7 @@ import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
  * /status, /metrics, /graphql and /sql/*); everything here lives under /v1, /api
  * and a few pages.
  */
-export function createApp(context: AppContext, limits: RequestLimits = loadRequestLimits()) {
+export function createApp(context: AppContext, limits: RequestLimits = context.settings.requestLimits) {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) {

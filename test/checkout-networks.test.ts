@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { type Address, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadNetworks } from "../api/config/networks.js";
+import { loadConfig } from "../api/config/config.js";
 import { addPaymentAddress } from "../api/partners/api-keys.js";
 import { openSqliteStore } from "../api/store/open-store.js";
 import { testUsdcAbi } from "../contracts/generated/index.js";
@@ -97,8 +97,8 @@ describe("networks", () => {
   });
 
   it("validates network configuration with clear errors", () => {
+    const loadNetworks = (env: NodeJS.ProcessEnv) => loadConfig({ LOCAL_MODE: "true", ...env }).networks;
     expect(() => loadNetworks({ NETWORKS: "base" })).toThrow(/No RPC URL for network "base": set BASE_RPC_URL/);
-    expect(() => loadNetworks({ NETWORKS: "base", BASE_RPC_URL: "https://node.example" })).toThrow(/set BASE_PAYMENT_ADDRESSES/);
     expect(() =>
       loadNetworks({ NETWORKS: "base", BASE_RPC_URL: "https://node.example", BASE_PAYMENT_ADDRESSES: "0x1234" }),
     ).toThrow(/BASE_PAYMENT_ADDRESSES/);
@@ -110,6 +110,7 @@ describe("networks", () => {
         BASE_RPC_URL: "https://node.example",
         BASE_PAYMENT_ADDRESSES: deployer.address,
         BASE_POLLING_INTERVAL_MS: "50",
+        BASE_START_BLOCK: "1",
       }),
     ).toThrow(/BASE_POLLING_INTERVAL_MS/);
     const [base] = loadNetworks({

@@ -230,7 +230,7 @@ describe("outside local mode", () => {
 
     // The rest of this file runs outside local mode (keep this describe last). A fresh
     // index schema spares the wait for the previous process' lock on the old one.
-    await stack.restartService({ LOCAL_MODE: "false", DATABASE_SCHEMA: "strict_mode" });
+    await stack.restartService({ LOCAL_MODE: "false", PUBLIC_BASE_URL: stack.ponder.baseUrl, DATABASE_SCHEMA: "strict_mode" });
     const refusals: [string, RegExp][] = [
       ["http://example.com/hook", /https/],
       [`https://127.0.0.1:${port}/hook`, /loopback/],

@@ -414,20 +414,21 @@ describe("partners, keys and payment addresses", () => {
     expect(text).not.toContain(created.apiKey.apiKey);
     expect(JSON.parse(text).data.map((partner: { id: string }) => partner.id)).toContain(partnerId);
 
-    await expectProblem(
+    // An address the running indexer does not watch is taken, and says so until a restart.
+    const unwatched = await expectJson(
       await adminPost(`/partners/${partnerId}/payment-addresses`, {
         network: "local",
         address: stack.local.accounts[8]!.address,
       }),
-      422,
-      "payment_address_not_watched",
+      201,
     );
+    expect(unwatched).toMatchObject({ address: stack.local.accounts[8]!.address, watching: false });
     const address = stack.deployment.paymentAddresses[3]!;
     const added = await expectJson(
       await adminPost(`/partners/${partnerId}/payment-addresses`, { network: "local", address }),
       201,
     );
-    expect(added).toMatchObject({ network: "local", chainId: 31337, address });
+    expect(added).toMatchObject({ network: "local", chainId: 31337, address, watching: true });
     await expectProblem(
       await adminPost(`/partners/${partnerId}/payment-addresses`, { network: "local", address }),
       409,

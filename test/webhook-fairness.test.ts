@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { loadSettings } from "../api/config/settings.js";
+import { loadConfig } from "../api/config/config.js";
+import { settingsOf } from "../api/config/settings.js";
 import { type DispatcherOptions, webhookDispatcher } from "../api/outbox/dispatcher.js";
 import { recordEvent } from "../api/outbox/record-event.js";
-import { configuredSecretBox, createSecretsKeyFileIfMissing } from "../api/outbox/secret-box.js";
+import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "../api/outbox/secret-box.js";
 import { createWebhookEndpoint } from "../api/outbox/webhook-endpoints.js";
 import { createPartner } from "../api/partners/api-keys.js";
 import { migrateStore, openSqliteStore, type Store } from "../api/store/open-store.js";
@@ -21,7 +22,7 @@ let dir: string;
 let store: Store;
 let workers: RunningWorkers | undefined;
 const receivers: WebhookReceiver[] = [];
-const settings = loadSettings({ LOCAL_MODE: "true" });
+const settings = settingsOf(loadConfig({ LOCAL_MODE: "true", LOCAL_RPC_URL: "http://127.0.0.1:1" }));
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "webhook-fairness-"));
@@ -53,7 +54,7 @@ const baseOptions: DispatcherOptions = {
 };
 
 function startDispatcher(options: Partial<DispatcherOptions> = {}) {
-  workers = runWorkers(store, [webhookDispatcher({ store, settings }, { ...baseOptions, ...options })]);
+  workers = runWorkers(store, [webhookDispatcher({ store, settings, secretBox: secretBox() }, { ...baseOptions, ...options })]);
 }
 
 async function receiver(options: Parameters<typeof startWebhookReceiver>[0] = {}) {
@@ -69,7 +70,7 @@ async function partnerWithEndpoints(name: string, urls: string[]) {
       partnerId: partner.id,
       url,
       policy: { localMode: true },
-      secretBox: configuredSecretBox(),
+      secretBox: secretBox(),
     });
   }
   return partner;
@@ -158,3 +159,8 @@ describe("recovery after an outage", () => {
     }
   }, 60_000);
 });
+
+/** The secret box of the key file this file's setup writes. */
+function secretBox() {
+  return createSecretBox(readSecretsKeyFile(process.env.SECRETS_KEY_FILE as string));
+}

@@ -48,7 +48,7 @@ const limitsEnvSchema = z.object({
   TRUST_PROXY: z.enum(["true", "false"]).default("false"),
 });
 
-export function loadRequestLimits(env: NodeJS.ProcessEnv = process.env): RequestLimits {
+export function loadRequestLimits(env: NodeJS.ProcessEnv): RequestLimits {
   const values = limitsEnvSchema.parse(
     Object.fromEntries(Object.keys(limitsEnvSchema.shape).map((key) => [key, env[key] === "" ? undefined : env[key]])),
   );

@@ -34,7 +34,7 @@ const watchdogEnvSchema = z.object({
   INDEXER_STALL_RESTART: z.enum(["true", "false"]).default("true"),
 });
 
-export function loadWatchdogSettings(env: NodeJS.ProcessEnv = process.env): WatchdogSettings {
+export function loadWatchdogSettings(env: NodeJS.ProcessEnv): WatchdogSettings {
   const parsed = watchdogEnvSchema.safeParse(env);
   if (!parsed.success) {
     throw new Error(

@@ -1,11 +1,10 @@
 import { randomInt, randomUUID } from "node:crypto";
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
-import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { Worker } from "../workers/run-worker.js";
-import { configuredSecretBox, type SecretBox } from "./secret-box.js";
+import type { SecretBox } from "./secret-box.js";
 import { type SendOutcome, sendWebhook, USER_AGENT } from "./send-webhook.js";
 import { SIGNATURE_HEADER, signPayload } from "./signature.js";
 import { signingSecrets } from "./webhook-endpoints.js";
@@ -29,38 +28,7 @@ export type DispatcherOptions = {
   pollIntervalMs: number;
 };
 
-const HOUR = 60 * 60 * 1000;
 export const DISPATCHER_NAME = "webhook-dispatcher";
-
-const optionsSchema = z.object({
-  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(1).default(10_000),
-  WEBHOOK_RETRY_MAX_DELAY_MS: z.coerce.number().int().min(1).default(HOUR),
-  WEBHOOK_RETRY_WINDOW_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(3 * 24 * HOUR),
-  // Short: a receiver should acknowledge at once and do its work afterwards.
-  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5_000),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(32),
-  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
-  WEBHOOK_PARTNER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(8),
-});
-
-/** Retry schedule and limits; the defaults are production values, tests shorten them through the environment. */
-export function dispatcherOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): DispatcherOptions {
-  const values = optionsSchema.parse(env);
-  return {
-    retryBaseMs: values.WEBHOOK_RETRY_BASE_MS,
-    retryMaxDelayMs: values.WEBHOOK_RETRY_MAX_DELAY_MS,
-    retryWindowMs: values.WEBHOOK_RETRY_WINDOW_MS,
-    attemptTimeoutMs: values.WEBHOOK_ATTEMPT_TIMEOUT_MS,
-    concurrency: values.WEBHOOK_CONCURRENCY,
-    perEndpointConcurrency: Math.min(values.WEBHOOK_ENDPOINT_CONCURRENCY, values.WEBHOOK_PARTNER_CONCURRENCY),
-    perPartnerConcurrency: values.WEBHOOK_PARTNER_CONCURRENCY,
-    pollIntervalMs: 100,
-  };
-}
 
 /** Exponential backoff with full jitter: a uniform wait in [0, min(max, base * 2^(failures-1))]. */
 export function retryDelayMs(failures: number, options: Pick<DispatcherOptions, "retryBaseMs" | "retryMaxDelayMs">): number {
@@ -81,10 +49,10 @@ export function retryDelayMs(failures: number, options: Pick<DispatcherOptions, 
  * delivery but never lose one.
  */
 export function webhookDispatcher(
-  context: Pick<AppContext, "store" | "settings">,
-  options: DispatcherOptions = dispatcherOptionsFromEnv(),
+  context: Pick<AppContext, "store" | "settings" | "secretBox">,
+  options: DispatcherOptions = context.settings.dispatcher,
 ): Worker {
-  const secretBox = configuredSecretBox();
+  const { secretBox } = context;
   const policy: WebhookUrlPolicy = { localMode: context.settings.localMode };
   // An attempt is bounded by its timeout; the lease adds room for the store writes around it.
   const leaseMs = options.attemptTimeoutMs + 5_000;

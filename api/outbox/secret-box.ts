@@ -1,7 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { dataDirectory } from "../config/networks.js";
+import { existsSync, writeFileSync } from "node:fs";
+import { readKeyFile } from "../config/config.js";
 
 /**
  * Webhook signing secrets must be read back to sign each delivery, so unlike API
@@ -62,32 +61,9 @@ export function createSecretsKeyFileIfMissing(path: string): string {
   return path;
 }
 
-/** Reads a key file holding 32 bytes as 64 hex characters or as base64. */
+/** Reads a key file in the one key-file format: 64 hex digits, with or without `0x`. */
 export function readSecretsKeyFile(path: string): Buffer {
-  const text = readFileSync(path, "utf8").trim();
-  const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, "hex") : Buffer.from(text, "base64");
-  if (key.length !== 32) throw new Error(`SECRETS_KEY_FILE (${path}) must hold a 32-byte key as 64 hex characters or base64`);
-  return key;
-}
-
-let configured: SecretBox | undefined;
-
-/**
- * The process' secret box, from `SECRETS_KEY_FILE`. In local mode without that
- * variable, a key file is generated once in the data directory (the local stack
- * passes its own `<dataDir>/secrets.key`). Elsewhere a missing key is a
- * configuration error: the service refuses to start rather than store secrets in clear.
- */
-export function configuredSecretBox(env: NodeJS.ProcessEnv = process.env): SecretBox {
-  if (configured !== undefined) return configured;
-  let path = env.SECRETS_KEY_FILE;
-  if (path === undefined || path === "") {
-    if (env.LOCAL_MODE !== "true") {
-      throw new Error("SECRETS_KEY_FILE is not set: it must name a file holding the 32-byte key that encrypts webhook secrets");
-    }
-    path = join(dataDirectory(env), "secrets.key");
-    createSecretsKeyFileIfMissing(path);
-  }
-  configured = createSecretBox(readSecretsKeyFile(path));
-  return configured;
+  const key = readKeyFile("SECRETS_KEY_FILE", path);
+  if ("problem" in key) throw new Error(key.problem);
+  return Buffer.from(key.key.slice(2), "hex");
 }

@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { ProblemError, problems } from "../http/problem.js";
-import { appendAudit, type PortalActor } from "../portals/audit-log.js";
+import { type AuditActor, appendAudit, type PortalActor } from "../portals/audit-log.js";
 import type { Database } from "../store/database.js";
 import type { PartnerMemberRole, PartnerMemberTable } from "../store/member-tables.js";
 import type { Store } from "../store/open-store.js";
@@ -25,7 +25,7 @@ export function memberView(row: PartnerMemberTable) {
  */
 export async function addMember(
   store: Store,
-  actor: PortalActor,
+  actor: AuditActor,
   params: { partnerId: string; address: string; role?: PartnerMemberRole; now?: number },
 ): Promise<PartnerMemberTable> {
   const address = params.address.toLowerCase();

@@ -7,10 +7,14 @@ import type { PortalRole } from "../store/portal-tables.js";
 /** Who did something in a portal: the signed-in wallet and the role it signed in as. */
 export type PortalActor = { role: PortalRole; address: string };
 
+/** Who is recorded in the audit log: a portal's signed-in wallet, or the operator CLI (`npx settlement`). */
+export type AuditActor = PortalActor | { role: "operator"; address: "operator" };
+export const OPERATOR: AuditActor = { role: "operator", address: "operator" };
+
 export type AuditEntry = {
   id: string;
   seq: number;
-  actor: { role: PortalRole; address: string };
+  actor: { role: AuditActor["role"]; address: string };
   action: string;
   target: { type: string; id: string };
   details: Record<string, unknown>;
@@ -25,7 +29,7 @@ export type AuditEntry = {
 export async function appendAudit(
   trx: Kysely<Database>,
   params: {
-    actor: PortalActor;
+    actor: AuditActor;
     action: string;
     target: { type: string; id: string };
     details?: Record<string, unknown>;

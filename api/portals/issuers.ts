@@ -6,7 +6,7 @@ import { createPartner } from "../partners/api-keys.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { IssuerTable } from "../store/portal-tables.js";
-import { appendAudit, type PortalActor } from "./audit-log.js";
+import { type AuditActor, appendAudit } from "./audit-log.js";
 
 export function issuerView(issuer: IssuerTable) {
   return {
@@ -25,7 +25,7 @@ export function issuerView(issuer: IssuerTable) {
  */
 export async function registerIssuer(
   store: Store,
-  actor: PortalActor,
+  actor: AuditActor,
   params: { address: string; name: string },
 ): Promise<IssuerTable> {
   const address = params.address.toLowerCase();
@@ -68,7 +68,7 @@ export async function listIssuers(store: Store): Promise<IssuerTable[]> {
 }
 
 /** A disabled issuer can no longer sign in; its open offerings stay as they are until an admin acts. */
-export async function disableIssuer(store: Store, actor: PortalActor, issuerId: string): Promise<IssuerTable> {
+export async function disableIssuer(store: Store, actor: AuditActor, issuerId: string): Promise<IssuerTable> {
   return store.transaction().execute(async (trx) => {
     const now = Date.now();
     await trx

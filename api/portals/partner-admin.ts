@@ -3,16 +3,17 @@ import { getAddress } from "viem";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { createPartner, issueApiKey } from "../partners/api-keys.js";
+import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import type { Store } from "../store/open-store.js";
-import { appendAudit, type PortalActor } from "./audit-log.js";
+import { type AuditActor, appendAudit } from "./audit-log.js";
 
 /** A partner with its keys (prefixes only) and payment addresses, as the admin portal lists it. */
-export async function partnerDetails(store: Store, partnerId: string) {
+export async function partnerDetails(store: Store, partnerId: string, indexSchema: string) {
   const partner = await store.selectFrom("partner").selectAll().where("id", "=", partnerId).executeTakeFirst();
   if (partner === undefined) throw problems.notFound(`Partner ${partnerId}`);
   const [keys, addresses, issuer] = await Promise.all([
     store.selectFrom("api_key").selectAll().where("partner_id", "=", partnerId).orderBy("created_at").execute(),
-    store.selectFrom("payment_address").selectAll().where("partner_id", "=", partnerId).orderBy("created_at").execute(),
+    listPaymentAddresses(store, { partnerId, indexSchema }),
     store.selectFrom("issuer").select("id").where("partner_id", "=", partnerId).executeTakeFirst(),
   ]);
   return {
@@ -26,11 +27,12 @@ export async function partnerDetails(store: Store, partnerId: string) {
       createdAt: new Date(Number(key.created_at)).toISOString(),
       revokedAt: key.revoked_at === null ? null : new Date(Number(key.revoked_at)).toISOString(),
     })),
-    paymentAddresses: addresses.map((row) => ({
-      id: row.id,
-      network: row.network,
-      chainId: row.chain_id,
-      address: getAddress(row.address),
+    paymentAddresses: addresses.map(({ id, network, chainId, address, watching }) => ({
+      id,
+      network,
+      chainId,
+      address,
+      watching,
     })),
   };
 }
@@ -42,7 +44,7 @@ export async function listPartnerIds(store: Store, params: { after?: string; lim
 }
 
 /** A commerce partner with its first API key, which is returned here once and never again. */
-export async function createPartnerWithKey(store: Store, actor: PortalActor, params: { name: string; mode: "test" | "live" }) {
+export async function createPartnerWithKey(store: Store, actor: AuditActor, params: { name: string; mode: "test" | "live" }) {
   return store.transaction().execute(async (trx) => {
     const partner = await createPartner(trx, { name: params.name });
     const key = await issueApiKey(trx, { partnerId: partner.id, mode: params.mode });
@@ -56,7 +58,7 @@ export async function createPartnerWithKey(store: Store, actor: PortalActor, par
   });
 }
 
-export async function createPartnerKey(store: Store, actor: PortalActor, params: { partnerId: string; mode: "test" | "live" }) {
+export async function createPartnerKey(store: Store, actor: AuditActor, params: { partnerId: string; mode: "test" | "live" }) {
   return store.transaction().execute(async (trx) => {
     const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
     if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
@@ -71,7 +73,7 @@ export async function createPartnerKey(store: Store, actor: PortalActor, params:
   });
 }
 
-export async function revokePartnerKey(store: Store, actor: PortalActor, params: { partnerId: string; keyId: string }) {
+export async function revokePartnerKey(store: Store, actor: AuditActor, params: { partnerId: string; keyId: string }) {
   await store.transaction().execute(async (trx) => {
     const now = Date.now();
     const key = await trx
@@ -93,27 +95,19 @@ export async function revokePartnerKey(store: Store, actor: PortalActor, params:
 }
 
 /**
- * Gives a partner a payment address. It must be one of the addresses the indexer
- * watches on that network (PAYMENT_ADDRESSES): a transfer to any other address is
- * never indexed, so a session paying there could never settle.
+ * Gives a partner a payment address on an enabled network. The indexer reads the
+ * store's addresses when it starts: one added while it runs answers `watching:
+ * false` until the indexer has restarted with it (its payments are then found from
+ * the start block on, none is lost).
  */
 export async function addPartnerPaymentAddress(
-  context: Pick<AppContext, "store" | "networks">,
-  actor: PortalActor,
+  context: Pick<AppContext, "store" | "networks" | "settings">,
+  actor: AuditActor,
   params: { partnerId: string; network: string; address: string },
 ) {
   const network = enabledNetwork(context, params.network);
   const address = params.address.toLowerCase();
-  if (!network.paymentAddresses.some((watched) => watched.toLowerCase() === address)) {
-    throw new ProblemError({
-      status: 422,
-      code: "payment_address_not_watched",
-      title: "The indexer does not watch this address",
-      detail: `Add it to ${network.name}'s PAYMENT_ADDRESSES and restart the indexer first; watched now: ${network.paymentAddresses.join(", ")}.`,
-      extensions: { watchedAddresses: network.paymentAddresses },
-    });
-  }
-  return context.store.transaction().execute(async (trx) => {
+  const added = await context.store.transaction().execute(async (trx) => {
     const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
     if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
     const id = `pad_${randomUUID()}`;
@@ -138,4 +132,6 @@ export async function addPartnerPaymentAddress(
     });
     return { id, network: network.name, chainId: network.chainId, address: getAddress(address) };
   });
+  const watched = await watchedByIndexer(context.store, context.settings.indexSchema);
+  return { ...added, watching: watched.get(network.name)?.has(address) ?? false };
 }

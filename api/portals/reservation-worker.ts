@@ -1,6 +1,6 @@
 import type { AppContext } from "../app-context.js";
 import type { Worker } from "../workers/run-worker.js";
-import { loadPortalSettings, type PortalSettings } from "./portal-settings.js";
+import type { PortalSettings } from "./portal-settings.js";
 import { reconcileOfferings } from "./reservations.js";
 
 /**
@@ -10,7 +10,7 @@ import { reconcileOfferings } from "./reservations.js";
  * release is a guarded UPDATE.
  */
 export function reservationWorker(context: AppContext, options: { intervalMs?: number; settings?: PortalSettings } = {}): Worker {
-  const settings = options.settings ?? loadPortalSettings();
+  const settings = options.settings ?? context.settings.portal;
   return {
     name: "rwa-reservations",
     intervalMs: options.intervalMs ?? 5_000,

@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { relayerHealth } from "../gasless/gasless-view.js";
+import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
 import type { AppEnv } from "./app-env.js";
 import { ChainCheckSchema, chainChecks, HealthReasonSchema, storeCheck, withTimeout } from "./health-checks.js";
@@ -18,6 +19,10 @@ const HealthSchema = z
         lagBlocks: z.number().int().nullable(),
         requiredConfirmations: z.number().int(),
         ...ChainCheckSchema.shape,
+        watchedAddresses: z.number().int().openapi({ description: "Payment addresses the indexer started with" }),
+        addressesAwaitingRestart: z.number().int().openapi({
+          description: "Payment addresses added since the indexer started (`watching: false`): restart the indexer to watch them",
+        }),
       }),
     ),
     workers: z.array(z.object({ worker: z.string(), alive: z.boolean(), lastBeatAt: z.string() })),
@@ -80,6 +85,15 @@ export function healthRoutes(context: AppContext) {
     const store = await storeCheck(context.store);
     const heads = await withTimeout(context.indexed.heads(), CHECK_TIMEOUT_MS).catch(() => new Map());
     const checks = await chainChecks(context);
+    const addresses = store.ok
+      ? await withTimeout(
+          listPaymentAddresses(context.store, { indexSchema: context.settings.indexSchema }),
+          CHECK_TIMEOUT_MS,
+        ).catch(() => [])
+      : [];
+    const watched = store.ok
+      ? await withTimeout(watchedByIndexer(context.store, context.settings.indexSchema), CHECK_TIMEOUT_MS).catch(() => new Map())
+      : new Map();
     const chains = context.networks.map((network) => {
       const indexed = heads.get(network.chainId)?.blockNumber as bigint | undefined;
       const check = checks.get(network.chainId);
@@ -93,6 +107,8 @@ export function healthRoutes(context: AppContext) {
         requiredConfirmations: network.confirmations,
         node: check?.node ?? { answering: false, failingForMs: null, error: "not checked" },
         indexer: check?.indexer ?? { state: "unknown" as const, behindForMs: null },
+        watchedAddresses: watched.get(network.name)?.size ?? 0,
+        addressesAwaitingRestart: addresses.filter((row) => row.network === network.name && !row.watching).length,
       };
     });
     const beats = store.ok

@@ -2,9 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { decodeCursor, encodeCursor } from "../http/cursor.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
-import { dispatcherOptionsFromEnv } from "../outbox/dispatcher.js";
 import { EVENT_TYPES } from "../outbox/record-event.js";
-import { configuredSecretBox } from "../outbox/secret-box.js";
 import { ALL_EVENTS } from "../outbox/subscription.js";
 import { sendTestEvent } from "../outbox/test-event.js";
 import {
@@ -192,7 +190,7 @@ const listCursor = z.object({ t: z.number().int(), i: z.string() });
 /** `/v1/webhook-endpoints`: where a partner receives its signed events (SPEC section 4 and 6). */
 export function webhookEndpointsRoutes(context: AppContext) {
   const policy = { localMode: context.settings.localMode };
-  const attemptTimeoutMs = dispatcherOptionsFromEnv().attemptTimeoutMs;
+  const attemptTimeoutMs = context.settings.dispatcher.attemptTimeoutMs;
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(createRouteDef, async (c) => {
       const body = c.req.valid("json");
@@ -201,7 +199,7 @@ export function webhookEndpointsRoutes(context: AppContext) {
         url: body.url,
         events: body.events,
         policy,
-        secretBox: configuredSecretBox(),
+        secretBox: context.secretBox,
       });
       return c.json(endpoint, 201);
     })
@@ -233,7 +231,7 @@ export function webhookEndpointsRoutes(context: AppContext) {
         partnerId: c.get("partner").id,
         endpointId: c.req.valid("param").id,
         previousSecretLifetimeSeconds: body.previousSecretExpiresInSeconds,
-        secretBox: configuredSecretBox(),
+        secretBox: context.secretBox,
       });
       return c.json(rotated, 200);
     })
@@ -241,7 +239,7 @@ export function webhookEndpointsRoutes(context: AppContext) {
       const result = await sendTestEvent(context.store, {
         partnerId: c.get("partner").id,
         endpointId: c.req.valid("param").id,
-        secretBox: configuredSecretBox(),
+        secretBox: context.secretBox,
         policy,
         timeoutMs: attemptTimeoutMs,
       });

@@ -1,6 +1,7 @@
 import type { Generated } from "kysely";
 import type { HostedTables } from "./hosted-tables.js";
 import type { MemberTables } from "./member-tables.js";
+import type { OperatorTables } from "./operator-tables.js";
 import type { PortalTables } from "./portal-tables.js";
 import type { RelayTables } from "./relay-tables.js";
 import type { WebhookTables } from "./webhook-tables.js";
@@ -10,7 +11,14 @@ import type { WebhookTables } from "./webhook-tables.js";
  * Portable between SQLite and Postgres: ids and money are text (money as a canonical
  * decimal string of USDC base units), instants are integer milliseconds since epoch.
  */
-export interface Database extends CommerceTables, WebhookTables, PortalTables, MemberTables, HostedTables, RelayTables {
+export interface Database
+  extends CommerceTables,
+    WebhookTables,
+    PortalTables,
+    MemberTables,
+    HostedTables,
+    RelayTables,
+    OperatorTables {
   partner: PartnerTable;
   api_key: ApiKeyTable;
   payment_address: PaymentAddressTable;

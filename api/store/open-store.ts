@@ -12,6 +12,7 @@ import * as m0003 from "./migrations/0003_webhooks.js";
 import * as m0004 from "./migrations/0004_portals.js";
 import * as m0006 from "./migrations/0006_tenant_limits.js";
 import * as m0008 from "./migrations/0008_hosted_checkout.js";
+import * as m0009 from "./migrations/0009_operator.js";
 import * as m0010 from "./migrations/0010_partner_members.js";
 import * as m0011 from "./migrations/0011_gasless_relay.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   "0004_portals": m0004,
   "0006_tenant_limits": m0006,
   "0008_hosted_checkout": m0008,
+  "0009_operator": m0009,
   "0010_partner_members": m0010,
   "0011_gasless_relay": m0011,
 };

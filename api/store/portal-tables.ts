@@ -136,7 +136,8 @@ export interface RwaPurchaseTable {
 export interface AuditLogTable {
   seq: Generated<number>;
   id: string;
-  actor_role: PortalRole;
+  /** A portal role, or `operator` for the operator CLI. */
+  actor_role: PortalRole | "operator";
   actor_address: string;
   action: string;
   target_type: string;

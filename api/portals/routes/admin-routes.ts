@@ -57,7 +57,13 @@ const EligibilityBody = z.object({
   accredited: z.boolean().optional(),
   accreditationExpiresAt: IsoInstantSchema.nullable().optional(),
 });
-const PaymentAddressSchema = z.object({ id: z.string(), network: z.string(), chainId: z.number().int(), address: z.string() });
+const PaymentAddressSchema = z.object({
+  id: z.string(),
+  network: z.string(),
+  chainId: z.number().int(),
+  address: z.string(),
+  watching: z.boolean().openapi({ description: "False until the indexer has restarted with this address" }),
+});
 const PartnerSchema = z
   .object({
     id: z.string(),
@@ -76,7 +82,7 @@ const AuditEntrySchema = z
   .object({
     id: z.string(),
     seq: z.number().int(),
-    actor: z.object({ role: z.enum(["investor", "issuer", "admin", "partner"]), address: z.string() }),
+    actor: z.object({ role: z.enum(["investor", "issuer", "admin", "partner", "operator"]), address: z.string() }),
     action: z.string(),
     target: z.object({ type: z.string(), id: z.string() }),
     details: z.record(z.string(), z.unknown()),
@@ -350,7 +356,10 @@ export function adminRoutes(context: AppContext) {
             mode: keyMode,
           });
           return c.json(
-            { partner: await partnerDetails(context.store, partner.id), apiKey: { id: key.id, apiKey: key.apiKey } },
+            {
+              partner: await partnerDetails(context.store, partner.id, context.settings.indexSchema),
+              apiKey: { id: key.id, apiKey: key.apiKey },
+            },
             201,
           );
         },
@@ -378,7 +387,7 @@ export function adminRoutes(context: AppContext) {
           const { page, last } = splitPage(ids, query.limit);
           return c.json(
             {
-              data: await Promise.all(page.map((id) => partnerDetails(context.store, id))),
+              data: await Promise.all(page.map((id) => partnerDetails(context.store, id, context.settings.indexSchema))),
               nextCursor: last === undefined ? null : encodeCursor({ id: last }),
             },
             200,
@@ -393,7 +402,7 @@ export function adminRoutes(context: AppContext) {
           request: { params: IdParam },
           responses: { 200: jsonResponse("The partner", PartnerSchema), ...problemResponses },
         }),
-        async (c) => c.json(await partnerDetails(context.store, c.req.valid("param").id), 200),
+        async (c) => c.json(await partnerDetails(context.store, c.req.valid("param").id, context.settings.indexSchema), 200),
       )
       .openapi(
         route({
@@ -426,7 +435,7 @@ export function adminRoutes(context: AppContext) {
         route({
           method: "post",
           path: "/partners/{id}/payment-addresses",
-          summary: "Assign one of the indexer's watched payment addresses to a partner",
+          summary: "Give a partner a payment address (watched once the indexer restarts with it)",
           request: { params: IdParam, body: jsonBody(z.object({ network: z.string().min(1).max(40), address: AddressSchema })) },
           responses: { 201: jsonResponse("The payment address", PaymentAddressSchema), ...problemResponses },
         }),

@@ -26,7 +26,7 @@ export function partnerPortalRoutes(context: AppContext) {
         summary: "The partner this member acts for, with key prefixes and payment addresses",
         responses: { 200: jsonResponse("The partner", z.any()), ...problemResponses },
       }),
-      async (c) => c.json(await partnerDetails(context.store, c.get("partner").id), 200),
+      async (c) => c.json(await partnerDetails(context.store, c.get("partner").id, context.settings.indexSchema), 200),
     )
     .openapi(
       createRoute({
@@ -37,7 +37,14 @@ export function partnerPortalRoutes(context: AppContext) {
         summary: "The partner's API keys (prefixes only)",
         responses: { 200: jsonResponse("Keys", z.object({ data: z.array(KeySchema), nextCursor: z.null() })) },
       }),
-      async (c) => c.json({ data: (await partnerDetails(context.store, c.get("partner").id)).apiKeys, nextCursor: null }, 200),
+      async (c) =>
+        c.json(
+          {
+            data: (await partnerDetails(context.store, c.get("partner").id, context.settings.indexSchema)).apiKeys,
+            nextCursor: null,
+          },
+          200,
+        ),
     )
     .openapi(
       createRoute({

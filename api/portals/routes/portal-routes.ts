@@ -1,7 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import type { AppEnv } from "../../routes/app-env.js";
-import { loadPortalSettings, type PortalSettings } from "../portal-settings.js";
+import type { PortalSettings } from "../portal-settings.js";
 import { adminMemberRoutes } from "./admin-member-routes.js";
 import { adminPaymentRoutes } from "./admin-payment-routes.js";
 import { adminRelayRoutes } from "./admin-relay-routes.js";
@@ -20,7 +20,7 @@ import { verifyRoutes } from "./verify-routes.js";
  * families and the issuer and admin operations. Each route names the session role
  * it needs in its own `middleware`, so no prefix-wide guard can shadow sign-in.
  */
-export function portalRoutes(context: AppContext, portal: PortalSettings = loadPortalSettings()) {
+export function portalRoutes(context: AppContext, portal: PortalSettings = context.settings.portal) {
   const app = new OpenAPIHono<AppEnv>();
   app.openAPIRegistry.registerComponent("securitySchemes", "portalSession", {
     type: "http",

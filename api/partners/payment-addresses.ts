@@ -1,0 +1,41 @@
+import { getAddress } from "viem";
+import { recordedStart } from "../config/startup.js";
+import type { Store } from "../store/open-store.js";
+
+export type PaymentAddressView = {
+  id: string;
+  partnerId: string;
+  network: string;
+  chainId: number;
+  address: string;
+  /**
+   * Whether the running indexer watches it: false for an address added after the
+   * indexer's last start, whose payments are seen only once it restarts with it.
+   */
+  watching: boolean;
+  createdAt: string;
+};
+
+/** The addresses the indexer of this index schema started with, per network (lower-case). */
+export async function watchedByIndexer(store: Store, indexSchema: string): Promise<Map<string, Set<string>>> {
+  const recorded = await recordedStart(store, indexSchema);
+  return new Map(Object.entries(recorded?.watched ?? {}).map(([network, addresses]) => [network, new Set(addresses)]));
+}
+
+export async function listPaymentAddresses(
+  store: Store,
+  params: { indexSchema: string; partnerId?: string },
+): Promise<PaymentAddressView[]> {
+  let query = store.selectFrom("payment_address").selectAll().orderBy("created_at").orderBy("id");
+  if (params.partnerId !== undefined) query = query.where("partner_id", "=", params.partnerId);
+  const [rows, watched] = await Promise.all([query.execute(), watchedByIndexer(store, params.indexSchema)]);
+  return rows.map((row) => ({
+    id: row.id,
+    partnerId: row.partner_id,
+    network: row.network,
+    chainId: Number(row.chain_id),
+    address: getAddress(row.address),
+    watching: watched.get(row.network)?.has(row.address.toLowerCase()) ?? false,
+    createdAt: new Date(Number(row.created_at)).toISOString(),
+  }));
+}

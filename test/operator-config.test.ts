@@ -1,0 +1,259 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, readConfig } from "../api/config/config.js";
+import { checkChainIds, completeFirstStart, prepareStart, recoverInterruptedFirstStart } from "../api/config/startup.js";
+import { migrateStore, openSqliteStore } from "../api/store/open-store.js";
+import { type AnvilInstance, startAnvil } from "../local/anvil.js";
+import { PROJECT_ROOT } from "../local/local-stack.js";
+import { spawnPonder } from "../local/ponder-process.js";
+import { findFreePort } from "../local/ports.js";
+import { renderConfigurationDoc } from "../scripts/config-docs.js";
+import { settlement } from "./support/operator-cli.js";
+
+// Configuration validation (SPEC 12): fast, no indexer. One Anvil (chain 31337)
+// answers the chain-id check as a node of the wrong network.
+let directory: string;
+let anvil: AnvilInstance;
+const KEY = "ab".repeat(32);
+const ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+
+function file(name: string, content: string): string {
+  const path = join(directory, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+/** A valid Base configuration; each test breaks one or more variables. */
+function baseEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    NETWORKS: "base",
+    BASE_RPC_URL: "https://base.example",
+    BASE_START_BLOCK: "1",
+    BASE_PAYMENT_ADDRESSES: ADDRESS,
+    PUBLIC_BASE_URL: "https://pay.example.com",
+    SECRETS_KEY_FILE: file("secrets.key", `${KEY}\n`),
+    DATA_DIR: join(directory, "data"),
+    ...overrides,
+  };
+}
+
+beforeAll(async () => {
+  directory = mkdtempSync(join(tmpdir(), "settlement-config-"));
+  anvil = await startAnvil({ chainId: 31337 });
+});
+afterAll(async () => {
+  await anvil?.stop();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+describe("configuration schema", () => {
+  it("accepts a complete Base configuration", () => {
+    const { config, problems } = readConfig(baseEnv());
+    expect(problems).toEqual([]);
+    expect(config.networks[0]).toMatchObject({ name: "base", chainId: 8453, paymentAddresses: [ADDRESS], confirmations: 10 });
+    expect(config.secretsKey?.toString("hex")).toBe(KEY);
+  });
+
+  it("lists every missing variable at once", () => {
+    const { problems } = readConfig({ NETWORKS: "base" });
+    expect(problems).toEqual([
+      expect.stringMatching(/^No RPC URL for network "base": set BASE_RPC_URL/),
+      expect.stringMatching(/^No start block for network "base": set BASE_START_BLOCK/),
+      expect.stringMatching(/^PUBLIC_BASE_URL is not set/),
+      expect.stringMatching(/^SECRETS_KEY_FILE is not set/),
+    ]);
+  });
+
+  it.each([
+    ["NETWORKS", "base,mainnet", /NETWORKS: not one of base, base-sepolia, local/],
+    ["PUBLIC_BASE_URL", "pay.example.com", /PUBLIC_BASE_URL: not an http\(s\) URL/],
+    ["BASE_RPC_URL", "ftp://node", /BASE_RPC_URL: not an http\(s\) URL$/],
+    ["BASE_WS_URL", "https://node", /BASE_WS_URL: not a ws:\/\/ or wss:\/\/ URL/],
+    ["BASE_START_BLOCK", "-1", /BASE_START_BLOCK: at least 0/],
+    ["BASE_CONFIRMATIONS", "0", /BASE_CONFIRMATIONS: at least 1/],
+    ["BASE_POLLING_INTERVAL_MS", "50", /BASE_POLLING_INTERVAL_MS: at least 100/],
+    ["BASE_PAYMENT_ADDRESSES", `${ADDRESS},0x1234`, /BASE_PAYMENT_ADDRESSES: not an address/],
+    ["BASE_USDC_ADDRESS", "usdc", /BASE_USDC_ADDRESS: not an address/],
+    ["ADMIN_ADDRESSES", "0xnope", /ADMIN_ADDRESSES: not an address/],
+    ["STORE_URL", "mysql://x", /STORE_URL: must be postgres/],
+    ["DATABASE_URL", "postgres:/broken", /DATABASE_URL: not a postgres:\/\/ URL$/],
+    ["LOCAL_MODE", "yes", /LOCAL_MODE: must be true or false/],
+    ["WORKERS", "maybe", /WORKERS: must be on or off/],
+    ["WEBHOOK_CONCURRENCY", "lots", /WEBHOOK_CONCURRENCY: not a number/],
+    ["SIWE_CHALLENGE_TTL_SECONDS", "3600", /SIWE_CHALLENGE_TTL_SECONDS: at most 600/],
+    ["TRUST_PROXY", "1", /TRUST_PROXY: must be true or false/],
+  ])("refuses a malformed %s, naming it", (name, value, expected) => {
+    const { problems } = readConfig(baseEnv({ [name]: value }));
+    expect(problems).toEqual([expect.stringMatching(expected)]);
+  });
+
+  it("never repeats a value that may hold a credential", () => {
+    const { problems } = readConfig(baseEnv({ DATABASE_URL: "mysql://user:hunter2@db", BASE_RPC_URL: "ftp://key-s3cret@node" }));
+    expect(problems.join("\n")).not.toMatch(/hunter2|s3cret/);
+  });
+
+  it("reads every key file in one format: 64 hex digits with or without 0x", () => {
+    for (const content of [KEY, `0x${KEY}`, `  0x${KEY.toUpperCase()}\n`]) {
+      const path = file("key", content);
+      const { config, problems } = readConfig(
+        baseEnv({ SECRETS_KEY_FILE: path, VOUCHER_KEY_FILE: path, BASE_RELAYER_KEY_FILE: path }),
+      );
+      expect(problems).toEqual([]);
+      expect([config.secretsKey?.toString("hex"), config.voucherPrivateKey, config.relayerKeys.base]).toEqual([
+        KEY,
+        `0x${KEY}`,
+        `0x${KEY}`,
+      ]);
+    }
+    const short = file("short.key", "abcd");
+    const base64 = file("base64.key", Buffer.alloc(32, 7).toString("base64"));
+    const { problems } = readConfig(
+      baseEnv({ SECRETS_KEY_FILE: base64, VOUCHER_KEY_FILE: short, BASE_RELAYER_KEY_FILE: join(directory, "absent.key") }),
+    );
+    expect(problems).toEqual([
+      expect.stringMatching(/^BASE_RELAYER_KEY_FILE: cannot read .*absent\.key \(no such file\)/),
+      expect.stringMatching(/^VOUCHER_KEY_FILE: .*short\.key must hold 64 hex digits/),
+      expect.stringMatching(/^SECRETS_KEY_FILE: .*base64\.key must hold 64 hex digits/),
+    ]);
+  });
+
+  it("requires the voucher key when a certificate contract is configured", () => {
+    const { problems } = readConfig(baseEnv({ BASE_CERTIFICATE_ADDRESS: ADDRESS }));
+    expect(problems).toEqual([expect.stringMatching(/^VOUCHER_KEY_FILE is not set, but BASE_CERTIFICATE_ADDRESS/)]);
+  });
+
+  it("refuses an RPC URL of another chain, and one that does not answer", async () => {
+    const silent = `http://127.0.0.1:${await findFreePort()}`;
+    const { config } = readConfig(
+      baseEnv({
+        NETWORKS: "base,base-sepolia",
+        BASE_RPC_URL: anvil.rpcUrl,
+        BASE_SEPOLIA_RPC_URL: silent,
+        BASE_SEPOLIA_START_BLOCK: "1",
+      }),
+    );
+    expect(await checkChainIds(config.networks, 1_000)).toEqual([
+      "BASE_RPC_URL answers chain id 31337, but base is chain 8453",
+      expect.stringMatching(/^BASE_SEPOLIA_RPC_URL: eth_chainId failed/),
+    ]);
+  });
+
+  it("prepareStart reports the environment's, the chain's and the store's problems in one error", async () => {
+    const error = await prepareStart(
+      baseEnv({ BASE_RPC_URL: anvil.rpcUrl, BASE_PAYMENT_ADDRESSES: "", PUBLIC_BASE_URL: "" }),
+      "check",
+    ).catch((caught) => caught);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      expect.stringMatching(/^PUBLIC_BASE_URL is not set/),
+      "BASE_RPC_URL answers chain id 31337, but base is chain 8453",
+      expect.stringMatching(/^No payment address for network "base"/),
+    ]);
+  });
+
+  it("stops `ponder start` before Ponder opens its index, listing every problem", { timeout: 180_000 }, async () => {
+    const dataDir = join(directory, "refused");
+    const env = baseEnv({ DATA_DIR: dataDir, BASE_RPC_URL: anvil.rpcUrl, PUBLIC_BASE_URL: "", SECRETS_KEY_FILE: "" });
+    const ponder = spawnPonder({ root: PROJECT_ROOT, port: await findFreePort(), env });
+    const code = await new Promise<number | null>((resolve) => ponder.process.once("exit", resolve));
+    expect(code).toBe(1);
+    for (const problem of ["PUBLIC_BASE_URL is not set", "SECRETS_KEY_FILE is not set", "BASE_RPC_URL answers chain id 31337"]) {
+      expect(ponder.output()).toContain(problem);
+    }
+    // Nothing was indexed nor created: the embedded index directory does not exist.
+    expect(existsSync(join(dataDir, "ponder"))).toBe(false);
+    expect(ponder.output()).not.toContain("Created database tables");
+
+    const check = await settlement(["config", "check", "--json"], env);
+    expect(check.code).toBe(78);
+    expect(check.json().problems).toHaveLength(3);
+  });
+
+  it("clears an embedded index whose first start was interrupted, and only that", () => {
+    const config = { dataDir: join(directory, "interrupted"), databaseUrl: undefined };
+    expect(recoverInterruptedFirstStart(config)).toBe("fresh");
+    // Killed while PGlite wrote its files: the marker is still there.
+    mkdirSync(join(config.dataDir, "ponder"));
+    writeFileSync(join(config.dataDir, "ponder", "PG_VERSION"), "garbage");
+    expect(recoverInterruptedFirstStart(config)).toBe("recovered");
+    expect(existsSync(join(config.dataDir, "ponder"))).toBe(false);
+    // The service came up (completeFirstStart): an existing index is never touched again.
+    mkdirSync(join(config.dataDir, "ponder"));
+    completeFirstStart(config);
+    expect(recoverInterruptedFirstStart(config)).toBe("existing");
+    expect(existsSync(join(config.dataDir, "ponder"))).toBe(true);
+  });
+});
+
+describe("documentation and process.env", () => {
+  it("docs/configuration.md is what `npm run docs:config` generates", () => {
+    expect(readFileSync(join(PROJECT_ROOT, "docs", "configuration.md"), "utf8")).toBe(renderConfigurationDoc());
+  });
+
+  it("no service module reads process.env: only ponder.config.ts hands it to the configuration", () => {
+    const readers: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (/\.tsx?$/.test(name) && readFileSync(path, "utf8").includes("process.env"))
+          readers.push(path.slice(PROJECT_ROOT.length + 1));
+      }
+    };
+    walk(join(PROJECT_ROOT, "api"));
+    walk(join(PROJECT_ROOT, "src"));
+    walk(join(PROJECT_ROOT, "cli"));
+    expect(readers).toEqual([]);
+  });
+});
+
+describe("operator CLI on a SQLite store", () => {
+  it("creates, lists, refuses and audits", { timeout: 240_000 }, async () => {
+    const env = {
+      DATA_DIR: join(directory, "cli"),
+      NETWORKS: "base",
+      BASE_START_BLOCK: "1",
+      BASE_RPC_URL: "https://base.example",
+    };
+    const created = await settlement(["partner", "create", "--name", "Shop", "--mode", "test", "--json"], env);
+    expect(created.code).toBe(0);
+    const partnerId = created.json().partner.id;
+    expect(created.json().apiKey.apiKey).toMatch(/^sk_test_/);
+    expect((await settlement(["partner", "list"], env)).stdout).toContain(`${partnerId}\tShop\t1 active key(s)`);
+
+    expect(
+      (await settlement(["member", "add", "--partner", partnerId, ADDRESS, "--role", "admin", "--json"], env)).json(),
+    ).toMatchObject({
+      partnerId,
+      address: ADDRESS,
+      role: "admin",
+    });
+    const again = await settlement(["member", "add", "--partner", partnerId, ADDRESS.toLowerCase(), "--json"], env);
+    expect([again.code, again.json().error.code]).toEqual([1, "member_exists"]);
+    expect((await settlement(["member", "list", "--partner", partnerId, "--json"], env)).json().members).toHaveLength(1);
+
+    const issuer = await settlement(["issuer", "register", "--address", ADDRESS, "--name", "Fund", "--json"], env);
+    expect(issuer.json()).toMatchObject({ address: ADDRESS, status: "active" });
+    const unknownKey = await settlement(["api-key", "revoke", "key_missing"], env);
+    expect([unknownKey.code, unknownKey.stderr]).toEqual([1, expect.stringContaining("not_found")]);
+    const usage = await settlement(["partner", "create"], env);
+    expect([usage.code, usage.stderr]).toEqual([2, expect.stringContaining("--name is required")]);
+    expect((await settlement(["partner", "fly"], env)).code).toBe(2);
+    const badStore = await settlement(["partner", "list"], { ...env, STORE_URL: "mysql://x" });
+    expect([badStore.code, badStore.stderr]).toEqual([78, expect.stringContaining("STORE_URL")]);
+    const missingEndpoint = await settlement(["webhook", "test", "we_missing"], { ...env, LOCAL_MODE: "true" });
+    expect([missingEndpoint.code, missingEndpoint.stderr]).toEqual([1, expect.stringContaining("not_found")]);
+
+    const store = openSqliteStore(join(env.DATA_DIR, "app.sqlite"));
+    await migrateStore(store);
+    const audit = await store.selectFrom("audit_log").select(["actor_role", "action"]).orderBy("seq").execute();
+    await store.destroy();
+    expect(audit).toEqual([
+      { actor_role: "operator", action: "partner.create" },
+      { actor_role: "operator", action: "partner.member_add" },
+      { actor_role: "operator", action: "issuer.register" },
+    ]);
+  });
+});
