@@ -472,7 +472,8 @@ describe("test payments", () => {
     const session = await createSession(stack, { shippingRequired: false });
     // The last test of this file: the service stays out of local mode. A fresh index
     // schema spares the wait for the previous process' lock on the old one.
-    await stack.restartService({ LOCAL_MODE: "false", DATABASE_SCHEMA: "not_local" });
+    // Outside local mode the public origin must be configured: this service's own.
+    await stack.restartService({ LOCAL_MODE: "false", DATABASE_SCHEMA: "not_local", PUBLIC_BASE_URL: stack.ponder.baseUrl });
     {
       expect(
         (await stack.partnerFetch(`/v1/checkout/sessions/${session.id}/test-payment`, { method: "POST", json: {} })).status,

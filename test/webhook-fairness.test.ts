@@ -22,7 +22,14 @@ let dir: string;
 let store: Store;
 let workers: RunningWorkers | undefined;
 const receivers: WebhookReceiver[] = [];
-const settings = settingsOf(loadConfig({ LOCAL_MODE: "true", LOCAL_RPC_URL: "http://127.0.0.1:1" }));
+const settings = settingsOf(
+  loadConfig({
+    LOCAL_MODE: "true",
+    // No chain is read here: the dispatcher only needs a valid configuration.
+    LOCAL_RPC_URL: "http://127.0.0.1:1",
+    LOCAL_USDC_ADDRESS: "0x0000000000000000000000000000000000000001",
+  }),
+);
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "webhook-fairness-"));
