@@ -43,6 +43,7 @@ const ACCESS: Record<string, Access> = {
   "GET /api/rwa/checkout/{id}": "investor",
   "POST /api/rwa/settlements/wallet": "investor",
   "POST /api/rwa/settlements/authorization": "investor",
+  "GET /api/rwa/settlements/authorization/{purchaseId}": "investor",
   "GET /api/rwa/certificates": "investor",
   "POST /api/rwa/certificates/{purchaseId}/claim": "investor",
   "GET /api/issuer/profile": "issuer",
@@ -130,6 +131,7 @@ const OWNED_BY_INVESTOR = [
   "GET /api/rwa/checkout/{id}",
   "POST /api/rwa/certificates/{purchaseId}/claim",
   "POST /api/rwa/settlements/wallet",
+  "GET /api/rwa/settlements/authorization/{purchaseId}",
 ];
 
 let stack: TestStack;

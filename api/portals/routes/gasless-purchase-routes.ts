@@ -2,16 +2,42 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Address } from "viem";
 import type { AppContext } from "../../app-context.js";
 import { AuthorizationBody, RelayAnswerSchema, toSubmission } from "../../gasless/authorization-schema.js";
+import { gaslessSessionView } from "../../gasless/gasless-view.js";
 import { submitAuthorization } from "../../gasless/submit-authorization.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import { ownPurchase, sessionOf } from "../purchases.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
 
-/** `POST /api/rwa/settlements/authorization`: the investor pays a purchase without gas (SPEC section 14). */
+const GaslessPurchaseSchema = z
+  .object({
+    purchaseId: z.string(),
+    available: z.boolean().openapi({ description: "The purchase awaits payment and its network has a relayer" }),
+    domain: z
+      .object({ name: z.string(), version: z.string(), chainId: z.number().int(), verifyingContract: z.string() })
+      .nullable()
+      .openapi({ description: "The token's own EIP-712 domain to sign against (null when not available)" }),
+    authorization: z
+      .object({
+        id: z.string(),
+        status: z.enum(["queued", "submitted", "mined", "failed"]),
+        transactionHash: z.string().nullable(),
+        failure: z.object({ code: z.string(), detail: z.string().nullable() }).nullable(),
+      })
+      .passthrough()
+      .nullable()
+      .openapi({ description: "The latest authorization relayed for this purchase and its outcome (a failed relay shows here)" }),
+  })
+  .openapi("GaslessPurchase");
+
+/**
+ * `POST /api/rwa/settlements/authorization`: the investor pays a purchase without gas (SPEC
+ * section 14). `GET …/{purchaseId}` gives what the console signs against (the token's own
+ * domain, read by the service: the console never reads the chain) and the relay's progress.
+ */
 export function gaslessPurchaseRoutes(context: AppContext) {
   const investor = requirePortalSession(context, "investor");
-  return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>().openapi(
+  const submit = new OpenAPIHono<AppEnv & { Variables: PortalVariables }>().openapi(
     createRoute({
       method: "post",
       path: "/authorization",
@@ -41,6 +67,23 @@ export function gaslessPurchaseRoutes(context: AppContext) {
         requiredPayer: address as Address,
       });
       return c.json({ purchaseId: purchase.id, ...answer }, 200);
+    },
+  );
+  return submit.openapi(
+    createRoute({
+      method: "get",
+      path: "/authorization/{purchaseId}",
+      tags: ["RWA: investor purchases"],
+      summary: "Whether a purchase may be paid without gas, the domain to sign against, and the relay's progress",
+      security: [{ portalSession: [] }],
+      middleware: [investor] as const,
+      request: { params: z.object({ purchaseId: z.string().min(1).max(100) }) },
+      responses: { 200: jsonResponse("The purchase's gasless payment", GaslessPurchaseSchema), ...problemResponses },
+    }),
+    async (c) => {
+      const purchase = await ownPurchase(context.store, c.get("portalSession").address, c.req.valid("param").purchaseId);
+      const { gasless } = await gaslessSessionView(context, await sessionOf(context.store, purchase));
+      return c.json({ purchaseId: purchase.id, ...gasless }, 200);
     },
   );
 }
