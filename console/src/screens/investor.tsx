@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { erc20Abi, type Hex } from "viem";
 import { useSendTransaction, useWriteContract } from "wagmi";
 import { api } from "../api";
@@ -8,6 +8,7 @@ import { formatUsdc } from "../money";
 import { Link, navigate } from "../router";
 import { useSession } from "../session";
 import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList, When } from "../ui";
+import { GaslessPay, PaidBySignature, WalletCheck } from "./gasless-pay";
 
 export const investorNav: NavItem[] = [
   { path: "offerings", label: "Offerings" },
@@ -237,8 +238,9 @@ function Purchases() {
 
 /**
  * One purchase from intent to certificate: pay the displayed amount from the
- * connected wallet (a plain USDC transfer), tell the service the hash, follow the
- * purchase to settled, then claim the voucher and send the mint from the wallet.
+ * connected wallet (a plain USDC transfer, the default; or a signed EIP-3009
+ * authorization that the service relays, no ETH needed), follow the purchase to
+ * settled, then claim the voucher and send the mint from the wallet.
  */
 function Purchase({ id }: { id: string }) {
   const { token, session } = useSession();
@@ -298,6 +300,14 @@ function Purchase({ id }: { id: string }) {
     onSettled: () => queryClient.invalidateQueries({ queryKey: ["rwa-purchase", id] }),
   });
   const data = purchase.data;
+  const payHeading = useRef<HTMLHeadingElement>(null);
+  const settledNote = useRef<HTMLParagraphElement>(null);
+  const stopFollowing = useCallback(() => setSentHash(null), []);
+  // The pay buttons vanish once the purchase settles: the focus moves to the outcome instead of being lost.
+  const settledAfterPaying = data?.status === "settled" && sentHash !== null;
+  useEffect(() => {
+    if (settledAfterPaying) settledNote.current?.focus();
+  }, [settledAfterPaying]);
   return (
     <section aria-labelledby="h-purchase">
       <p>
@@ -357,11 +367,17 @@ function Purchase({ id }: { id: string }) {
             )}
           </dl>
           {data.status === "awaiting_payment" && data.payment && (
+            <WalletCheck payment={data.payment} onSwitched={() => payHeading.current?.focus()} />
+          )}
+          {data.status === "awaiting_payment" && data.payment && (
             <div className="pay">
-              <h2>Pay from your wallet</h2>
+              <h2 ref={payHeading} tabIndex={-1}>
+                Send the transfer yourself
+              </h2>
               <p>
                 Send exactly <Money value={data.payment.amount} /> to <Address value={data.payment.recipient} /> from the wallet
-                you signed in with. The last digits are this purchase's payment reference; a different amount is not matched.
+                you signed in with. The last digits are this purchase's payment reference; a different amount is not matched. Your
+                wallet pays the network fee in ETH.
               </p>
               <button
                 type="button"
@@ -374,11 +390,23 @@ function Purchase({ id }: { id: string }) {
               <ProblemBox error={pay.error} />
             </div>
           )}
+          {data.status === "awaiting_payment" && data.payment && (
+            <GaslessPay
+              purchaseId={id}
+              payment={data.payment}
+              expiresAt={data.expiresAt}
+              onSent={setSentHash}
+              onFailed={stopFollowing}
+            />
+          )}
           {data.status === "payment_pending" && <p role="status">Payment seen on chain; waiting for confirmations…</p>}
           {data.status === "settled" && (
-            <p className="ok" role="status">
+            <p className="ok" role="status" ref={settledNote} tabIndex={-1}>
               Settled: the payment is final.
             </p>
+          )}
+          {data.status === "settled" && data.settlement && (
+            <PaidBySignature purchaseId={id} transactionHash={data.settlement.transactionHash} />
           )}
           {data.status === "settled" &&
             data.certificate &&
