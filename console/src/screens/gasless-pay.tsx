@@ -188,12 +188,14 @@ export function GaslessPay({
   const { connectAsync } = useConnect();
   const signTypedData = useSignTypedData();
   const [phase, setPhase] = useState<"idle" | "connecting" | "signing" | "sending">("idle");
-  const [sent, setSent] = useState<string | null>(null);
+  // The relay this screen sent and now follows (by id: a stuck transaction may be replaced under a new hash).
+  const [sent, setSent] = useState<{ authorizationId: string; transactionHash: string } | null>(null);
   const alertRef = useRef<HTMLDivElement>(null);
 
   const gasless = useGaslessRead(purchaseId, sent !== null);
   const relay = gasless.data?.authorization ?? null;
-  const relayFailed = sent !== null && relay !== null && relay.transactionHash === sent && relay.status === "failed";
+  const followed = sent !== null && relay?.id === sent.authorizationId ? relay : null;
+  const relayFailed = followed?.status === "failed";
 
   useEffect(() => {
     if (!relayFailed) return;
@@ -240,7 +242,7 @@ export function GaslessPay({
         message: authorization,
       });
       setPhase("sending");
-      return api<{ transactionHash: Hex; status: string }>("/api/rwa/settlements/authorization", {
+      return api<{ transactionHash: Hex; authorizationId: string; status: string }>("/api/rwa/settlements/authorization", {
         token,
         json: {
           purchaseId,
@@ -256,7 +258,7 @@ export function GaslessPay({
       });
     },
     onSuccess: (answer) => {
-      setSent(answer.transactionHash);
+      setSent({ authorizationId: answer.authorizationId, transactionHash: answer.transactionHash });
       onSent(answer.transactionHash);
     },
     onSettled: () => {
@@ -279,7 +281,8 @@ export function GaslessPay({
 
   if (!gasless.data?.available && sent === null) return null;
   const busy = phase !== "idle" || pay.isPending;
-  const inFlight = sent !== null && relay?.status !== "failed";
+  const inFlight = sent !== null && !relayFailed;
+  const shownHash = followed?.transactionHash ?? sent?.transactionHash;
   const statusText = busy
     ? {
         idle: "",
@@ -288,7 +291,7 @@ export function GaslessPay({
         sending: "Sending your signed payment to the service…",
       }[phase]
     : inFlight
-      ? relay?.status === "mined"
+      ? followed?.status === "mined"
         ? "Your payment is on chain; waiting for the service to confirm it…"
         : "The service sent your payment to the network and pays the fee; waiting for it to be mined…"
       : "";
@@ -313,10 +316,10 @@ export function GaslessPay({
       </button>
       <p id="gasless-progress" role="status" aria-live="polite" data-testid="gasless-progress">
         {statusText}
-        {inFlight && sent && (
+        {inFlight && shownHash && (
           <>
             {" "}
-            Transaction <Address value={sent} />.
+            Transaction <Address value={shownHash} />.
           </>
         )}
       </p>
