@@ -254,6 +254,11 @@ describe("console: an investor pays a purchase by signature, no ETH needed (head
       await expect(page.getByRole("alert").count()).resolves.toBe(0);
       expect((await read()).status).toBe("awaiting_payment");
       await capture(page, "05-relay-pending");
+      // Back on the screen (a reload) while the relay is on its way: it follows it, and offers no second payment.
+      await page.reload();
+      await page.getByTestId("gasless-progress").filter({ hasText: "waiting for it to be mined" }).waitFor({ timeout: 30_000 });
+      expect(await gasless.isDisabled()).toBe(true);
+      expect(await page.getByRole("button", { name: /^Pay 5\.\d{2,6} USDC$/ }).isDisabled()).toBe(true);
     } finally {
       await stack.testClient.setAutomine(true);
     }

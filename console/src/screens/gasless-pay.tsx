@@ -196,12 +196,22 @@ export function GaslessPay({
   const relay = gasless.data?.authorization ?? null;
   const followed = sent !== null && relay?.id === sent.authorizationId ? relay : null;
   const relayFailed = followed?.status === "failed";
+  // A relay that failed while this screen followed it: its failure takes the focus once.
+  const [lostRelay, setLostRelay] = useState<string | null>(null);
 
   useEffect(() => {
-    if (!relayFailed) return;
+    if (!relayFailed || sent === null) return;
+    setLostRelay(sent.authorizationId);
     setSent(null);
     onFailed();
-  }, [relayFailed, onFailed]);
+  }, [relayFailed, sent, onFailed]);
+
+  // Back on the screen while a relay is on its way (a reload, another tab): follow it rather than offer to pay again.
+  useEffect(() => {
+    if (sent !== null || relay === null || relay.status === "failed" || relay.transactionHash === null) return;
+    setSent({ authorizationId: relay.id, transactionHash: relay.transactionHash });
+    onSent(relay.transactionHash);
+  }, [sent, relay, onSent]);
 
   const pay = useMutation({
     mutationFn: async () => {
@@ -274,7 +284,7 @@ export function GaslessPay({
   else if (failedRelay) failure = inWords(failedRelay.code, failedRelay.detail);
 
   // A refusal takes the focus, so that keyboard and screen-reader users meet it at once.
-  const failureEvent = pay.error ?? (failedRelay ? relay?.id : null);
+  const failureEvent = pay.error ?? (failedRelay ? lostRelay : null);
   useEffect(() => {
     if (failureEvent) alertRef.current?.focus();
   }, [failureEvent]);
