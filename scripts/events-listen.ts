@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
-import { SIGNATURE_HEADER, signPayload } from "../api/outbox/signature.js";
+import { SIGNATURE_HEADER, signPayload } from "../client/src/signature.js";
 import { partnerHeaders, readLocalJson } from "./local-json.js";
 
 // `npm run events:listen -- --forward-to <url>`: follows the local stack's

@@ -3,7 +3,6 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signPayload } from "../api/outbox/signature.js";
 import {
   constructEvent,
   createClient,
@@ -19,6 +18,7 @@ import {
   toBaseUnits,
   WebhookSignatureError,
 } from "../client/src/index.js";
+import { signPayload } from "../client/src/signature.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 let stack: TestStack;

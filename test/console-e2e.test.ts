@@ -6,7 +6,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { type Address, createWalletClient, type Hex, http, isAddressEqual } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { verifySignature } from "../api/outbox/signature.js";
+import { verifySignature } from "../client/src/signature.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";

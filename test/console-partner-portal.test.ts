@@ -1,6 +1,6 @@
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { verifySignature } from "../api/outbox/signature.js";
+import { verifySignature } from "../client/src/signature.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { adminWallet, api, expectJson, portalWallet, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";

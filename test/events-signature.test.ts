@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { retryDelayMs } from "../api/outbox/dispatcher.js";
 import { createSecretBox } from "../api/outbox/secret-box.js";
-import { computeSignature, signPayload, verifySignature, WebhookSignatureError } from "../api/outbox/signature.js";
 import { generateWebhookSecret } from "../api/outbox/webhook-endpoints.js";
 import { checkWebhookUrl, classifyAddress } from "../api/outbox/webhook-url.js";
+import { computeSignature, signPayload, verifySignature, WebhookSignatureError } from "../client/src/signature.js";
 
 const payload = JSON.stringify({
   id: "evt_1",

@@ -1,12 +1,12 @@
 import { randomInt, randomUUID } from "node:crypto";
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
+import { SIGNATURE_HEADER, signPayload } from "../../client/src/signature.js";
 import type { AppContext } from "../app-context.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { Worker } from "../workers/run-worker.js";
 import type { SecretBox } from "./secret-box.js";
 import { type SendOutcome, sendWebhook, USER_AGENT } from "./send-webhook.js";
-import { SIGNATURE_HEADER, signPayload } from "./signature.js";
 import { signingSecrets } from "./webhook-endpoints.js";
 import type { WebhookUrlPolicy } from "./webhook-url.js";
 

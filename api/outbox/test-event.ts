@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { SIGNATURE_HEADER, signPayload } from "../../client/src/signature.js";
 import { problems } from "../http/problem.js";
 import type { Store } from "../store/open-store.js";
 import type { SecretBox } from "./secret-box.js";
 import { sendWebhook, USER_AGENT } from "./send-webhook.js";
-import { SIGNATURE_HEADER, signPayload } from "./signature.js";
 import { findWebhookEndpoint, signingSecrets } from "./webhook-endpoints.js";
 import type { WebhookUrlPolicy } from "./webhook-url.js";
 

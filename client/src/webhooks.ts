@@ -1,14 +1,9 @@
-import {
-  DEFAULT_TOLERANCE_SECONDS,
-  SIGNATURE_HEADER,
-  verifySignature,
-  WebhookSignatureError,
-} from "../../api/outbox/signature.js";
 import { EventPayloadError } from "./errors.js";
+import { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, verifySignature, WebhookSignatureError } from "./signature.js";
 import type { SettlementEvent } from "./types.js";
 
-// One verifier for both sides: the service signs and this library verifies with
-// the same module (api/outbox/signature.ts), so the two cannot drift apart.
+// One verifier for both sides: the service signs with this package's own module
+// (./signature.ts), so the two cannot drift apart.
 export { DEFAULT_TOLERANCE_SECONDS, SIGNATURE_HEADER, WebhookSignatureError };
 
 export type WebhookSecret = string | readonly string[];

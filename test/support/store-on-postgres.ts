@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { verifySignature } from "../../api/outbox/signature.js";
+import { verifySignature } from "../../client/src/signature.js";
 import { createSession, publicPost, readOrder, readSession, sessionBody, submitHash } from "./checkout-helpers.js";
 import type { TestStack } from "./test-stack.js";
 import { waitFor } from "./test-stack.js";

@@ -1,7 +1,9 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 
-// Self-contained on purpose (node:crypto only): the partner client library reuses
-// this module to verify what the dispatcher signs.
+// The one signing module of both sides: the partner client library verifies with it
+// and the service's dispatcher signs with it (api/outbox imports it from here), so
+// signer and verifier cannot drift apart. Self-contained on purpose (node:crypto
+// only): it ships in the client package, which depends on nothing.
 
 /** The header that carries the signature: `t=<unix seconds>,v1=<hex>[,v1=<hex>]`. */
 export const SIGNATURE_HEADER = "Service-Signature";
