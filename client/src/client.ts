@@ -2,6 +2,7 @@ import { baseUnitsString } from "./amounts.js";
 import { type Query, request, type Transport } from "./http.js";
 import { DEFAULT_BASE_URLS, type NetworkName } from "./networks.js";
 import type {
+  AttachPaymentParams,
   Branding,
   BrandingUpdate,
   CheckoutSession,
@@ -9,8 +10,6 @@ import type {
   CreatedCheckoutSession,
   CreatedWebhookEndpoint,
   CreateWebhookEndpointParams,
-  EventDelivery,
-  EventDeliveryWithAttempts,
   FulfilOrderParams,
   Health,
   ListEventsParams,
@@ -20,9 +19,15 @@ import type {
   Page,
   Payment,
   PaymentKey,
+  PaymentPage,
+  RefundRequestParams,
+  RequestBody,
+  ResponseBody,
+  RotatedWebhookSecret,
   SettlementEvent,
   Transfer,
   WebhookEndpoint,
+  WebhookTestResult,
 } from "./types.js";
 
 export type ClientOptions = {
@@ -83,27 +88,30 @@ export function createClient(options: ClientOptions) {
     retrieve: (eventId: string) => get<SettlementEvent>(path`/v1/events/${eventId}`),
     /** One delivery per endpoint, with every attempt. */
     deliveries: async (eventId: string) =>
-      (await get<{ data: EventDeliveryWithAttempts[] }>(path`/v1/events/${eventId}/deliveries`)).data,
+      (await get<ResponseBody<"/v1/events/{id}/deliveries", "get">>(path`/v1/events/${eventId}/deliveries`)).data,
     /** Queues the same event (same id and body) again; to one endpoint, or to every subscribed endpoint. */
-    redeliver: async (eventId: string, params: { endpointId?: string } = {}) =>
-      (await post<{ data: EventDelivery[] }>(path`/v1/events/${eventId}/redeliver`, params)).data,
+    redeliver: async (eventId: string, params: RequestBody<"/v1/events/{id}/redeliver", "post"> = {}) =>
+      (await post<ResponseBody<"/v1/events/{id}/redeliver", "post", 202>>(path`/v1/events/${eventId}/redeliver`, params)).data,
   };
 
   const webhookEndpoints = {
     create: (params: CreateWebhookEndpointParams) => post<CreatedWebhookEndpoint>("/v1/webhook-endpoints", params),
-    list: (params: { cursor?: string; limit?: number } = {}) => get<Page<WebhookEndpoint>>("/v1/webhook-endpoints", params),
+    list: (params: { cursor?: string; limit?: number } = {}) =>
+      get<ResponseBody<"/v1/webhook-endpoints", "get">>("/v1/webhook-endpoints", params),
     async *iterate(): AsyncGenerator<WebhookEndpoint> {
       yield* paginate(await webhookEndpoints.list(), (cursor) => webhookEndpoints.list({ cursor }));
     },
     retrieve: (endpointId: string) => get<WebhookEndpoint>(path`/v1/webhook-endpoints/${endpointId}`),
     delete: (endpointId: string) =>
-      request<{ id: string; deleted: true }>(transport, { method: "DELETE", path: path`/v1/webhook-endpoints/${endpointId}` }),
+      request<ResponseBody<"/v1/webhook-endpoints/{id}", "delete">>(transport, {
+        method: "DELETE",
+        path: path`/v1/webhook-endpoints/${endpointId}`,
+      }),
     /** New secret, shown only here; the old one keeps signing beside it until `previousSecretExpiresAt`. */
-    rotateSecret: (endpointId: string, params: { previousSecretExpiresInSeconds?: number } = {}) =>
-      post<{ id: string; secret: string; previousSecretExpiresAt: string }>(
-        path`/v1/webhook-endpoints/${endpointId}/rotate-secret`,
-        params,
-      ),
+    rotateSecret: (endpointId: string, params: RequestBody<"/v1/webhook-endpoints/{id}/rotate-secret", "post"> = {}) =>
+      post<RotatedWebhookSecret>(path`/v1/webhook-endpoints/${endpointId}/rotate-secret`, params),
+    /** Sends one signed `webhook.test` event to the endpoint now (nothing recorded, nothing retried) and says how it answered. */
+    sendTest: (endpointId: string) => post<WebhookTestResult>(path`/v1/webhook-endpoints/${endpointId}/test`),
   };
 
   const transfers = {
@@ -112,7 +120,7 @@ export function createClient(options: ClientOptions) {
         ...params,
         fromBlock: params.fromBlock === undefined ? undefined : BigInt(params.fromBlock),
         toBlock: params.toBlock === undefined ? undefined : BigInt(params.toBlock),
-      }),
+      } satisfies Query),
     async *iterate(params: Omit<ListTransfersParams, "cursor"> = {}): AsyncGenerator<Transfer> {
       yield* paginate(await transfers.list(params), (cursor) => transfers.list({ ...params, cursor }));
     },
@@ -121,16 +129,21 @@ export function createClient(options: ClientOptions) {
   const paymentPath = (key: PaymentKey) =>
     `/v1/payments/${key.chainId}/${encodeURIComponent(key.transactionHash)}/${key.logIndex}`;
   const payments = {
-    list: (params: ListPaymentsParams = {}) => get<Page<Payment>>("/v1/payments", params),
+    list: (params: ListPaymentsParams = {}) => get<PaymentPage>("/v1/payments", params),
     /**
      * Credits one of your unresolved payments to one of your orders: the order settles
      * (`purchase.settled` with `resolution: "attached"`, and `underpaid: true` below the total).
      */
-    attach: (key: PaymentKey, params: { orderId: string }) =>
-      post<{ status: "attached" }>(`${paymentPath(key)}/attach`, { orderId: params.orderId }),
+    attach: (key: PaymentKey, params: AttachPaymentParams) =>
+      post<ResponseBody<"/v1/payments/{chainId}/{transactionHash}/{logIndex}/attach", "post">>(`${paymentPath(key)}/attach`, {
+        orderId: params.orderId,
+      }),
     /** Records that you send the money back yourself; the service never moves money. */
-    requestRefund: (key: PaymentKey, params: { note?: string } = {}) =>
-      post<{ status: "refund_requested" }>(`${paymentPath(key)}/refund-requested`, params),
+    requestRefund: (key: PaymentKey, params: RefundRequestParams = {}) =>
+      post<ResponseBody<"/v1/payments/{chainId}/{transactionHash}/{logIndex}/refund-requested", "post">>(
+        `${paymentPath(key)}/refund-requested`,
+        params,
+      ),
     async *iterate(params: Omit<ListPaymentsParams, "cursor"> = {}): AsyncGenerator<Payment> {
       yield* paginate(await payments.list(params), (cursor) => payments.list({ ...params, cursor }));
     },

@@ -1,4 +1,35 @@
+import type { components, paths } from "./generated/openapi.js";
 import type { NetworkName } from "./networks.js";
+
+// Every request and response type here comes from the service's OpenAPI document
+// (./generated/openapi.ts, written by `npm run client:types`); this file only names
+// them. The few exceptions say why: where the client accepts more than the wire (a
+// bigint amount), or where the document does not describe an answer yet.
+
+type Schemas = components["schemas"];
+type Method = "get" | "post" | "put" | "patch" | "delete";
+type Operation<path extends keyof paths, method extends Method> = paths[path][method];
+
+/** The JSON body that `method path` answers with `status`, as the service's document describes it. */
+export type ResponseBody<path extends keyof paths, method extends Method, status extends number = 200> =
+  Operation<path, method> extends { responses: { [code in status]: { content: { "application/json": infer body } } } }
+    ? body
+    : never;
+
+/** The JSON body `method path` takes, as the service's document describes it. */
+export type RequestBody<path extends keyof paths, method extends Method> =
+  Operation<path, method> extends { requestBody?: { content: { "application/json": infer body } } } ? body : never;
+
+/** The query parameters of `method path`, as the service's document describes them. */
+export type QueryParameters<path extends keyof paths, method extends Method> =
+  Operation<path, method> extends { parameters: { query?: infer query } } ? NonNullable<query> : never;
+
+/**
+ * `documented` once the service's document describes the answer (an operation whose
+ * schema is still empty generates `unknown`); until then, `known`: the answer as the
+ * service sends it today. Regenerating the types switches to the document by itself.
+ */
+type DocumentedOr<documented, known> = unknown extends documented ? known : documented;
 
 /**
  * USDC base units (6 decimals) as the API sends them: a decimal string, so
@@ -13,124 +44,45 @@ export type Hex = `0x${string}`;
 /** A page of a list; pass `nextCursor` back to get the next one (null: no more). */
 export type Page<item> = { data: item[]; nextCursor: string | null };
 
-export type CheckoutSessionStatus = "awaiting_payment" | "payment_pending" | "settled" | "expired";
-
-export type PaymentDetails = {
-  token: "USDC";
-  tokenAddress: string;
-  /** The partner payment address the customer sends to. */
-  recipient: string;
-  /** The exact amount to send: `totalPriceUsdc` plus a sub-cent payment reference. */
-  amount: BaseUnits;
-  totalPriceUsdc: BaseUnits;
-  decimals: 6;
-  /** EIP-681 payment link. */
-  uri: string;
-};
-
-export type CheckoutSession = {
-  id: string;
-  status: CheckoutSessionStatus;
-  expiresAt: Timestamp;
-  network: NetworkName;
-  chainId: number;
-  externalOrderId: string;
-  orderId: string;
-  purchaseId: Hex;
-  product: { externalProductId: string; name: string; category: string; quantity: number };
-  shippingRequired: boolean;
-  certificate: { enabled: boolean };
-  payment: PaymentDetails;
-  createdAt: Timestamp;
-  /** Where the hosted page sends the customer after settlement / back to the shop ({CHECKOUT_SESSION_ID} substituted). */
-  successUrl: string | null;
-  cancelUrl: string | null;
-  metadata: Record<string, string>;
-  customer: CustomerPrefill | null;
-  lineItems: LineItem[] | null;
-};
-
-export type CustomerPrefill = {
-  email?: string;
-  name?: string;
-  delivery?: {
-    name?: string;
-    line1?: string;
-    line2?: string;
-    city?: string;
-    postalCode?: string;
-    region?: string;
-    country?: string;
-  };
-};
-
-/** Display only; when given, the sum of quantity × unitPriceUsdc must equal totalPriceUsdc. */
-export type LineItem = {
-  externalProductId: string;
-  name: string;
-  category?: string;
-  quantity: number;
-  unitPriceUsdc: BaseUnits;
-};
+export type CheckoutSession = Schemas["CheckoutSession"];
+export type CheckoutSessionStatus = CheckoutSession["status"];
+export type PaymentDetails = CheckoutSession["payment"];
 
 /** The creation answer (seed 2.2): hand `id` and `clientToken` to the browser component, nothing else. */
-export type CreatedCheckoutSession = CheckoutSession & {
-  /** Short-lived browser credential for this session only; never store it as a long-lived credential. */
-  clientToken: string;
-  /** The hosted checkout: send the customer here (the client token rides in the fragment). */
-  url: string;
-};
+export type CreatedCheckoutSession = ResponseBody<"/v1/checkout/sessions", "post", 201>;
 
-export type CreateCheckoutSessionParams = {
-  externalOrderId: string;
-  externalProductId: string;
-  productName: string;
-  productCategory?: string;
-  quantity: number;
+type CreateCheckoutSessionBody = RequestBody<"/v1/checkout/sessions", "post">;
+export type CustomerPrefill = NonNullable<CreateCheckoutSessionBody["customer"]>;
+/** Display only; when given, the sum of quantity × unitPriceUsdc must equal totalPriceUsdc. */
+export type LineItem = NonNullable<CreateCheckoutSessionBody["lineItems"]>[number];
+
+/**
+ * The body of `POST /v1/checkout/sessions`, except that the client also takes the total
+ * as a bigint (sent as a decimal string) and fills in the constant `paymentMethod`,
+ * `checkoutMode` and its own `network`.
+ */
+export type CreateCheckoutSessionParams = Omit<
+  CreateCheckoutSessionBody,
+  "totalPriceUsdc" | "paymentMethod" | "checkoutMode" | "network"
+> & {
   /** The order total in USDC base units, computed by your server from your own catalogue. */
   totalPriceUsdc: bigint | string;
-  shippingRequired?: boolean;
-  certificate?: { enabled: boolean };
-  /** Derive it from your order reference; a new key for a new session after expiry. */
-  idempotencyKey: string;
-  /** 300 to 86400; default 1800. */
-  expiresInSeconds?: number;
+  paymentMethod?: CreateCheckoutSessionBody["paymentMethod"];
+  checkoutMode?: CreateCheckoutSessionBody["checkoutMode"];
   /** Default: the client's network. */
   network?: NetworkName;
-  paymentMethod?: "usdc";
-  checkoutMode?: "hosted_transfer";
-  /** Absolute https: URLs (http: in local mode); {CHECKOUT_SESSION_ID} is replaced by the session id. */
-  successUrl?: string;
-  cancelUrl?: string;
-  /** At most 20 keys; key ≤ 40 characters, value ≤ 500. Echoed in the session, the order and every event. */
-  metadata?: Record<string, string>;
-  customer?: CustomerPrefill;
-  lineItems?: LineItem[];
 };
 
-export type Branding = {
-  displayName: string;
-  /** A path on the service's origin. */
-  logoUrl: string | null;
-  accentColor: string | null;
-  supportUrl: string | null;
-  supportEmail: string | null;
-};
-
-export type BrandingUpdate = {
-  displayName?: string | null;
-  /** `#rrggbb` */
-  accentColor?: string | null;
-  supportUrl?: string | null;
-  supportEmail?: string | null;
-};
+export type Branding = Schemas["Branding"];
+export type BrandingUpdate = RequestBody<"/v1/branding", "patch">;
 
 /** Identifies one transfer: what `GET /v1/payments` lists. */
 export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
 
 export type CertificateStatus = "not_requested" | "awaiting_wallet" | "voucher_issued" | "pending" | "minted";
 
-export type Order = {
+/** `GET /v1/orders/{orderId}` as the service answers it today; the document does not describe it yet. */
+type KnownOrder = {
   id: string;
   externalOrderId: string;
   purchaseId: Hex;
@@ -165,24 +117,19 @@ export type Order = {
   createdAt: Timestamp;
   updatedAt: Timestamp;
 };
+export type Order = DocumentedOr<ResponseBody<"/v1/orders/{orderId}", "get">, KnownOrder>;
 
-export type FulfilOrderParams = { fulfilmentReference: string; idempotencyKey: string };
+export type FulfilOrderParams = RequestBody<"/v1/orders/{orderId}/fulfillment", "post">;
 
-export type EventType =
-  | "purchase.settled"
-  | "certificate.minted"
-  | "reward.claimed"
-  | "session.expired"
-  | "payment.unresolved"
-  | "payment.reorged"
-  | "payment.restored"
-  | "order.fulfilled";
+export type EventType = Schemas["EventEnvelope"]["type"];
 
-/** The signed envelope of seed 2.6. Unknown future types arrive as plain strings: record them. */
-export type SettlementEvent = {
-  id: string;
+/**
+ * The signed envelope of seed 2.6 (`EventEnvelope` in the document). Wider than the
+ * document on purpose: types added after this version (and `webhook.test`) arrive as
+ * plain strings, and `data` names the fields every event carries.
+ */
+export type SettlementEvent = Omit<Schemas["EventEnvelope"], "type" | "data"> & {
   type: EventType | (string & {});
-  createdAt: Timestamp;
   data: {
     externalOrderId?: string;
     orderId?: string;
@@ -192,79 +139,31 @@ export type SettlementEvent = {
   };
 };
 
-export type ListEventsParams = { after?: string; type?: EventType; limit?: number };
+export type ListEventsParams = QueryParameters<"/v1/events", "get">;
 
-export type DeliveryStatus = "pending" | "delivered" | "failed" | "cancelled";
+export type EventDelivery = Schemas["EventDelivery"];
+export type DeliveryStatus = EventDelivery["status"];
+export type EventDeliveryWithAttempts = ResponseBody<"/v1/events/{id}/deliveries", "get">["data"][number];
 
-export type EventDelivery = {
-  id: string;
-  eventId: string;
-  endpointId: string;
-  url: string;
-  status: DeliveryStatus;
-  attemptCount: number;
-  nextAttemptAt: Timestamp | null;
-  lastAttemptAt: Timestamp | null;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  deliveredAt: Timestamp | null;
-  createdAt: Timestamp;
-};
-
-export type EventDeliveryWithAttempts = EventDelivery & {
-  attempts: {
-    id: string;
-    startedAt: Timestamp;
-    durationMs: number;
-    statusCode: number | null;
-    error: string | null;
-    responseExcerpt: string | null;
-  }[];
-};
-
-export type WebhookEndpoint = {
-  id: string;
-  url: string;
-  /** `["*"]`: every type, including types added later. */
-  events: (EventType | "*")[];
-  createdAt: Timestamp;
-  previousSecretExpiresAt: Timestamp | null;
-};
-
+export type WebhookEndpoint = Schemas["WebhookEndpoint"];
 /** Creation answer: `secret` is shown only here (and by `rotateSecret`). */
-export type CreatedWebhookEndpoint = WebhookEndpoint & { secret: string };
+export type CreatedWebhookEndpoint = ResponseBody<"/v1/webhook-endpoints", "post", 201>;
+export type CreateWebhookEndpointParams = RequestBody<"/v1/webhook-endpoints", "post">;
+export type RotatedWebhookSecret = ResponseBody<"/v1/webhook-endpoints/{id}/rotate-secret", "post">;
+export type WebhookTestResult = ResponseBody<"/v1/webhook-endpoints/{id}/test", "post">;
 
-export type CreateWebhookEndpointParams = { url: string; events?: (EventType | "*")[] };
-
-export type Transfer = {
-  network: NetworkName;
-  chainId: number;
-  transactionHash: Hex;
-  logIndex: number;
-  blockNumber: string;
-  blockHash: Hex;
-  blockTimestamp: Timestamp;
-  token: string;
-  from: string;
-  to: string;
-  amount: BaseUnits;
-  confirmations: number;
+export type Transfer = Schemas["Transfer"];
+/** The query of `GET /v1/transfers`; the client also takes block numbers as bigint or number. */
+export type ListTransfersParams = Omit<QueryParameters<"/v1/transfers", "get">, "fromBlock" | "toBlock"> & {
+  fromBlock?: bigint | number | string;
+  toBlock?: bigint | number | string;
 };
 
-export type ListTransfersParams = {
-  txHash?: string;
-  from?: string;
-  to?: string;
-  fromBlock?: bigint | number;
-  toBlock?: bigint | number;
-  network?: NetworkName;
-  cursor?: string;
-  limit?: number;
-};
+export type ListPaymentsParams = QueryParameters<"/v1/payments", "get">;
+export type PaymentStatus = NonNullable<ListPaymentsParams["status"]>;
 
-export type PaymentStatus = "pending" | "settled" | "unresolved" | "refund_requested" | "attached";
-
-export type Payment = {
+/** An item of `GET /v1/payments` as the service answers it today; the document does not describe it yet. */
+type KnownPayment = {
   chainId: number;
   transactionHash: Hex;
   logIndex: number;
@@ -282,19 +181,12 @@ export type Payment = {
   minedAt: Timestamp;
   resolution: string | null;
 };
+export type PaymentPage = DocumentedOr<ResponseBody<"/v1/payments", "get">, Page<KnownPayment>>;
+export type Payment = PaymentPage extends Page<infer item> ? item : never;
+export type AttachPaymentParams = RequestBody<"/v1/payments/{chainId}/{transactionHash}/{logIndex}/attach", "post">;
+export type RefundRequestParams = RequestBody<"/v1/payments/{chainId}/{transactionHash}/{logIndex}/refund-requested", "post">;
 
-export type ListPaymentsParams = { status?: PaymentStatus; cursor?: string; limit?: number };
+export type Health = Schemas["Health"];
 
-export type Health = {
-  status: "ok" | "degraded";
-  store: { ok: boolean };
-  chains: {
-    network: NetworkName;
-    chainId: number;
-    indexedBlock: string | null;
-    chainHead: string | null;
-    lagBlocks: number | null;
-    requiredConfirmations: number;
-  }[];
-  workers: { worker: string; alive: boolean; lastBeatAt: Timestamp }[];
-};
+/** The problem+json body of a refused call (RFC 9457), with the service's stable `code`. */
+export type Problem = Schemas["Problem"];
