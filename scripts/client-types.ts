@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 
@@ -18,4 +18,23 @@ export async function renderClientTypes(document: unknown): Promise<string> {
   // A copy: openapi-typescript annotates the object it is given.
   const ast = await openapiTS(structuredClone(document) as OpenAPI3, { silent: true, defaultNonNullable: false });
   return HEADER + astToString(ast);
+}
+
+/**
+ * Why the committed types are stale, naming the first line that differs and the fix;
+ * undefined when they are what the document generates.
+ */
+export function staleClientTypes(committed: string, generated: string): string | undefined {
+  if (committed === generated) return undefined;
+  const committedLines = committed.split("\n");
+  const generatedLines = generated.split("\n");
+  const differs = committedLines.findIndex((text, index) => text !== generatedLines[index]);
+  const at = differs === -1 ? Math.min(committedLines.length, generatedLines.length) : differs;
+  return (
+    `${relative(PROJECT_ROOT, CLIENT_TYPES_PATH)} does not match the service's OpenAPI document (first difference at line ${at + 1}:\n` +
+    `  committed: ${JSON.stringify(committedLines[at] ?? "<end of file>")}\n` +
+    `  generated: ${JSON.stringify(generatedLines[at] ?? "<end of file>")}).\n` +
+    `A route's request or response schema changed: run \`${CLIENT_TYPES_COMMAND}\`, check that \`npx tsc --noEmit -p .\` ` +
+    "still passes (the client's named types in client/src/types.ts come from these), and commit the regenerated file."
+  );
 }
