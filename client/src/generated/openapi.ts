@@ -6350,6 +6350,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/rwa/settlements/authorization/{purchaseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether a purchase may be paid without gas, the domain to sign against, and the relay's progress */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    purchaseId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The purchase's gasless payment */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["GaslessPurchase"];
+                    };
+                };
+                /** @description The request is not valid */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No valid portal session */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The session's role or the wallet's status does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found (also: another user's resource) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The resource's state does not allow this */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The request cannot be carried out as asked */
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/issuer/networks": {
         parameters: {
             query?: never;
@@ -10882,6 +10974,31 @@ export interface components {
                 data: string;
                 chainId: number;
             };
+        };
+        GaslessPurchase: {
+            purchaseId: string;
+            /** @description The purchase awaits payment and its network has a relayer */
+            available: boolean;
+            /** @description The token's own EIP-712 domain to sign against (null when not available) */
+            domain: {
+                name: string;
+                version: string;
+                chainId: number;
+                verifyingContract: string;
+            } | null;
+            /** @description The latest authorization relayed for this purchase and its outcome (a failed relay shows here) */
+            authorization: ({
+                id: string;
+                /** @enum {string} */
+                status: "queued" | "submitted" | "mined" | "failed";
+                transactionHash: string | null;
+                failure: {
+                    code: string;
+                    detail: string | null;
+                } | null;
+            } & {
+                [key: string]: unknown;
+            }) | null;
         };
         Issuer: {
             id: string;
