@@ -3,10 +3,13 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
+import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
 import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.js";
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
+import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
+import { ensureChallenge } from "./http/www-authenticate.js";
 import { requirePartnerMember } from "./portals/partner-portal.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
@@ -47,6 +50,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   for (const prefix of ["/v1/public/*", "/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) {
     app.use(prefix, limitBody(limits.publicBodyBytes));
   }
+  app.use("*", emptyJsonBodyIsNoBody());
   // One counter per kind, shared by its paths: three portals do not triple the sign-in allowance.
   const signInRate = limitRate("sign-in", limits.signIn, limits.trustProxy);
   for (const prefix of ["/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) app.use(prefix, signInRate);
@@ -62,6 +66,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.use("/v1/public/*", limitRate("public", limits.publicCalls, limits.trustProxy));
   app.onError((error, c) => {
     if (error instanceof ProblemError) {
+      if (error.status === 401) ensureChallenge(c);
       if (error.code === "store_unavailable" || error.code === "rpc_unavailable")
         c.header("Retry-After", String(RETRY_AFTER_SECONDS));
       return problemResponse(c, error);
@@ -150,5 +155,8 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
     "/docs",
     docsRoutes(() => app.getOpenAPI31Document(openApiConfig)),
   );
+  // Last, so that only what no route took reaches it: Ponder's own 404 is text/plain.
+  const unmatched = unmatchedRouteHandler(app);
+  for (const path of ["/v1", "/v1/*", "/api", "/api/*"]) app.all(path, unmatched);
   return app;
 }

@@ -1,6 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import type { AppContext } from "../app-context.js";
 import { ProblemError, problems } from "../http/problem.js";
+import { bearerChallenge, challengeWith, REALMS } from "../http/www-authenticate.js";
 import type { PortalRole } from "../store/portal-tables.js";
 import { assertMayUsePortal } from "./portal-access.js";
 import { findPortalSession, type PortalSession } from "./portal-sessions.js";
@@ -14,14 +15,18 @@ export type PortalVariables = { portalSession: PortalSession };
  */
 export function requirePortalSession(context: Pick<AppContext, "store" | "settings">, role: PortalRole) {
   return createMiddleware<{ Variables: PortalVariables }>(async (c, next) => {
+    const refuse = (detail: string, tokenRefused = false) => {
+      challengeWith(c, bearerChallenge(REALMS.portal(role), tokenRefused));
+      return problems.unauthenticated(detail);
+    };
     const header = c.req.header("Authorization");
     if (header === undefined) {
-      throw problems.unauthenticated(`Sign in through /api/${role}/auth/challenge and send \`Authorization: Bearer <token>\`.`);
+      throw refuse(`Sign in through /api/${role}/auth/challenge and send \`Authorization: Bearer <token>\`.`);
     }
     const match = /^Bearer\s+(\S+)$/i.exec(header);
-    if (match === null) throw problems.unauthenticated("The Authorization header must be `Bearer <token>`.");
+    if (match === null) throw refuse("The Authorization header must be `Bearer <token>`.");
     const session = await findPortalSession(context.store, match[1] as string);
-    if (session === undefined) throw problems.unauthenticated("The session token is not valid, has expired or was signed out.");
+    if (session === undefined) throw refuse("The session token is not valid, has expired or was signed out.", true);
     if (session.role !== role) {
       throw new ProblemError({
         status: 403,
