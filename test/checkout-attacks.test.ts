@@ -297,7 +297,7 @@ describe("partner isolation", () => {
 
     expect((await other(`/v1/checkout/sessions/${session.id}`)).status).toBe(404);
     expect((await other(`/v1/orders/${session.orderId}`)).status).toBe(404);
-    const fulfil = await other(`/v1/orders/${session.orderId}/fulfillment`, {
+    const fulfil = await other(`/v1/orders/${session.orderId}/fulfilment`, {
       method: "POST",
       json: { fulfilmentReference: "x", idempotencyKey: "x" },
     });

@@ -78,7 +78,7 @@ describe("commerce checkout, seed section 3", () => {
     });
 
     const fulfil = (reference: string, key: string) =>
-      stack.partnerFetch(`/v1/orders/${session.orderId}/fulfillment`, {
+      stack.partnerFetch(`/v1/orders/${session.orderId}/fulfilment`, {
         method: "POST",
         json: { fulfilmentReference: reference, idempotencyKey: key },
       });

@@ -276,7 +276,7 @@ describe("ordering and recovery", () => {
     );
     expect(settledEvents).toHaveLength(100);
     for (const session of sessions) {
-      const fulfilled = await stack.partnerFetch(`/v1/orders/${session.orderId}/fulfillment`, {
+      const fulfilled = await stack.partnerFetch(`/v1/orders/${session.orderId}/fulfilment`, {
         method: "POST",
         json: { fulfilmentReference: `ship-${session.orderId}`, idempotencyKey: `f-${session.orderId}` },
       });

@@ -109,7 +109,7 @@ const ACCESS: Record<string, Access> = {
   "POST /api/partner/checkout/sessions/{id}/test-payment": "partner",
   "POST /api/partner/events/{id}/redeliver": "partner",
   "POST /api/partner/members": "partner",
-  "POST /api/partner/orders/{orderId}/fulfillment": "partner",
+  "POST /api/partner/orders/{orderId}/fulfilment": "partner",
   "POST /api/partner/payments/{chainId}/{transactionHash}/{logIndex}/attach": "partner",
   "POST /api/partner/payments/{chainId}/{transactionHash}/{logIndex}/refund-requested": "partner",
   "POST /api/partner/webhook-endpoints": "partner",

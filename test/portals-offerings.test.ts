@@ -392,7 +392,7 @@ describe("partners, keys and payment addresses", () => {
     await expectProblem(await asOther(`/v1/orders/${session.orderId}`), 404, "not_found");
     await expectProblem(await asOther(`/v1/checkout/sessions/${session.id}`), 404, "not_found");
     await expectProblem(
-      await asOther(`/v1/orders/${session.orderId}/fulfillment`, "POST", {
+      await asOther(`/v1/orders/${session.orderId}/fulfilment`, "POST", {
         fulfilmentReference: "parcel-x",
         idempotencyKey: "fulfil-x",
       }),

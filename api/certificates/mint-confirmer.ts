@@ -1,6 +1,7 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
@@ -116,9 +117,9 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
               transactionHash: mint.transactionHash,
               network: network.name,
               chainId: network.chainId,
-              contract: mint.contract,
+              contract: checksum(mint.contract),
               tokenId: mint.tokenId.toString(),
-              owner: mint.buyer,
+              owner: checksum(mint.buyer),
               blockNumber: mint.blockNumber.toString(),
             },
           });

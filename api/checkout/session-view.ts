@@ -1,3 +1,4 @@
+import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { USDC_DECIMALS } from "../money.js";
 import type { CheckoutSessionTable } from "../store/database.js";
@@ -10,15 +11,15 @@ export function eip681Uri(params: { token: string; chainId: number; recipient: s
 export function paymentView(session: CheckoutSessionTable) {
   return {
     token: "USDC" as const,
-    tokenAddress: session.token_address,
-    recipient: session.payment_address,
+    tokenAddress: checksum(session.token_address),
+    recipient: checksum(session.payment_address),
     amount: session.amount_due,
     totalPriceUsdc: session.total_price_usdc,
     decimals: USDC_DECIMALS as 6,
     uri: eip681Uri({
-      token: session.token_address,
+      token: checksum(session.token_address),
       chainId: session.chain_id,
-      recipient: session.payment_address,
+      recipient: checksum(session.payment_address),
       amount: session.amount_due,
     }),
   };

@@ -2,6 +2,7 @@ import type { Kysely } from "kysely";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { paymentView } from "../checkout/session-view.js";
+import { checksum, checksumOrNull } from "../checksum-address.js";
 import { relayOfTransaction } from "../gasless/gasless-view.js";
 import { problems } from "../http/problem.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
@@ -66,8 +67,8 @@ export async function readOrder(context: AppContext, params: { partnerId: string
           transactionHash: payment.transaction_hash,
           logIndex: payment.log_index,
           blockNumber: String(payment.block_number),
-          from: payment.from_address,
-          to: payment.to_address,
+          from: checksum(payment.from_address),
+          to: checksum(payment.to_address),
           amount: payment.amount,
           confirmations: head === undefined ? null : confirmationsOf({ blockNumber: BigInt(payment.block_number) }, head),
           requiredConfirmations: network?.confirmations ?? null,
@@ -82,9 +83,9 @@ export async function readOrder(context: AppContext, params: { partnerId: string
     certificate: {
       enabled: session?.certificate_enabled === 1,
       status: certificate?.status ?? (session?.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),
-      contract: certificate?.contract_address ?? null,
+      contract: checksumOrNull(certificate?.contract_address),
       tokenId: certificate?.token_id ?? null,
-      owner: certificate?.buyer ?? null,
+      owner: checksumOrNull(certificate?.buyer),
       mintTransactionHash: certificate?.mint_transaction_hash ?? null,
     },
     fulfilment: order.fulfilled_at

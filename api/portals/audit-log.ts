@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import { isAddress } from "viem";
+import { checksum } from "../checksum-address.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { PortalRole } from "../store/portal-tables.js";
@@ -60,14 +62,18 @@ export async function listAudit(
   if (params.beforeSeq !== undefined) query = query.where("seq", "<", params.beforeSeq);
   if (params.action !== undefined) query = query.where("action", "=", params.action);
   if (params.actor !== undefined) query = query.where("actor_address", "=", params.actor.toLowerCase());
-  if (params.targetId !== undefined) query = query.where("target_id", "=", params.targetId);
+  if (params.targetId !== undefined) {
+    // Investor targets are stored lowercase and shown checksummed: either form finds them.
+    const targetId = isAddress(params.targetId, { strict: false }) ? params.targetId.toLowerCase() : params.targetId;
+    query = query.where("target_id", "=", targetId);
+  }
   const rows = await query.execute();
   return rows.map((row) => ({
     id: row.id,
     seq: Number(row.seq),
-    actor: { role: row.actor_role, address: row.actor_address },
+    actor: { role: row.actor_role, address: isAddress(row.actor_address) ? checksum(row.actor_address) : row.actor_address },
     action: row.action,
-    target: { type: row.target_type, id: row.target_id },
+    target: { type: row.target_type, id: isAddress(row.target_id) ? checksum(row.target_id) : row.target_id },
     details: JSON.parse(row.details) as Record<string, unknown>,
     createdAt: new Date(Number(row.created_at)).toISOString(),
   }));

@@ -1,4 +1,4 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { createRoute, OpenAPIHono, type RouteHandler, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { fulfilOrder } from "../orders/fulfil-order.js";
@@ -18,7 +18,7 @@ const readRoute = createRoute({
 
 const fulfilRoute = createRoute({
   method: "post",
-  path: "/{orderId}/fulfillment",
+  path: "/{orderId}/fulfilment",
   summary: "Mark a settled order fulfilled",
   security: [{ apiKey: [] }],
   request: {
@@ -37,15 +37,24 @@ const fulfilRoute = createRoute({
   responses: { 200: { description: "The fulfilled order", content: { "application/json": { schema: z.any() } } } },
 });
 
+/**
+ * The American spelling, as earlier releases wrote the path: an
+ * alias kept out of the document so that one spelling is documented
+ * (docs/errors.md, "Spelling: fulfilment").
+ */
+const fulfilAliasRoute = { ...fulfilRoute, path: "/{orderId}/fulfillment", hide: true };
+
 export function orderRoutes(context: AppContext) {
+  const fulfil: RouteHandler<typeof fulfilRoute, AppEnv & { Variables: PartnerVariables }> = async (c) => {
+    const partnerId = c.get("partner").id;
+    const { orderId } = c.req.valid("param");
+    await fulfilOrder(context, { partnerId, orderId, ...c.req.valid("json") });
+    return c.json(await readOrder(context, { partnerId, orderId }), 200);
+  };
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(readRoute, async (c) =>
       c.json(await readOrder(context, { partnerId: c.get("partner").id, orderId: c.req.valid("param").orderId }), 200),
     )
-    .openapi(fulfilRoute, async (c) => {
-      const partnerId = c.get("partner").id;
-      const { orderId } = c.req.valid("param");
-      await fulfilOrder(context, { partnerId, orderId, ...c.req.valid("json") });
-      return c.json(await readOrder(context, { partnerId, orderId }), 200);
-    });
+    .openapi(fulfilRoute, fulfil)
+    .openapi(fulfilAliasRoute, fulfil);
 }

@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
 import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
@@ -122,9 +123,9 @@ export function transfersRoutes(context: AppContext) {
             blockNumber: transfer.blockNumber.toString(),
             blockHash: transfer.blockHash,
             blockTimestamp: new Date(Number(transfer.blockTimestamp) * 1000).toISOString(),
-            token: transfer.token,
-            from: transfer.from,
-            to: transfer.to,
+            token: checksum(transfer.token),
+            from: checksum(transfer.from),
+            to: checksum(transfer.to),
             amount: transfer.value.toString(),
             confirmations: Number(head - transfer.blockNumber + 1n),
           };

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { checksum } from "../checksum-address.js";
 import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import type { PaymentStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -59,8 +60,8 @@ export async function listPayments(
       orderId: row.order_id ?? null,
       /** The amount the session asked for, when the payment is linked to one. */
       expectedAmount: row.expected_amount ?? null,
-      from: row.from_address,
-      to: row.to_address,
+      from: checksum(row.from_address),
+      to: checksum(row.to_address),
       amount: row.amount,
       blockNumber: String(row.block_number),
       minedAt: new Date(Number(row.block_timestamp) * 1000).toISOString(),

@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { holdReferenceForLateWindow } from "../checkout/amount-reference.js";
 import { expireSession } from "../checkout/create-session.js";
+import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { recordEvent } from "../outbox/record-event.js";
@@ -268,9 +269,9 @@ export async function settleOrder(
       chainId: network.chainId,
       blockNumber: String(payment.block_number),
       confirmations: params.confirmations,
-      payer: payment.from_address,
-      recipient: payment.to_address,
-      tokenAddress: session.token_address,
+      payer: checksum(payment.from_address),
+      recipient: checksum(payment.to_address),
+      tokenAddress: checksum(session.token_address),
       totalPriceUsdc: session.total_price_usdc,
       amountPaid: payment.amount,
       certificate: { enabled: session.certificate_enabled === 1 },
@@ -343,8 +344,8 @@ export async function recordUnresolvedEvent(
       network: params.network.name,
       chainId: payment.chain_id,
       reason: payment.reason,
-      payer: payment.from_address,
-      recipient: payment.to_address,
+      payer: checksum(payment.from_address),
+      recipient: checksum(payment.to_address),
       amount: payment.amount,
       expectedAmount: session?.amount_due,
     },

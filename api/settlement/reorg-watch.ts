@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { Database, PaymentTable } from "../store/database.js";
@@ -176,8 +177,8 @@ async function recordReorgEvent(
     chainId: payment.chain_id,
     blockNumber: String(payment.block_number),
     blockHash: payment.block_hash,
-    payer: payment.from_address,
-    recipient: payment.to_address,
+    payer: checksum(payment.from_address),
+    recipient: checksum(payment.to_address),
     amount: payment.amount,
     detectedAt: new Date(params.now).toISOString(),
   };

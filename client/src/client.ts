@@ -178,7 +178,7 @@ export function createClient(options: ClientOptions) {
     orders: {
       retrieve: (orderId: string) => get<Order>(path`/v1/orders/${orderId}`),
       /** Marks a settled order fulfilled; the same key answers the same result again. */
-      fulfil: (orderId: string, params: FulfilOrderParams) => post<Order>(path`/v1/orders/${orderId}/fulfillment`, params),
+      fulfil: (orderId: string, params: FulfilOrderParams) => post<Order>(path`/v1/orders/${orderId}/fulfilment`, params),
     },
     events,
     webhookEndpoints,

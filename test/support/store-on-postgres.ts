@@ -71,7 +71,7 @@ export function describeStoreOnPostgres(
         amountPaid: session.payment.amount,
       });
 
-      const fulfil = await stack.partnerFetch(`/v1/orders/${session.orderId}/fulfillment`, {
+      const fulfil = await stack.partnerFetch(`/v1/orders/${session.orderId}/fulfilment`, {
         method: "POST",
         json: { fulfilmentReference: "parcel-1", idempotencyKey: "fulfil-1" },
       });

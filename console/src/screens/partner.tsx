@@ -122,7 +122,7 @@ function Fulfil({ orderId }: { orderId: string }) {
   const [reference, setReference] = useState("");
   const mutation = useMutation({
     mutationFn: () =>
-      api(`/api/partner/orders/${orderId}/fulfillment`, {
+      api(`/api/partner/orders/${orderId}/fulfilment`, {
         token,
         json: { fulfilmentReference: reference, idempotencyKey: `console-${orderId}-${reference}` },
       }),
