@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from "hono";
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
 
 /**
- * An empty body sent with `Content-Type: application/json` is no body (docs/errors.md,
+ * An empty body sent with `Content-Type: application/json` is no body (docs/http-conventions.md,
  * "Empty bodies"): many HTTP clients label every POST as JSON. Dropping the label
  * lets a route whose body is optional take it as `{}`, and a route that needs a body
  * list the fields it lacks, instead of refusing it as malformed JSON. A non-empty

@@ -15,11 +15,22 @@ export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string 
     meaning:
       "RWA: the certificate's recipient fails the offering's rules (`reasons`: wallet_frozen, kyc_required, jurisdiction_…, accreditation_…), at purchase or at voucher issue.",
   },
-  { code: "not_found", status: 404, meaning: "No such resource (or not yours)." },
+  {
+    code: "not_found",
+    status: 404,
+    meaning:
+      "No such resource (or not yours), or no route at this path under `/v1` or `/api` (a trailing slash is a different path; the detail names the path without it).",
+  },
   {
     code: "payment_not_found",
     status: 404,
     meaning: "No transaction with this hash on the session's network (reason `not_found`).",
+  },
+  {
+    code: "method_not_allowed",
+    status: 405,
+    meaning:
+      "The path exists but not with this method; the `Allow` header (and `allow` in the body) lists the methods it accepts.",
   },
   { code: "idempotency_conflict", status: 409, meaning: "The idempotency key was used with a different body." },
   { code: "payment_in_progress", status: 409, meaning: "A payment of this order is waiting for confirmations." },

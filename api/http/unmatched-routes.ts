@@ -4,7 +4,7 @@ import { TrieRouter } from "hono/router/trie-router";
 import { ProblemError, problemResponse } from "./problem.js";
 
 /**
- * The answer for a request no route of `app` takes, as problem+json (docs/errors.md,
+ * The answer for a request no route of `app` takes, as problem+json (docs/http-conventions.md,
  * "Unknown paths and methods"): 405 `method_not_allowed` with `Allow` when the path
  * exists under other methods, else 404 `not_found`. Ponder mounts our app inside
  * its own, so the app's `notFound` is never consulted: register this as the last

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 
 /**
  * `WWW-Authenticate` challenges (RFC 9110 section 11.6.1, RFC 6750 section 3) for
- * every 401 the service answers; docs/errors.md, "Authentication challenges",
+ * every 401 the service answers; docs/http-conventions.md, "Authentication challenges",
  * lists them.
  */
 export const REALMS = {

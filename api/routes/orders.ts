@@ -40,7 +40,7 @@ const fulfilRoute = createRoute({
 /**
  * The American spelling, as earlier releases wrote the path: an
  * alias kept out of the document so that one spelling is documented
- * (docs/errors.md, "Spelling: fulfilment").
+ * (docs/http-conventions.md, "Spelling: fulfilment").
  */
 const fulfilAliasRoute = { ...fulfilRoute, path: "/{orderId}/fulfillment", hide: true };
 
