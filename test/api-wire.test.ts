@@ -147,7 +147,7 @@ describe("WWW-Authenticate on every 401", () => {
 
   it("challenges a wrong checkout client token with the ClientToken scheme", async () => {
     const session = await createSession(stack);
-    const wrong = await anonymous(`/v1/public/checkout/sessions/${session.id}`, {
+    const wrong = await anonymous(`/v1/public/checkout/sessions/${session.id}/validate`, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ clientToken: "ct_not-this-one" }),

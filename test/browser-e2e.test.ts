@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Frame, type Page } from "playwright-core";
-import type { Address, Hex } from "viem";
+import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseUsdc } from "../client/src/index.js";
 import { type Shop, startShop } from "../examples/shop/shop.js";
@@ -275,7 +275,7 @@ describe("a customer buys in the sample shop, pays, and mints the certificate (h
     expect(shop.store.appliedEvents().filter((event) => event.type === "certificate.minted")).toHaveLength(1);
     expect((await shop.client.orders.retrieve(serviceOrder.id)).certificate).toMatchObject({
       status: "minted",
-      owner: buyer.toLowerCase(),
+      owner: getAddress(buyer),
       mintTransactionHash: mintHash,
     });
 

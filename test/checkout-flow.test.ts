@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { Address, Hex } from "viem";
+import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createSession, outboxEvents, publicPost, readOrder, readSession, submitHash } from "./support/checkout-helpers.js";
@@ -24,8 +24,8 @@ describe("commerce checkout, seed section 3", () => {
     expect(session.clientToken).toMatch(/^ct_/);
     expect(session.payment).toMatchObject({
       token: "USDC",
-      tokenAddress: stack.local.contracts.usdc.toLowerCase(),
-      recipient: stack.local.partner.paymentAddress.toLowerCase(),
+      tokenAddress: getAddress(stack.local.contracts.usdc),
+      recipient: getAddress(stack.local.partner.paymentAddress),
       totalPriceUsdc: "25000000",
       decimals: 6,
     });
@@ -109,7 +109,7 @@ describe("commerce checkout, seed section 3", () => {
       const current = await readOrder(stack, session.orderId);
       return current.certificate.status === "minted" ? current : undefined;
     });
-    expect(minted.certificate).toMatchObject({ owner: buyer.account!.address.toLowerCase(), mintTransactionHash: mintHash });
+    expect(minted.certificate).toMatchObject({ owner: getAddress(buyer.account!.address), mintTransactionHash: mintHash });
     const mintEvents = (await outboxEvents(stack, store)).filter(
       (event) => event.type === "certificate.minted" && event.data.orderId === session.orderId,
     );

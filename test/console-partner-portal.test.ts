@@ -1,3 +1,4 @@
+import { getAddress } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifySignature } from "../client/src/signature.js";
@@ -145,7 +146,7 @@ describe("partner portal: members sign in and act for their partner only", () =>
       await api(stack, "GET", "/api/admin/audit-log?action=partner.api_key.create", { token: adminToken }),
       200,
     );
-    expect(audit.data[0].actor).toMatchObject({ role: "partner", address: member.address.toLowerCase() });
+    expect(audit.data[0].actor).toMatchObject({ role: "partner", address: getAddress(member.address) });
 
     await expectJson(await stack.partnerFetch(`/v1/members/${member.address}`, { method: "DELETE" }), 204);
     expect((await expectJson(await api(stack, "GET", "/api/partner/events", { token }), 403)).code).toBe("portal_not_allowed");

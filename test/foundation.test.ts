@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Address, type Hex, keccak256, toHex } from "viem";
+import { type Address, getAddress, type Hex, keccak256, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signCertificateVoucher } from "../api/certificates/voucher-typed-data.js";
 import { certificateNftAbi } from "../contracts/generated/index.js";
@@ -96,7 +96,7 @@ describe("indexed transfers", () => {
     expect(page.data[0]).toMatchObject({
       transactionHash: paid.hash,
       amount: "25000123",
-      to: stack.local.partner.paymentAddress.toLowerCase(),
+      to: getAddress(stack.local.partner.paymentAddress),
       blockNumber: paid.blockNumber.toString(),
     });
     // Bounded: it was indexed no more than a few blocks after it was mined.
