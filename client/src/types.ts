@@ -119,7 +119,7 @@ type KnownOrder = {
 };
 export type Order = DocumentedOr<ResponseBody<"/v1/orders/{orderId}", "get">, KnownOrder>;
 
-export type FulfilOrderParams = RequestBody<"/v1/orders/{orderId}/fulfillment", "post">;
+export type FulfilOrderParams = RequestBody<"/v1/orders/{orderId}/fulfilment", "post">;
 
 export type EventType = Schemas["EventEnvelope"]["type"];
 

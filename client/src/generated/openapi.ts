@@ -897,7 +897,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/orders/{orderId}/fulfillment": {
+    "/v1/orders/{orderId}/fulfilment": {
         parameters: {
             query?: never;
             header?: never;
@@ -2093,7 +2093,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/partner/orders/{orderId}/fulfillment": {
+    "/api/partner/orders/{orderId}/fulfilment": {
         parameters: {
             query?: never;
             header?: never;
