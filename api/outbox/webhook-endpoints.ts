@@ -5,6 +5,7 @@ import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { WebhookEndpointTable } from "../store/webhook-tables.js";
+import { cancelEndpointDeliveries } from "./deliveries.js";
 import { EVENT_TYPES, type EventType } from "./record-event.js";
 import type { SecretBox } from "./secret-box.js";
 import { ALL_EVENTS, type EventSubscription, parseSubscription } from "./subscription.js";
@@ -155,12 +156,7 @@ export async function deleteWebhookEndpoint(store: Store, params: { partnerId: s
       .where("deleted_at", "is", null)
       .executeTakeFirst();
     if (Number(deleted.numUpdatedRows) !== 1) throw problems.notFound(`Webhook endpoint ${params.endpointId}`);
-    await trx
-      .updateTable("webhook_delivery")
-      .set({ status: "cancelled", updated_at: now, last_error: "the endpoint was deleted" })
-      .where("endpoint_id", "=", params.endpointId)
-      .where("status", "=", "pending")
-      .execute();
+    await cancelEndpointDeliveries(trx, { endpointId: params.endpointId, now });
   });
 }
 
