@@ -155,16 +155,14 @@ describe("the certificate record on SQLite", () => {
     expect(minted.moved && minted.certificate).toMatchObject({ status: "minted", mintedAt: 4_000, buyer });
 
     // A minted certificate is final: no new voucher, no second mint.
-    const again = await store
-      .transaction()
-      .execute((trx) =>
-        transitionCertificate(trx, {
-          orderId,
-          transition: "issueVoucher",
-          input: { buyer: zeroAddress, deadlineSeconds: 1n },
-          now: 6_000,
-        }),
-      );
+    const again = await store.transaction().execute((trx) =>
+      transitionCertificate(trx, {
+        orderId,
+        transition: "issueVoucher",
+        input: { buyer: zeroAddress, deadlineSeconds: 1n },
+        now: 6_000,
+      }),
+    );
     expect(again).toEqual({ moved: false, reason: "the certificate is minted" });
     expect(await findCertificate(store, orderId)).toMatchObject({ status: "minted", buyer, updatedAt: 4_000 });
   });

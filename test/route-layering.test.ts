@@ -24,7 +24,7 @@ function routeFiles(): string[] {
   );
 }
 
-export function sqlFindings(source: string): string[] {
+function sqlFindings(source: string): string[] {
   const findings: string[] = [];
   source.split("\n").forEach((line, index) => {
     for (const { name, pattern } of SQL_IN_ROUTE) if (pattern.test(line)) findings.push(`${index + 1}: ${name}: ${line.trim()}`);
