@@ -2,6 +2,7 @@ import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
 import { certificateNftAbi } from "../../contracts/generated/index.js";
 import type { AppContext } from "../app-context.js";
 import { ProblemError } from "../http/problem.js";
+import { findCertificate, transitionCertificate } from "./certificate-record.js";
 import { type CertificateVoucher, signCertificateVoucher } from "./voucher-typed-data.js";
 
 /** A voucher is good for one hour: long enough to sign, short enough that a leaked one soon dies. */
@@ -34,11 +35,7 @@ export async function claimCertificate(
   params: { orderId: string; walletAddress: Address; now?: number },
 ): Promise<CertificateClaim> {
   const now = params.now ?? Date.now();
-  const certificate = await context.store
-    .selectFrom("certificate")
-    .selectAll()
-    .where("order_id", "=", params.orderId)
-    .executeTakeFirst();
+  const certificate = await findCertificate(context.store, params.orderId);
   if (certificate === undefined) {
     const order = await context.store.selectFrom("orders").select("status").where("id", "=", params.orderId).executeTakeFirst();
     throw order?.status === "awaiting_payment" || order === undefined
@@ -66,42 +63,41 @@ export async function claimCertificate(
     .selectAll()
     .where("id", "=", order.settled_session_id ?? "")
     .executeTakeFirstOrThrow();
-  const contract = getAddress(certificate.contract_address);
+  const contract = certificate.contract;
   const voucher: CertificateVoucher = {
     buyer: getAddress(params.walletAddress),
-    purchaseId: certificate.purchase_id as Hex,
+    purchaseId: certificate.purchaseId,
     tokenURI: certificateMetadataUri({
       productName: session.product_name,
-      purchaseId: certificate.purchase_id,
-      chainId: certificate.chain_id,
+      purchaseId: certificate.purchaseId,
+      chainId: certificate.chainId,
     }),
     deadline: BigInt(Math.floor(now / 1000) + VOUCHER_LIFETIME_SECONDS),
   };
   const signature = await signCertificateVoucher({
     privateKey: context.settings.voucherPrivateKey,
-    chainId: certificate.chain_id,
+    chainId: certificate.chainId,
     contract,
     voucher,
   });
-  await context.store
-    .updateTable("certificate")
-    .set({
-      status: "voucher_issued",
-      buyer: voucher.buyer.toLowerCase(),
-      voucher_deadline: Number(voucher.deadline),
-      updated_at: now,
-    })
-    .where("order_id", "=", params.orderId)
-    .where("status", "in", ["awaiting_wallet", "voucher_issued"])
-    .execute();
+  const issued = await context.store.transaction().execute((trx) =>
+    transitionCertificate(trx, {
+      orderId: params.orderId,
+      transition: "issueVoucher",
+      input: { buyer: voucher.buyer, deadlineSeconds: voucher.deadline },
+      now,
+    }),
+  );
+  // A mint seen between the read above and this write: the voucher is of no use any more.
+  if (!issued.moved) throw notAvailable("mint_pending", "The certificate of this purchase has already been minted.");
   return {
     voucher: { ...voucher, deadline: voucher.deadline.toString() },
     signature,
-    contract: { address: contract, chainId: certificate.chain_id },
+    contract: { address: contract, chainId: certificate.chainId },
     transaction: {
       to: contract,
       data: encodeFunctionData({ abi: certificateNftAbi, functionName: "claim", args: [voucher, signature] }),
-      chainId: certificate.chain_id,
+      chainId: certificate.chainId,
     },
   };
 }

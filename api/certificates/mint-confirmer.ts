@@ -1,4 +1,4 @@
-import type { Hex } from "viem";
+import { isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { checksum } from "../checksum-address.js";
@@ -6,6 +6,7 @@ import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { confirmationsOf } from "../settlement/record-transfer.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
+import { issuedVouchers, pendingMints, type SeenMint, transitionCertificate } from "./certificate-record.js";
 
 /** Certificates of each kind looked up per tick; both batches together stay within one index query (500 mints). */
 const BATCH = 250;
@@ -33,77 +34,58 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
     intervalMs: options.intervalMs ?? 200,
     async tick() {
       const nowSeconds = Math.floor(Date.now() / 1000);
-      const seen = await context.store
-        .selectFrom("certificate")
-        .selectAll()
-        .where("status", "=", "pending")
-        .orderBy("updated_at")
-        .limit(BATCH)
-        .execute();
-      const vouchers = await context.store
-        .selectFrom("certificate")
-        .selectAll()
-        .where("status", "=", "voucher_issued")
-        .where("order_id", ">", cursor)
-        .where((eb) =>
-          eb.or([eb("voucher_deadline", "is", null), eb("voucher_deadline", ">=", nowSeconds - STALE_VOUCHER_GRACE_SECONDS)]),
-        )
-        .orderBy("order_id")
-        .limit(BATCH)
-        .execute();
+      const seen = await pendingMints(context.store, { limit: BATCH });
+      const vouchers = await issuedVouchers(context.store, {
+        afterOrderId: cursor,
+        deadlineAfterSeconds: nowSeconds - STALE_VOUCHER_GRACE_SECONDS,
+        limit: BATCH,
+      });
       // A short batch reached the end: the next tick starts again from the first voucher.
-      cursor = vouchers.length < BATCH ? "" : (vouchers.at(-1)?.order_id ?? "");
+      cursor = vouchers.length < BATCH ? "" : (vouchers.at(-1)?.orderId ?? "");
       const waiting = [...seen, ...vouchers];
       if (waiting.length === 0) return;
-      const mints = await context.indexed.certificateMints({ purchaseIds: waiting.map((row) => row.purchase_id as Hex) });
+      const mints = await context.indexed.certificateMints({ purchaseIds: waiting.map((certificate) => certificate.purchaseId) });
       const heads = await context.indexed.heads();
       const now = Date.now();
       for (const certificate of waiting) {
         const mint = mints.find(
           (candidate) =>
-            candidate.purchaseId === certificate.purchase_id &&
-            candidate.chainId === certificate.chain_id &&
-            candidate.contract === certificate.contract_address,
+            candidate.purchaseId === certificate.purchaseId.toLowerCase() &&
+            candidate.chainId === certificate.chainId &&
+            isAddressEqual(candidate.contract, certificate.contract),
         );
-        const network = networkByChainId(context, certificate.chain_id);
-        const head = heads.get(certificate.chain_id)?.blockNumber;
+        const network = networkByChainId(context, certificate.chainId);
+        const head = heads.get(certificate.chainId)?.blockNumber;
         if (mint === undefined || network === undefined || head === undefined) continue;
-        const final = confirmationsOf(mint, head) >= network.confirmations;
-        if (!final) {
+        const seenMint: SeenMint = {
+          transactionHash: mint.transactionHash,
+          blockNumber: mint.blockNumber,
+          buyer: mint.buyer,
+          confirmations: confirmationsOf(mint, head),
+          required: network.confirmations,
+        };
+        if (seenMint.confirmations < seenMint.required) {
           if (certificate.status !== "pending") {
             await context.store
-              .updateTable("certificate")
-              .set({
-                status: "pending",
-                mint_transaction_hash: mint.transactionHash,
-                mint_block_number: Number(mint.blockNumber),
-                updated_at: now,
-              })
-              .where("order_id", "=", certificate.order_id)
-              .where("status", "=", "voucher_issued")
-              .execute();
+              .transaction()
+              .execute((trx) =>
+                transitionCertificate(trx, { orderId: certificate.orderId, transition: "seeMint", input: seenMint, now }),
+              );
           }
           continue;
         }
         const minted = await context.store.transaction().execute(async (trx) => {
-          const updated = await trx
-            .updateTable("certificate")
-            .set({
-              status: "minted",
-              buyer: mint.buyer,
-              mint_transaction_hash: mint.transactionHash,
-              mint_block_number: Number(mint.blockNumber),
-              minted_at: now,
-              updated_at: now,
-            })
-            .where("order_id", "=", certificate.order_id)
-            .where("status", "in", ["voucher_issued", "pending"])
-            .executeTakeFirst();
-          if (updated.numUpdatedRows !== 1n) return false;
+          const updated = await transitionCertificate(trx, {
+            orderId: certificate.orderId,
+            transition: "confirmMint",
+            input: seenMint,
+            now,
+          });
+          if (!updated.moved) return false;
           const order = await trx
             .selectFrom("orders")
             .selectAll()
-            .where("id", "=", certificate.order_id)
+            .where("id", "=", certificate.orderId)
             .executeTakeFirstOrThrow();
           await recordEvent(trx, {
             partnerId: order.partner_id,

@@ -101,3 +101,16 @@ export async function relayerHealth(context: AppContext) {
     }),
   );
 }
+
+/** Every relayed authorization, newest first, with the partner and order of its session (the admin's list). */
+export async function listRelays(store: Store, params: { status?: RelayedAuthorizationTable["status"]; limit: number }) {
+  let select = store
+    .selectFrom("relayed_authorization")
+    .innerJoin("checkout_session", "checkout_session.id", "relayed_authorization.session_id")
+    .selectAll("relayed_authorization")
+    .select(["checkout_session.partner_id", "checkout_session.order_id"])
+    .orderBy("relayed_authorization.created_at", "desc")
+    .limit(params.limit);
+  if (params.status !== undefined) select = select.where("relayed_authorization.status", "=", params.status);
+  return select.execute();
+}

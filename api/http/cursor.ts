@@ -48,3 +48,28 @@ export function splitPage<row>(rows: readonly row[], limit: number): { page: row
   const page = rows.slice(0, limit);
   return { page, last: rows.length > limit ? page.at(-1) : undefined };
 }
+
+/** The answer of every list: a page of items and the cursor of the next page (null on the last). */
+export type Page<item> = { data: item[]; nextCursor: string | null };
+
+/**
+ * The one paging helper of every list (docs/architecture.md, "Routes and lists"):
+ * `?cursor=&limit=` in, `{ data, nextCursor }` out. `fetch` reads up to `take` rows
+ * after the decoded key (undefined on the first page), in the list's order;
+ * `keyOf` names the key of a row, which becomes the opaque cursor of the next page.
+ * A cursor that does not decode to `key` is `invalid_cursor` (400).
+ */
+export async function keysetPage<row, key, item = row>(params: {
+  cursor: string | undefined;
+  limit: number;
+  key: z.ZodType<key>;
+  fetch: (after: key | undefined, take: number) => Promise<readonly row[]>;
+  keyOf: (row: row) => key;
+  view?: (rows: row[]) => item[] | Promise<item[]>;
+}): Promise<Page<item>> {
+  const after = params.cursor === undefined ? undefined : (decodeCursor(params.cursor, params.key) as key);
+  const rows = await params.fetch(after, params.limit + 1);
+  const { page, last } = splitPage(rows, params.limit);
+  const data = params.view === undefined ? (page as unknown as item[]) : await params.view(page);
+  return { data, nextCursor: last === undefined ? null : encodeCursor(params.keyOf(last)) };
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Database } from "../store/database.js";
-import type { WebhookDeliveryTable } from "../store/webhook-tables.js";
+import { enqueueDeliveries, newDelivery } from "./deliveries.js";
 import { subscribesTo } from "./subscription.js";
 
 export const EVENT_TYPES = [
@@ -68,22 +68,18 @@ export async function recordEvent(
     .where("deleted_at", "is", null)
     .execute();
   const subscribed = endpoints.filter((endpoint) => subscribesTo(endpoint.events_json, envelope.type));
-  if (subscribed.length > 0) {
-    await trx
-      .insertInto("webhook_delivery")
-      .values(
-        subscribed.map((endpoint) =>
-          newDelivery({
-            event: { id: envelope.id, seq: Number(seq), orderingKey: params.orderingKey },
-            endpoint,
-            partnerId: params.partnerId,
-            // The retry schedule runs on the wall clock, whatever instant the event reports.
-            now: Date.now(),
-          }),
-        ),
-      )
-      .execute();
-  }
+  await enqueueDeliveries(
+    trx,
+    subscribed.map((endpoint) =>
+      newDelivery({
+        event: { id: envelope.id, seq: Number(seq), orderingKey: params.orderingKey },
+        endpoint,
+        partnerId: params.partnerId,
+        // The retry schedule runs on the wall clock, whatever instant the event reports.
+        now: Date.now(),
+      }),
+    ),
+  );
   return envelope;
 }
 
@@ -102,33 +98,4 @@ async function withMetadata(trx: Kysely<Database>, data: EventEnvelope["data"]):
       : select.where("order_id", "=", data.orderId as string).orderBy("created_at", "desc");
   const row = await select.limit(1).executeTakeFirst();
   return { ...data, metadata: row?.metadata_json ? (JSON.parse(row.metadata_json) as Record<string, string>) : {} };
-}
-
-/** A delivery of one event to one endpoint, due at once. */
-export function newDelivery(params: {
-  event: { id: string; seq: number; orderingKey: string };
-  endpoint: { id: string };
-  partnerId: string;
-  now: number;
-}): WebhookDeliveryTable {
-  return {
-    id: `wdl_${randomUUID().replaceAll("-", "")}`,
-    event_id: params.event.id,
-    event_seq: params.event.seq,
-    ordering_key: params.event.orderingKey,
-    partner_id: params.partnerId,
-    endpoint_id: params.endpoint.id,
-    status: "pending",
-    attempt_count: 0,
-    queued_at: params.now,
-    next_attempt_at: params.now,
-    locked_until: null,
-    lock_token: null,
-    last_attempt_at: null,
-    last_status_code: null,
-    last_error: null,
-    delivered_at: null,
-    created_at: params.now,
-    updated_at: params.now,
-  };
 }

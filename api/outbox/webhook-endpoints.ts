@@ -1,10 +1,12 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
-import { splitPage } from "../http/cursor.js";
+import { z } from "zod";
+import { keysetPage, type Page } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { WebhookEndpointTable } from "../store/webhook-tables.js";
+import { cancelEndpointDeliveries } from "./deliveries.js";
 import { EVENT_TYPES, type EventType } from "./record-event.js";
 import type { SecretBox } from "./secret-box.js";
 import { ALL_EVENTS, type EventSubscription, parseSubscription } from "./subscription.js";
@@ -118,29 +120,28 @@ export async function getWebhookEndpoint(store: Store, params: { partnerId: stri
 /** The partner's endpoints, oldest first, keyset-paged on (created_at, id). */
 export async function listWebhookEndpoints(
   store: Store,
-  params: { partnerId: string; after?: { createdAt: number; id: string }; limit: number },
-): Promise<{ data: WebhookEndpoint[]; next: { createdAt: number; id: string } | null }> {
-  let query = store
-    .selectFrom("webhook_endpoint")
-    .selectAll()
-    .where("partner_id", "=", params.partnerId)
-    .where("deleted_at", "is", null);
-  const after = params.after;
-  if (after !== undefined) {
-    query = query.where((eb) =>
-      eb.or([eb("created_at", ">", after.createdAt), eb.and([eb("created_at", "=", after.createdAt), eb("id", ">", after.id)])]),
-    );
-  }
-  const rows = await query
-    .orderBy("created_at")
-    .orderBy("id")
-    .limit(params.limit + 1)
-    .execute();
-  const { page, last } = splitPage(rows, params.limit);
-  return {
-    data: page.map((row) => toEndpoint(row)),
-    next: last === undefined ? null : { createdAt: Number(last.created_at), id: last.id },
-  };
+  params: { partnerId: string; cursor?: string; limit: number },
+): Promise<Page<WebhookEndpoint>> {
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: z.object({ t: z.number().int(), i: z.string() }),
+    fetch: (after, take) => {
+      let query = store
+        .selectFrom("webhook_endpoint")
+        .selectAll()
+        .where("partner_id", "=", params.partnerId)
+        .where("deleted_at", "is", null);
+      if (after !== undefined) {
+        query = query.where((eb) =>
+          eb.or([eb("created_at", ">", after.t), eb.and([eb("created_at", "=", after.t), eb("id", ">", after.i)])]),
+        );
+      }
+      return query.orderBy("created_at").orderBy("id").limit(take).execute();
+    },
+    keyOf: (row) => ({ t: Number(row.created_at), i: row.id }),
+    view: (rows) => rows.map((row) => toEndpoint(row)),
+  });
 }
 
 /** Deletes an endpoint; its deliveries not yet made are cancelled (attempts in flight may still land). */
@@ -155,12 +156,7 @@ export async function deleteWebhookEndpoint(store: Store, params: { partnerId: s
       .where("deleted_at", "is", null)
       .executeTakeFirst();
     if (Number(deleted.numUpdatedRows) !== 1) throw problems.notFound(`Webhook endpoint ${params.endpointId}`);
-    await trx
-      .updateTable("webhook_delivery")
-      .set({ status: "cancelled", updated_at: now, last_error: "the endpoint was deleted" })
-      .where("endpoint_id", "=", params.endpointId)
-      .where("status", "=", "pending")
-      .execute();
+    await cancelEndpointDeliveries(trx, { endpointId: params.endpointId, now });
   });
 }
 

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { isAddress } from "viem";
+import { z } from "zod";
 import { checksum } from "../checksum-address.js";
+import { keysetPage } from "../http/cursor.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { PortalRole } from "../store/portal-tables.js";
@@ -51,6 +53,27 @@ export async function appendAudit(
       created_at: params.now ?? Date.now(),
     })
     .execute();
+}
+
+/** The audit log one page at a time, newest first (the paging helper's cursor `{ s }`). */
+export function pageOfAudit(
+  store: Store,
+  params: { cursor?: string; limit: number; action?: string; actor?: string; targetId?: string },
+) {
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: z.object({ s: z.number().int() }),
+    fetch: (after, take) =>
+      listAudit(store, {
+        beforeSeq: after?.s,
+        limit: take,
+        action: params.action,
+        actor: params.actor,
+        targetId: params.targetId,
+      }),
+    keyOf: (entry) => ({ s: entry.seq }),
+  });
 }
 
 /** Newest first; `beforeSeq` continues a page. */

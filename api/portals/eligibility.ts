@@ -1,5 +1,7 @@
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
+import { z } from "zod";
+import { keysetPage } from "../http/cursor.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { InvestorEligibilityTable, KycStatus, OfferingTable } from "../store/portal-tables.js";
@@ -120,6 +122,22 @@ export async function listEligibility(
   if (params.frozen === true) query = query.where("frozen_at", "is not", null);
   if (params.frozen === false) query = query.where("frozen_at", "is", null);
   return query.execute();
+}
+
+/** The admin's list of eligibility records, by address, one page at a time (the paging helper's cursor `{ a }`). */
+export function pageOfEligibility(
+  store: Store,
+  params: { cursor?: string; limit: number; kycStatus?: KycStatus; frozen?: boolean },
+) {
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: z.object({ a: z.string() }),
+    fetch: (after, take) =>
+      listEligibility(store, { afterAddress: after?.a, limit: take, kycStatus: params.kycStatus, frozen: params.frozen }),
+    keyOf: (row) => ({ a: row.address }),
+    view: (rows) => rows.map((row) => eligibilityView(row.address, row)),
+  });
 }
 
 /** Compares an investor's compliance record with an offering's rules, the way a transfer agent would. */

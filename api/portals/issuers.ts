@@ -90,3 +90,20 @@ export async function issuerOfWallet(db: Kysely<Database>, address: string): Pro
   if (issuer === undefined) throw problems.forbidden("This wallet is not a registered issuer.");
   return issuer;
 }
+
+/** Payment addresses held by partners other than the issuer's own (which a draft may not name). */
+export async function paymentAddressesOfOtherPartners(
+  store: Store,
+  issuerAddress: string,
+): Promise<{ chain_id: number; address: string }[]> {
+  const issuer = await store
+    .selectFrom("issuer")
+    .select("partner_id")
+    .where("address", "=", issuerAddress)
+    .executeTakeFirstOrThrow();
+  return store
+    .selectFrom("payment_address")
+    .select(["chain_id", "address"])
+    .where("partner_id", "!=", issuer.partner_id)
+    .execute();
+}

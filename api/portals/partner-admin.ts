@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { getAddress } from "viem";
+import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
+import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { createPartner, issueApiKey } from "../partners/api-keys.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
@@ -41,6 +43,18 @@ export async function listPartnerIds(store: Store, params: { after?: string; lim
   let query = store.selectFrom("partner").select("id").orderBy("id").limit(params.limit);
   if (params.after !== undefined) query = query.where("id", ">", params.after);
   return (await query.execute()).map((row) => row.id);
+}
+
+/** Partners by id with their keys and addresses, one page at a time (the paging helper's cursor `{ id }`). */
+export function pageOfPartners(store: Store, params: { cursor?: string; limit: number; indexSchema: string }) {
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: z.object({ id: z.string() }),
+    fetch: (after, take) => listPartnerIds(store, { after: after?.id, limit: take }),
+    keyOf: (id) => ({ id }),
+    view: (ids) => Promise.all(ids.map((id) => partnerDetails(store, id, params.indexSchema))),
+  });
 }
 
 /** A commerce partner with its first API key, which is returned here once and never again. */

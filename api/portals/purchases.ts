@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { type Address, getAddress, type Hex } from "viem";
+import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { createCheckoutSession } from "../checkout/create-session.js";
 import { paymentView } from "../checkout/session-view.js";
 import type { NetworkName } from "../config/networks.js";
+import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { CertificateTable, CheckoutSessionTable } from "../store/database.js";
@@ -347,5 +349,25 @@ async function refuseIneligibleRecipient(
     title: "This wallet may not receive the certificate",
     detail: `The recipient ${getAddress(params.recipient)} fails this offering's eligibility rules: ${reasons.join(", ")}.`,
     extensions: { reasons },
+  });
+}
+
+/**
+ * Purchases of one investor or one offering, newest first, one page at a time
+ * (the paging helper's cursor `{ t, id }`), as the portals show them.
+ */
+export function pageOfPurchases(
+  store: Store,
+  params: { investor?: string; offeringId?: string; cursor?: string; limit: number; frozen?: boolean },
+) {
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: z.object({ t: z.number().int(), id: z.string() }),
+    fetch: (after, take) =>
+      listPurchases(store, { investor: params.investor, offeringId: params.offeringId, after, limit: take }),
+    keyOf: (row) => ({ t: Number(row.created_at), id: row.id }),
+    view: async (rows) =>
+      (await loadPurchaseRecords(store, rows)).map((record) => purchaseView(record, { frozen: params.frozen })),
   });
 }

@@ -1,5 +1,6 @@
-import { type Address, getAddress, type Hex } from "viem";
+import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
+import { certificatesOfOrders } from "../certificates/certificate-record.js";
 import type { IndexedCertificateMint } from "../indexed/indexed-chain.js";
 
 export type CertificateVerification = {
@@ -34,9 +35,7 @@ export async function assessMints(
   ]);
   const orderIds = orders.map((order) => order.id);
   const [certificates, rwa] = await Promise.all([
-    orderIds.length === 0
-      ? []
-      : context.store.selectFrom("certificate").select(["order_id", "buyer"]).where("order_id", "in", orderIds).execute(),
+    orderIds.length === 0 ? [] : certificatesOfOrders(context.store, orderIds),
     orderIds.length === 0
       ? []
       : context.store
@@ -54,7 +53,7 @@ export async function assessMints(
     const head = heads.get(mint.chainId)?.blockNumber ?? mint.blockNumber;
     const confirmations = head < mint.blockNumber ? 0 : Number(head - mint.blockNumber + 1n);
     const order = orders.find((candidate) => candidate.purchase_id === mint.purchaseId);
-    const certificate = certificates.find((candidate) => candidate.order_id === order?.id);
+    const certificate = certificates.find((candidate) => candidate.orderId === order?.id);
     const purchase = rwa.find((candidate) => candidate.order_id === order?.id);
     const matches =
       network?.certificate !== undefined &&
@@ -62,7 +61,7 @@ export async function assessMints(
       order !== undefined &&
       order.status !== "awaiting_payment" &&
       mint.tokenId === BigInt(mint.purchaseId) &&
-      (certificate?.buyer == null || certificate.buyer === mint.buyer);
+      (certificate?.buyer == null || isAddressEqual(certificate.buyer, mint.buyer));
     const status = revoked.has(mint.purchaseId)
       ? "revoked"
       : !matches

@@ -9,6 +9,7 @@ import {
   readPresentation,
 } from "../checkout/hosted-options.js";
 import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-sessions.js";
+import { findPartnerSession, sessionOrder } from "../checkout/public-session.js";
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
@@ -216,13 +217,7 @@ export function checkoutSessionRoutes(context: AppContext) {
       if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") ?? { submit: true };
-      const session = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", id)
-        .where("partner_id", "=", c.get("partner").id)
-        .executeTakeFirst();
-      if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
+      const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
       const result = await sendTestPayment(context, {
         session,
         amount: body.amount === undefined ? undefined : BigInt(body.amount),
@@ -232,18 +227,8 @@ export function checkoutSessionRoutes(context: AppContext) {
     })
     .openapi(readRoute, async (c) => {
       const { id } = c.req.valid("param");
-      const session = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", id)
-        .where("partner_id", "=", c.get("partner").id)
-        .executeTakeFirst();
-      if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
-      const order = await context.store
-        .selectFrom("orders")
-        .select(["id", "purchase_id"])
-        .where("id", "=", session.order_id)
-        .executeTakeFirstOrThrow();
+      const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
+      const order = await sessionOrder(context.store, session.order_id);
       const presentation = await readPresentation(context.store, session.id);
       const gasless = await gaslessSessionView(context, session);
       return c.json(

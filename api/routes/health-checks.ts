@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
-import { sql } from "kysely";
 import type { AppContext } from "../app-context.js";
 import type { Store } from "../store/open-store.js";
 import { storeAvailability } from "../store/store-availability.js";
+import { pingStore } from "../store/store-ping.js";
 
 /**
  * Health's checks of the store, the chain node and the indexer's progress, kept
@@ -47,7 +47,7 @@ export function withTimeout<value>(promise: Promise<value>, ms: number): Promise
 
 /** The store answers a read within 1.5 s, and its latest write did not fail for want of a lock or a connection. */
 export async function storeCheck(store: Store): Promise<{ ok: boolean; writable: boolean; reasons: HealthReason[] }> {
-  const answers = await withTimeout(sql`select 1 as ok`.execute(store), STORE_CHECK_TIMEOUT_MS).then(
+  const answers = await withTimeout(pingStore(store), STORE_CHECK_TIMEOUT_MS).then(
     () => true,
     () => false,
   );

@@ -3,6 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { relayerHealth } from "../gasless/gasless-view.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
+import { readHeartbeats } from "../workers/heartbeats.js";
 import type { AppEnv } from "./app-env.js";
 import { ChainCheckSchema, chainChecks, HealthReasonSchema, storeCheck, withTimeout } from "./health-checks.js";
 
@@ -111,9 +112,7 @@ export function healthRoutes(context: AppContext) {
         addressesAwaitingRestart: addresses.filter((row) => row.network === network.name && !row.watching).length,
       };
     });
-    const beats = store.ok
-      ? await withTimeout(context.store.selectFrom("worker_heartbeat").selectAll().execute(), CHECK_TIMEOUT_MS).catch(() => [])
-      : [];
+    const beats = store.ok ? await withTimeout(readHeartbeats(context.store), CHECK_TIMEOUT_MS).catch(() => []) : [];
     const now = Date.now();
     const workers = beats.map((beat) => ({
       worker: beat.id,

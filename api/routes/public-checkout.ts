@@ -1,17 +1,12 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress, isHash } from "viem";
-import { type AppContext, networkByChainId } from "../app-context.js";
+import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
-import { presentationView, readPresentation } from "../checkout/hosted-options.js";
-import { sessionView } from "../checkout/session-view.js";
+import { publicSessionView, readSession, recordCustomerDetails } from "../checkout/public-session.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
-import { gaslessSessionView } from "../gasless/gasless-view.js";
-import { ProblemError, problems } from "../http/problem.js";
-import { readBranding } from "../partners/branding.js";
-import { confirmationsOf } from "../settlement/record-transfer.js";
+import { problems } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
-import type { CheckoutSessionTable } from "../store/database.js";
 import type { AppEnv } from "./app-env.js";
 
 const clientToken = z.string().min(1).max(200);
@@ -38,71 +33,6 @@ const DeliverySchema = z
 
 const json = <schema extends z.ZodType>(schema: schema) => ({ required: true, content: { "application/json": { schema } } });
 const ok = (description: string) => ({ 200: { description, content: { "application/json": { schema: z.any() } } } });
-
-async function publicSessionView(context: AppContext, session: CheckoutSessionTable) {
-  // One round trip: the order, its certificate and the session's credited payment.
-  const row = await context.store
-    .selectFrom("orders")
-    .leftJoin("certificate", "certificate.order_id", "orders.id")
-    .leftJoin("payment", (join) =>
-      join.on("payment.session_id", "=", session.id).on("payment.status", "in", ["pending", "settled", "attached"]),
-    )
-    .select([
-      "orders.id as order_id",
-      "orders.purchase_id",
-      "certificate.status as certificate_status",
-      "certificate.mint_transaction_hash",
-      "payment.transaction_hash",
-      "payment.block_number",
-    ])
-    .where("orders.id", "=", session.order_id)
-    .executeTakeFirstOrThrow();
-  const presentation = presentationView(session.id, await readPresentation(context.store, session.id), null);
-  const head = row.block_number == null ? undefined : (await context.indexed.heads()).get(session.chain_id)?.blockNumber;
-  // A transfer submitted on this session that does not pay it (wrong amount, late): the customer is told what arrived.
-  const unresolved = await context.store
-    .selectFrom("payment")
-    .select(["transaction_hash", "amount", "reason", "status"])
-    .where("session_id", "=", session.id)
-    .where("status", "in", ["unresolved", "refund_requested"])
-    .orderBy("created_at", "desc")
-    .executeTakeFirst();
-  return {
-    ...sessionView(session, { orderId: row.order_id, purchaseId: row.purchase_id }),
-    // The customer sees where to go and what they buy; the partner's metadata stays between partner and service.
-    successUrl: presentation.successUrl,
-    cancelUrl: presentation.cancelUrl,
-    customer: presentation.customer,
-    lineItems: presentation.lineItems,
-    merchant: await readBranding(context.store, session.partner_id),
-    // A recorded transfer is in a block, so at least 1, even when the cached head lags it.
-    confirmations:
-      row.block_number == null
-        ? null
-        : Math.max(1, head === undefined ? 1 : confirmationsOf({ blockNumber: BigInt(row.block_number) }, head)),
-    requiredConfirmations: networkByChainId(context, session.chain_id)?.confirmations ?? null,
-    unresolvedPayment:
-      unresolved === undefined
-        ? null
-        : {
-            transactionHash: unresolved.transaction_hash,
-            amount: unresolved.amount,
-            expectedAmount: session.amount_due,
-            reason: unresolved.reason,
-            status: unresolved.status,
-          },
-    testPayments: testPaymentsEnabled(context, session),
-    transactionHash: row.transaction_hash ?? null,
-    contactProvided: session.contact_json !== null,
-    deliveryProvided: session.delivery_json !== null,
-    certificate: {
-      enabled: session.certificate_enabled === 1,
-      status: row.certificate_status ?? (session.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),
-      mintTransactionHash: row.mint_transaction_hash ?? null,
-    },
-    ...(await gaslessSessionView(context, session)),
-  };
-}
 
 const validateRoute = createRoute({
   method: "post",
@@ -187,37 +117,7 @@ export function publicCheckoutRoutes(context: AppContext) {
         clientToken: body.clientToken,
         use: "write",
       });
-      if (session.status !== "awaiting_payment") {
-        throw new ProblemError({
-          status: 409,
-          code: "session_not_open",
-          title: "The session no longer takes details",
-          detail: `The session is ${session.status}.`,
-        });
-      }
-      if (session.shipping_required === 1 && body.delivery === undefined) {
-        throw new ProblemError({
-          status: 400,
-          code: "invalid_request",
-          title: "The request is not valid",
-          detail: "delivery: this order ships, so a delivery address is required",
-        });
-      }
-      await context.store
-        .updateTable("checkout_session")
-        .set({
-          contact_json: JSON.stringify(body.contact),
-          delivery_json: body.delivery === undefined ? null : JSON.stringify(body.delivery),
-          updated_at: Date.now(),
-        })
-        .where("id", "=", session.id)
-        .where("status", "=", "awaiting_payment")
-        .execute();
-      const updated = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", session.id)
-        .executeTakeFirstOrThrow();
+      const updated = await recordCustomerDetails(context.store, session, { contact: body.contact, delivery: body.delivery });
       return c.json(await publicSessionView(context, updated), 200);
     })
     .openapi(paymentsRoute, async (c) => {
@@ -226,10 +126,7 @@ export function publicCheckoutRoutes(context: AppContext) {
       const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash as Hex });
       // Recording the payment moves the session to the answer's status (payment_pending
       // or settled); re-read it only when it was not there already.
-      const current =
-        result.status !== session.status
-          ? await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow()
-          : session;
+      const current = result.status !== session.status ? await readSession(context.store, session.id) : session;
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
@@ -246,11 +143,7 @@ export function publicCheckoutRoutes(context: AppContext) {
         amount: body.amount === undefined ? undefined : BigInt(body.amount),
         submit: true,
       });
-      const current = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", session.id)
-        .executeTakeFirstOrThrow();
+      const current = await readSession(context.store, session.id);
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(claimRoute, async (c) => {

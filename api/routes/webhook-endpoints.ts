@@ -1,6 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
-import { decodeCursor, encodeCursor } from "../http/cursor.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { EVENT_TYPES } from "../outbox/record-event.js";
 import { ALL_EVENTS } from "../outbox/subscription.js";
@@ -185,8 +184,6 @@ const testRouteDef = createRoute({
   },
 });
 
-const listCursor = z.object({ t: z.number().int(), i: z.string() });
-
 /** `/v1/webhook-endpoints`: where a partner receives its signed events (SPEC section 4 and 6). */
 export function webhookEndpointsRoutes(context: AppContext) {
   const policy = { localMode: context.settings.localMode };
@@ -205,13 +202,12 @@ export function webhookEndpointsRoutes(context: AppContext) {
     })
     .openapi(listRouteDef, async (c) => {
       const query = c.req.valid("query");
-      const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, listCursor);
       const page = await listWebhookEndpoints(context.store, {
         partnerId: c.get("partner").id,
-        after: after && { createdAt: after.t, id: after.i },
+        cursor: query.cursor,
         limit: query.limit,
       });
-      return c.json({ data: page.data, nextCursor: page.next && encodeCursor({ t: page.next.createdAt, i: page.next.id }) }, 200);
+      return c.json(page, 200);
     })
     .openapi(getRouteDef, async (c) => {
       const endpoint = await getWebhookEndpoint(context.store, {

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { createCertificate } from "../certificates/certificate-record.js";
 import { holdReferenceForLateWindow } from "../checkout/amount-reference.js";
 import { expireSession } from "../checkout/create-session.js";
 import { checksum } from "../checksum-address.js";
@@ -233,25 +234,13 @@ export async function settleOrder(
   if (credited.numUpdatedRows !== 1n) return false;
   const order = await trx.selectFrom("orders").selectAll().where("id", "=", session.order_id).executeTakeFirstOrThrow();
   if (session.certificate_enabled === 1 && network.certificate !== undefined) {
-    await trx
-      .insertInto("certificate")
-      .values({
-        order_id: order.id,
-        purchase_id: order.purchase_id,
-        status: "awaiting_wallet",
-        chain_id: network.chainId,
-        contract_address: network.certificate.toLowerCase(),
-        buyer: null,
-        token_id: BigInt(order.purchase_id).toString(),
-        voucher_deadline: null,
-        mint_transaction_hash: null,
-        mint_block_number: null,
-        minted_at: null,
-        created_at: now,
-        updated_at: now,
-      })
-      .onConflict((oc) => oc.doNothing())
-      .execute();
+    await createCertificate(trx, {
+      orderId: order.id,
+      purchaseId: order.purchase_id,
+      chainId: network.chainId,
+      contract: network.certificate,
+      now,
+    });
   }
   await recordEvent(trx, {
     partnerId: session.partner_id,

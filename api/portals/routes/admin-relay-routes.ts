@@ -1,6 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import { relayView } from "../../gasless/gasless-view.js";
+import { listRelays, relayView } from "../../gasless/gasless-view.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
@@ -29,15 +29,7 @@ export function adminRelayRoutes(context: AppContext) {
     }),
     async (c) => {
       const query = c.req.valid("query");
-      let select = context.store
-        .selectFrom("relayed_authorization")
-        .innerJoin("checkout_session", "checkout_session.id", "relayed_authorization.session_id")
-        .selectAll("relayed_authorization")
-        .select(["checkout_session.partner_id", "checkout_session.order_id"])
-        .orderBy("relayed_authorization.created_at", "desc")
-        .limit(query.limit);
-      if (query.status !== undefined) select = select.where("relayed_authorization.status", "=", query.status);
-      const rows = await select.execute();
+      const rows = await listRelays(context.store, { status: query.status, limit: query.limit });
       const data = rows.map((row) => ({
         ...relayView(row),
         partnerId: row.partner_id,

@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
 import type { AppEnv } from "../../routes/app-env.js";
+import { paymentAddressesOfOtherPartners } from "../issuers.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
 
@@ -30,16 +31,7 @@ export function issuerNetworkRoutes(context: AppContext) {
       },
     }),
     async (c) => {
-      const issuer = await context.store
-        .selectFrom("issuer")
-        .select("partner_id")
-        .where("address", "=", c.get("portalSession").address)
-        .executeTakeFirstOrThrow();
-      const held = await context.store
-        .selectFrom("payment_address")
-        .select(["chain_id", "address"])
-        .where("partner_id", "!=", issuer.partner_id)
-        .execute();
+      const held = await paymentAddressesOfOtherPartners(context.store, c.get("portalSession").address);
       const heldByOthers = new Set(held.map((row) => `${row.chain_id}:${row.address.toLowerCase()}`));
       return c.json(
         {

@@ -1,7 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
-import { decodeCursor, encodeCursor, splitPage } from "../../http/cursor.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import type { PortalActor } from "../audit-log.js";
 import { toCsv } from "../csv.js";
@@ -20,7 +19,7 @@ import {
 } from "../offerings.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import type { PortalSettings } from "../portal-settings.js";
-import { listPurchases, loadPurchaseRecords, purchaseView } from "../purchases.js";
+import { listPurchases, loadPurchaseRecords, pageOfPurchases, purchaseView } from "../purchases.js";
 import { reconcileOfferings } from "../reservations.js";
 import { OfferingBody, offeringInput } from "./offering-input.js";
 import {
@@ -28,7 +27,6 @@ import {
   IssuerSchema,
   jsonBody,
   jsonResponse,
-  keysetCursor,
   OfferingListSchema,
   OfferingSchema,
   PageQuery,
@@ -194,17 +192,8 @@ export function issuerRoutes(context: AppContext, portal: PortalSettings) {
       async (c) => {
         const { offering } = await mine(c, c.req.valid("param").id);
         const query = c.req.valid("query");
-        const rows = await listPurchases(context.store, {
-          offeringId: offering.id,
-          after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
-          limit: query.limit + 1,
-        });
-        const { page, last } = splitPage(rows, query.limit);
         return c.json(
-          {
-            data: (await loadPurchaseRecords(context.store, page)).map((record) => purchaseView(record)),
-            nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.created_at), id: last.id }),
-          },
+          await pageOfPurchases(context.store, { offeringId: offering.id, cursor: query.cursor, limit: query.limit }),
           200,
         );
       },

@@ -1,7 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Hex } from "viem";
 import type { AppContext } from "../../app-context.js";
-import { decodeCursor, encodeCursor, splitPage } from "../../http/cursor.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { findEligibility } from "../eligibility.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
@@ -11,6 +10,7 @@ import {
   listPurchases,
   loadPurchaseRecords,
   ownPurchase,
+  pageOfPurchases,
   purchaseView,
   startPurchase,
   submitWalletSettlement,
@@ -21,7 +21,6 @@ import {
   IdParam,
   jsonBody,
   jsonResponse,
-  keysetCursor,
   PageQuery,
   PurchaseListSchema,
   PurchaseSchema,
@@ -93,18 +92,9 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
       async (c) => {
         const query = c.req.valid("query");
         const address = c.get("portalSession").address;
-        const rows = await listPurchases(context.store, {
-          investor: address,
-          after: query.cursor === undefined ? undefined : decodeCursor(query.cursor, keysetCursor),
-          limit: query.limit + 1,
-        });
-        const { page, last } = splitPage(rows, query.limit);
         const frozen = (await findEligibility(context.store, address))?.frozen_at != null;
         return c.json(
-          {
-            data: (await loadPurchaseRecords(context.store, page)).map((record) => purchaseView(record, { frozen })),
-            nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.created_at), id: last.id }),
-          },
+          await pageOfPurchases(context.store, { investor: address, cursor: query.cursor, limit: query.limit, frozen }),
           200,
         );
       },

@@ -1,0 +1,45 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppContext } from "../../app-context.js";
+import { DELIVERY_STATUSES, listDeliveries } from "../../outbox/deliveries.js";
+import { type AdminEnv, adminRouteKit } from "./admin-route-kit.js";
+import { jsonResponse, PageQuery, problemResponses } from "./schemas.js";
+
+const DeliverySchema = z.object({
+  id: z.string(),
+  eventId: z.string(),
+  eventType: z.string(),
+  partnerId: z.string(),
+  endpointId: z.string(),
+  url: z.string(),
+  status: z.enum(DELIVERY_STATUSES),
+  attemptCount: z.number().int(),
+  nextAttemptAt: z.string().nullable(),
+  lastAttemptAt: z.string().nullable(),
+  lastStatusCode: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  deliveredAt: z.string().nullable(),
+  createdAt: z.string(),
+});
+
+/** `/api/admin/event-deliveries`: webhook deliveries of every partner. */
+export function adminDeliveryRoutes(context: AppContext) {
+  const { route } = adminRouteKit(context);
+  return new OpenAPIHono<AdminEnv>().openapi(
+    route({
+      method: "get",
+      path: "/event-deliveries",
+      summary: "Webhook deliveries of every partner, newest first",
+      request: {
+        query: PageQuery.extend({ partnerId: z.string().max(100).optional(), status: z.enum(DELIVERY_STATUSES).optional() }),
+      },
+      responses: {
+        200: jsonResponse("A page of deliveries", z.object({ data: z.array(DeliverySchema), nextCursor: z.string().nullable() })),
+        ...problemResponses,
+      },
+    }),
+    async (c) => {
+      const query = c.req.valid("query");
+      return c.json(await listDeliveries(context.store, query), 200);
+    },
+  );
+}
