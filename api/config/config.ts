@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, getAddress, type Hex } from "viem";
 import type { z } from "zod";
@@ -291,9 +291,4 @@ function dedupe(addresses: string[]): Address[] {
   const seen = new Map<string, Address>();
   for (const address of addresses) seen.set(address.toLowerCase(), getAddress(address));
   return [...seen.values()];
-}
-
-/** The local stack writes this file; a config check may name it. */
-export function localDeploymentExists(dataDir: string): boolean {
-  return existsSync(localDeploymentPath(dataDir));
 }
