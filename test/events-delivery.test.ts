@@ -402,8 +402,10 @@ describe("graceful stop", () => {
       .where("event_id", "=", eventId)
       .executeTakeFirstOrThrow();
 
-  it("lets an attempt under way finish on SIGTERM instead of cutting it and retrying it later", async () => {
-    await stack.restartService(schema);
+  // Each restart waits for Ponder's /ready; under CI's load that alone can take a minute.
+  it("lets an attempt under way finish on SIGTERM instead of cutting it and retrying it later", {
+    timeout: 300_000,
+  }, async () => {
     // Slower than Ponder's own shutdown (its HTTP server closes within a second), within the grace.
     const hook = await receiver({ responder: () => ({ status: 200, delayMs: 1_800 }) });
     await createEndpoint(hook.url());
@@ -426,7 +428,9 @@ describe("graceful stop", () => {
     expect(hook.acknowledged.filter((r) => r.eventId === event.id)).toHaveLength(1);
   });
 
-  it("releases the lease of an attempt that outlasts the grace, so the next process retries it at once", async () => {
+  it("releases the lease of an attempt that outlasts the grace, so the next process retries it at once", {
+    timeout: 400_000,
+  }, async () => {
     // A long attempt timeout: its lease (timeout + 5 s) would hold the delivery for over a minute.
     const slow = { ...schema, WEBHOOK_ATTEMPT_TIMEOUT_MS: "60000", WORKERS_STOP_GRACE_MS: "200" };
     await stack.restartService(slow);
