@@ -8,7 +8,7 @@ import { startIndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "./outbox/secret-box.js";
 import { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import { migrateStore, openStore } from "./store/open-store.js";
-import { runWorkers } from "./workers/run-worker.js";
+import { runWorkers, stopWorkersBeforeExit } from "./workers/run-worker.js";
 import { serviceWorkers } from "./workers/service-workers.js";
 
 /**
@@ -59,7 +59,7 @@ export async function startService(params: { db: unknown; schema: unknown }) {
     explainer: createMissingTransferExplainer(),
     indexerWatchdog,
   };
-  if (config.workers) runWorkers(store, serviceWorkers(context));
+  if (config.workers) stopWorkersBeforeExit(runWorkers(store, serviceWorkers(context)), config.workersStopGraceMs);
   return createApp(context);
 }
 

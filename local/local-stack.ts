@@ -362,7 +362,3 @@ async function fundLocalRelayer(rpcUrl: string, address: `0x${string}`) {
   if ((await client.getBalance({ address })) >= wanted) return;
   await createTestClient({ mode: "anvil", transport: http(rpcUrl) }).setBalance({ address, value: wanted });
 }
-
-export function localJsonPath(dataDir: string): string {
-  return join(dataDir, "local.json");
-}

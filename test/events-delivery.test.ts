@@ -391,3 +391,67 @@ describe("ordering and recovery", () => {
     expect(new Set(rows.map((row) => row.event_id)).size).toBe(ids.length);
   });
 });
+
+describe("graceful stop", () => {
+  // The index schema of the restarts above (a graceful stop releases Ponder's lock on it).
+  const schema = { DATABASE_SCHEMA: "after_kill" };
+  const deliveryOf = (eventId: string) =>
+    store
+      .selectFrom("webhook_delivery")
+      .select(["id", "status", "attempt_count", "locked_until", "lock_token"])
+      .where("event_id", "=", eventId)
+      .executeTakeFirstOrThrow();
+
+  // Each restart waits for Ponder's /ready; under CI's load that alone can take a minute.
+  it("lets an attempt under way finish on SIGTERM instead of cutting it and retrying it later", {
+    timeout: 300_000,
+  }, async () => {
+    // Slower than Ponder's own shutdown (its HTTP server closes within a second), within the grace.
+    const hook = await receiver({ responder: () => ({ status: 200, delayMs: 1_800 }) });
+    await createEndpoint(hook.url());
+    const event = await produce({ orderingKey: "ord_graceful_finish" });
+    await waitFor(async () => (hook.received.some((r) => r.eventId === event.id) ? true : undefined), {
+      what: "the attempt to be under way",
+    });
+    const stopping = stack.ponder;
+    await stack.restartService(schema);
+    expect(stopping.output()).toContain('"msg":"workers stopped","signal":"SIGTERM"');
+
+    // The one request was answered and recorded before the process left: no second attempt.
+    expect(await deliveryOf(event.id)).toMatchObject({
+      status: "delivered",
+      attempt_count: 1,
+      locked_until: null,
+      lock_token: null,
+    });
+    expect(hook.received.filter((r) => r.eventId === event.id)).toHaveLength(1);
+    expect(hook.acknowledged.filter((r) => r.eventId === event.id)).toHaveLength(1);
+  });
+
+  it("releases the lease of an attempt that outlasts the grace, so the next process retries it at once", {
+    timeout: 400_000,
+  }, async () => {
+    // A long attempt timeout: its lease (timeout + 5 s) would hold the delivery for over a minute.
+    const slow = { ...schema, WEBHOOK_ATTEMPT_TIMEOUT_MS: "60000", WORKERS_STOP_GRACE_MS: "200" };
+    await stack.restartService(slow);
+    const hook = await receiver({ responder: (_request, index) => (index === 0 ? { status: 200, delayMs: 30_000 } : 200) });
+    await createEndpoint(hook.url());
+    const event = await produce({ orderingKey: "ord_graceful_release" });
+    await waitFor(async () => (hook.received.some((r) => r.eventId === event.id) ? true : undefined), {
+      what: "the attempt to be under way",
+    });
+    const leased = await deliveryOf(event.id);
+    expect(leased.lock_token).not.toBeNull();
+    const stopping = stack.ponder;
+    await stack.restartService(slow);
+    expect(stopping.output()).toContain('"msg":"workers stopped","signal":"SIGTERM"');
+
+    // Well before the old lease would have run out, the new process has delivered it.
+    await waitFor(async () => ((await deliveryOf(event.id)).status === "delivered" ? true : undefined), {
+      timeoutMs: 40_000,
+      what: "the retry by the next process",
+    });
+    expect(await deliveryOf(event.id)).toMatchObject({ attempt_count: 1, locked_until: null, lock_token: null });
+    expect(hook.received.filter((r) => r.eventId === event.id)).toHaveLength(2);
+  });
+});

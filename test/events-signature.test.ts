@@ -159,6 +159,14 @@ describe("webhook URL policy", () => {
       ["2002:a00:1::1", "private"],
       ["2606:4700:4700::1111", "public"],
       ["not-an-ip", "reserved"],
+      ["2130706433", "reserved"],
+      ["100.64.0.1", "private"],
+      ["192.175.48.1", "reserved"],
+      ["::8.8.8.8", "reserved"],
+      ["::ffff:0:8.8.8.8", "reserved"],
+      ["64:ff9b:1::1", "private"],
+      ["fec0::1", "private"],
+      ["0::1", "loopback"],
     ];
     for (const [address, kind] of cases) expect([address, classifyAddress(address)]).toEqual([address, kind]);
   });

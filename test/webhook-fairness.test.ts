@@ -38,7 +38,7 @@ beforeAll(async () => {
   await migrateStore(store);
 });
 afterEach(async () => {
-  await workers?.stop();
+  await workers?.stop(10_000);
   workers = undefined;
   for (const receiver of receivers.splice(0)) await receiver.close();
 });

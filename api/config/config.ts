@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, getAddress, type Hex } from "viem";
 import type { z } from "zod";
@@ -28,6 +28,8 @@ export type ServiceConfig = {
   databaseSchema: string;
   storeUrl: string | undefined;
   workers: boolean;
+  /** How long workers get to finish on shutdown (`WORKERS_STOP_GRACE_MS`). */
+  workersStopGraceMs: number;
   localMode: boolean;
   publicBaseUrl: string | undefined;
   adminAddresses: Address[];
@@ -216,6 +218,7 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
     databaseSchema: service.DATABASE_SCHEMA ?? "public",
     storeUrl: service.STORE_URL,
     workers: service.WORKERS !== "off",
+    workersStopGraceMs: service.WORKERS_STOP_GRACE_MS ?? 4_000,
     localMode,
     publicBaseUrl: service.PUBLIC_BASE_URL?.replace(/\/$/, ""),
     adminAddresses: dedupe(service.ADMIN_ADDRESSES ?? []),
@@ -288,9 +291,4 @@ function dedupe(addresses: string[]): Address[] {
   const seen = new Map<string, Address>();
   for (const address of addresses) seen.set(address.toLowerCase(), getAddress(address));
   return [...seen.values()];
-}
-
-/** The local stack writes this file; a config check may name it. */
-export function localDeploymentExists(dataDir: string): boolean {
-  return existsSync(localDeploymentPath(dataDir));
 }

@@ -131,6 +131,13 @@ export const SERVICE_VARIABLES = {
       "File holding the 32-byte key that encrypts webhook signing secrets at rest: 64 hex digits, with or without `0x` (`npx settlement secrets generate` writes one). Keep it: without it stored secrets cannot be read.",
     required: "unless `LOCAL_MODE=true` (then generated in `<DATA_DIR>/secrets.key`)",
   },
+  WORKERS_STOP_GRACE_MS: {
+    group: "service",
+    schema: integer(0, 60_000),
+    description:
+      "On SIGTERM or SIGINT, workers claim nothing new and their work under way (a webhook attempt, a settlement pass) gets this long to end before leases are released and the process exits; keep it below your process manager's kill timeout.",
+    default: "4000",
+  },
   WEBHOOK_RETRY_BASE_MS: {
     group: "webhooks",
     schema: integer(1, 24 * HOUR_MS),

@@ -1,7 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { rateLimiter } from "hono-rate-limiter";
-import { z } from "zod";
 import { clientIp } from "./client-ip.js";
 import { ProblemError, problemResponse } from "./problem.js";
 
@@ -25,43 +24,6 @@ export type RequestLimits = {
 };
 
 export type RateLimit = { limit: number; windowMs: number };
-
-const count = (fallback: number) => z.coerce.number().int().min(1).max(1_000_000).default(fallback);
-
-const limitsEnvSchema = z.object({
-  BODY_LIMIT_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(64 * 1024 * 1024)
-    .default(1024 * 1024),
-  PUBLIC_BODY_LIMIT_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .max(1024 * 1024)
-    .default(16 * 1024),
-  SIGN_IN_RATE_LIMIT: count(120),
-  LOOKUP_RATE_LIMIT: count(120),
-  PUBLIC_RATE_LIMIT: count(1200),
-  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
-  TRUST_PROXY: z.enum(["true", "false"]).default("false"),
-});
-
-export function loadRequestLimits(env: NodeJS.ProcessEnv): RequestLimits {
-  const values = limitsEnvSchema.parse(
-    Object.fromEntries(Object.keys(limitsEnvSchema.shape).map((key) => [key, env[key] === "" ? undefined : env[key]])),
-  );
-  const windowMs = values.RATE_LIMIT_WINDOW_SECONDS * 1000;
-  return {
-    bodyBytes: values.BODY_LIMIT_BYTES,
-    publicBodyBytes: Math.min(values.PUBLIC_BODY_LIMIT_BYTES, values.BODY_LIMIT_BYTES),
-    signIn: { limit: values.SIGN_IN_RATE_LIMIT, windowMs },
-    lookups: { limit: values.LOOKUP_RATE_LIMIT, windowMs },
-    publicCalls: { limit: values.PUBLIC_RATE_LIMIT, windowMs },
-    trustProxy: values.TRUST_PROXY === "true",
-  };
-}
 
 /**
  * Refuses a body over `maxBytes` with a 413 problem, before anything reads it:

@@ -1,5 +1,4 @@
 import type { PublicClient } from "viem";
-import { z } from "zod";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedChain } from "./indexed-chain.js";
 
@@ -28,27 +27,6 @@ export type WatchdogSettings = {
   /** Time between the stall's report and the exit, so monitoring sees `degraded` first. */
   restartDelayMs: number;
 };
-
-const watchdogEnvSchema = z.object({
-  INDEXER_STALL_TIMEOUT_MS: z.coerce.number().int().min(1_000).default(120_000),
-  INDEXER_STALL_RESTART: z.enum(["true", "false"]).default("true"),
-});
-
-export function loadWatchdogSettings(env: NodeJS.ProcessEnv): WatchdogSettings {
-  const parsed = watchdogEnvSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new Error(
-      `Invalid indexer watchdog configuration: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`,
-    );
-  }
-  return {
-    stallTimeoutMs: parsed.data.INDEXER_STALL_TIMEOUT_MS,
-    restartOnStall: parsed.data.INDEXER_STALL_RESTART === "true",
-    sampleIntervalMs: 1_000,
-    probeTimeoutMs: 2_000,
-    restartDelayMs: 5_000,
-  };
-}
 
 export type ChainWatch = {
   network: string;

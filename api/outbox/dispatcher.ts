@@ -58,9 +58,14 @@ export function webhookDispatcher(
   let inFlight = 0;
   let pumping = false;
   let pumpAgain = false;
+  let stopping = false;
+  /** Claims whose attempt is under way in this process: what a shutdown hands back. */
+  const held = new Map<string, Claim>();
+  let allSettled: (() => void) | undefined;
 
   const deliverClaimed = (claim: DeliveryClaim) => {
     inFlight++;
+    held.set(claim.id, claim);
     attemptDelivery(context.store, claim, { secretBox, policy, options })
       .catch((error) =>
         console.error(
@@ -69,6 +74,8 @@ export function webhookDispatcher(
       )
       .finally(() => {
         inFlight--;
+        held.delete(claim.id);
+        if (inFlight === 0) allSettled?.();
         // The next event of the same ordering key may be waiting on this one: go on now.
         void pump().catch(() => undefined);
       });
@@ -83,6 +90,7 @@ export function webhookDispatcher(
     try {
       do {
         pumpAgain = false;
+        if (stopping) return;
         const room = options.concurrency - inFlight;
         if (room <= 0) return;
         const claims = await claimDueDeliveries(context.store, {
@@ -98,7 +106,33 @@ export function webhookDispatcher(
     }
   }
 
-  return { name: DISPATCHER_NAME, intervalMs: options.pollIntervalMs, tick: pump };
+  /**
+   * Shutdown: claim nothing more, let the attempts under way end until `deadline`,
+   * then release the leases of those still running, so that the next process (or a
+   * replica) retries them at once instead of after the lease ran out. An attempt cut
+   * short may still have reached the receiver: delivery is at least once.
+   */
+  async function stop(deadline: number): Promise<void> {
+    stopping = true;
+    if (inFlight > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        allSettled = resolve;
+        timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+      });
+      clearTimeout(timer);
+    }
+    for (const claim of held.values()) {
+      await context.store
+        .updateTable("webhook_delivery")
+        .set({ locked_until: null, lock_token: null })
+        .where("id", "=", claim.id)
+        .where("lock_token", "=", claim.token)
+        .execute();
+    }
+  }
+
+  return { name: DISPATCHER_NAME, intervalMs: options.pollIntervalMs, tick: pump, stop };
 }
 
 async function attemptDelivery(

@@ -1,6 +1,5 @@
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
+import { Agent, type Dispatcher, request } from "undici";
 import { checkWebhookUrl, type ResolvedAddress, type WebhookUrlPolicy } from "./webhook-url.js";
 
 export const USER_AGENT = "usdc-settlement-service-webhooks/1.0";
@@ -42,74 +41,56 @@ export async function sendWebhook(params: {
   if (check === "timeout") return timedOut();
   if (!check.ok) return { ok: false, statusCode: null, error: `refused to connect: ${check.reason}`, responseExcerpt: null };
 
-  const body = Buffer.from(params.payload, "utf8");
-  const request = check.url.protocol === "https:" ? httpsRequest : httpRequest;
-  return new Promise<SendOutcome>((resolve) => {
-    let settled = false;
-    const finish = (outcome: SendOutcome) => {
-      if (settled) return;
-      settled = true;
-      resolve(outcome);
-    };
-    const req = request(
-      check.url,
-      {
-        method: "POST",
-        headers: { ...params.headers, "Content-Length": String(body.length) },
-        lookup: pinnedLookup(check.addresses),
-        agent: false,
-        signal,
-      },
-      (response) => {
-        readExcerpt(response).then(
-          (excerpt) => {
-            const statusCode = response.statusCode ?? 0;
-            const ok = statusCode >= 200 && statusCode < 300;
-            finish({
-              ok,
-              statusCode,
-              error: ok ? null : describeStatus(statusCode, response),
-              responseExcerpt: ok ? null : excerpt,
-            });
-          },
-          () =>
-            finish(
-              signal.aborted
-                ? timedOut()
-                : {
-                    ok: false,
-                    statusCode: response.statusCode ?? null,
-                    error: "the response was cut off",
-                    responseExcerpt: null,
-                  },
-            ),
-        );
-      },
-    );
-    req.on("error", (error: NodeJS.ErrnoException) => {
-      if (signal.aborted) return finish(timedOut());
-      finish({ ok: false, statusCode: null, error: `${error.code ?? "error"}: ${error.message}`, responseExcerpt: null });
+  // One connection per attempt (no pool shared across endpoints), opened to the
+  // checked addresses only: the agent's lookup never asks DNS again. undici follows
+  // no redirect unless told to.
+  const dispatcher = new Agent({ connect: { lookup: pinnedLookup(check.addresses) }, connections: 1 });
+  try {
+    const response = await request(check.url, {
+      method: "POST",
+      headers: params.headers,
+      body: Buffer.from(params.payload, "utf8"),
+      dispatcher,
+      signal,
     });
-    req.end(body);
-  });
+    const excerpt = await readExcerpt(response.body).catch(() => undefined);
+    if (excerpt === undefined) {
+      return signal.aborted
+        ? timedOut()
+        : { ok: false, statusCode: response.statusCode, error: "the response was cut off", responseExcerpt: null };
+    }
+    const ok = response.statusCode >= 200 && response.statusCode < 300;
+    return {
+      ok,
+      statusCode: response.statusCode,
+      error: ok ? null : describeStatus(response.statusCode, response.headers.location),
+      responseExcerpt: ok ? null : excerpt,
+    };
+  } catch (error) {
+    if (signal.aborted) return timedOut();
+    const { code, message } = error as NodeJS.ErrnoException;
+    return { ok: false, statusCode: null, error: `${code ?? "error"}: ${message}`, responseExcerpt: null };
+  } finally {
+    dispatcher.destroy().catch(() => undefined);
+  }
 }
 
-function describeStatus(statusCode: number, response: IncomingMessage): string {
+function describeStatus(statusCode: number, location: string | string[] | undefined): string {
   if (statusCode >= 300 && statusCode < 400) {
-    return `HTTP ${statusCode}: redirects are not followed${response.headers.location ? ` (Location: ${response.headers.location})` : ""}`;
+    return `HTTP ${statusCode}: redirects are not followed${location ? ` (Location: ${location})` : ""}`;
   }
   return `HTTP ${statusCode}: only a 2xx status acknowledges an event`;
 }
 
 /** Reads the body for a short excerpt; a large body is cut off rather than read to its end. */
-async function readExcerpt(response: IncomingMessage): Promise<string> {
+async function readExcerpt(body: Dispatcher.ResponseData["body"]): Promise<string> {
   let text = "";
   let bytes = 0;
-  for await (const chunk of response) {
+  for await (const chunk of body) {
     bytes += (chunk as Buffer).length;
     if (text.length < EXCERPT_LENGTH) text += (chunk as Buffer).toString("utf8");
     if (bytes > MAX_RESPONSE_BYTES) {
-      response.destroy();
+      body.destroy();
       break;
     }
   }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, normalize } from "node:path";
 import { Hono } from "hono";
 import { currentConsoleBuild } from "../../console/build.js";
+import { consoleHeaders } from "../hosted/security-headers.js";
 import { problemResponse, problems } from "../http/problem.js";
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -13,33 +14,12 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /**
- * The console's headers: everything comes from this origin (scripts, styles, API
- * calls); no inline script, no framing. The wallet is the browser's injected
- * provider, which needs no network access from the page.
- */
-const CONSOLE_HEADERS = {
-  "Content-Security-Policy": [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "form-action 'self'",
-    "base-uri 'none'",
-    "frame-ancestors 'none'",
-  ].join("; "),
-  "X-Content-Type-Options": "nosniff",
-  "Referrer-Policy": "no-referrer",
-  "X-Frame-Options": "DENY",
-};
-
-/**
  * `GET /console` and everything under it: the built single-page app. Hashed assets
  * are cached for good; any other path answers `index.html` (the app routes itself).
  */
 export function consoleRoutes() {
   const app = new Hono();
-  app.get("/*", (c) => {
+  app.get("/*", consoleHeaders, (c) => {
     const dir = currentConsoleBuild();
     if (dir === undefined) {
       return problemResponse(c, problems.notFound("The console build (run `npm start`, which builds it)"));
@@ -50,13 +30,11 @@ export function consoleRoutes() {
       if (!file.startsWith(join(dir, "assets")) || !existsSync(file)) return problemResponse(c, problems.notFound(c.req.path));
       const extension = file.slice(file.lastIndexOf(".") + 1);
       return c.body(readFileSync(file), 200, {
-        ...CONSOLE_HEADERS,
         "Content-Type": CONTENT_TYPES[extension] ?? "application/octet-stream",
         "Cache-Control": "public, max-age=31536000, immutable",
       });
     }
     return c.body(readFileSync(join(dir, "index.html"), "utf8"), 200, {
-      ...CONSOLE_HEADERS,
       "Content-Type": CONTENT_TYPES.html as string,
       "Cache-Control": "no-store",
     });

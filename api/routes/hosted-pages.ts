@@ -25,9 +25,10 @@ function sessionIdOf(value: string): string {
 export function hostedPageRoutes(context: AppContext) {
   const app = new OpenAPIHono<AppEnv>();
 
-  app.get("/checkout/:sessionId", (c) => {
+  const noStore = { "Cache-Control": "no-store" };
+  app.get("/checkout/:sessionId", hostedPageHeaders("checkout"), (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
-    return c.html(checkoutPage({ sessionId }), 200, hostedPageHeaders("checkout"));
+    return c.html(checkoutPage({ sessionId }), 200, noStore);
   });
 
   // The EIP-681 link as an SVG QR code, for the checkout page (token in the body, like every browser call).
@@ -48,18 +49,18 @@ export function hostedPageRoutes(context: AppContext) {
     });
   });
 
-  app.get("/claim/:sessionId", (c) => {
+  app.get("/claim/:sessionId", hostedPageHeaders("claim"), (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
-    return c.html(claimPage({ sessionId }), 200, hostedPageHeaders("claim"));
+    return c.html(claimPage({ sessionId }), 200, noStore);
   });
 
   // The shop's "claim your certificate" form posts the client token here, so it never rides in a URL.
-  app.post("/claim/:sessionId", async (c) => {
+  app.post("/claim/:sessionId", hostedPageHeaders("claim"), async (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
     const token = form.clientToken;
     const clientToken = typeof token === "string" && token.length > 0 && token.length <= 200 ? token : undefined;
-    return c.html(claimPage({ sessionId, clientToken }), 200, hostedPageHeaders("claim"));
+    return c.html(claimPage({ sessionId, clientToken }), 200, noStore);
   });
 
   app.get("/assets/:name", (c) => {

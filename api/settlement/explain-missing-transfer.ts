@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { erc20Abi, type Hex, type PublicClient, parseEventLogs, TransactionReceiptNotFoundError } from "viem";
 import { ProblemError } from "../http/problem.js";
 import { isRpcUnavailable, unavailableProblems } from "../http/unavailable-problems.js";
@@ -18,7 +19,6 @@ export type ReceiptFacts =
       transfers: IndexedTransfer[];
     };
 
-type CacheEntry = { value: ReceiptFacts; expiresAt: number };
 const MAX_ENTRIES = 10_000;
 /**
  * How long one look-up (receipt and block) may take in all. The client's own
@@ -37,8 +37,9 @@ const FOUND_TTL_MS = 60_000;
  * timestamp) per (chain, hash) in a while, whichever session asks.
  */
 export function createMissingTransferExplainer() {
-  const cache = new Map<string, CacheEntry>();
-  const lookupsBySession = new Map<string, number[]>();
+  // Least recently used entries go first once full; each answer keeps its own TTL.
+  const cache = new LRUCache<string, ReceiptFacts>({ max: MAX_ENTRIES });
+  const lookupsBySession = new LRUCache<string, number[]>({ max: MAX_ENTRIES });
   let rpcCalls = 0;
 
   /** Random hashes must not turn the public submission route into an RPC amplifier. */
@@ -48,7 +49,6 @@ export function createMissingTransferExplainer() {
     if (recent.length >= LOOKUPS_PER_SESSION_PER_MINUTE) return false;
     recent.push(now);
     lookupsBySession.set(sessionId, recent);
-    if (lookupsBySession.size > MAX_ENTRIES) lookupsBySession.delete(lookupsBySession.keys().next().value as string);
     return true;
   };
 
@@ -64,7 +64,7 @@ export function createMissingTransferExplainer() {
     }): Promise<ReceiptFacts> {
       const key = `${params.chainId}:${params.transactionHash}`;
       const cached = cache.get(key);
-      if (cached !== undefined && cached.expiresAt > Date.now()) return cached.value;
+      if (cached !== undefined) return cached;
 
       if (!allowLookup(params.sessionId)) {
         throw new ProblemError({
@@ -75,9 +75,7 @@ export function createMissingTransferExplainer() {
         });
       }
       const value = await bounded(readReceipt(params, () => rpcCalls++));
-      cache.delete(key);
-      cache.set(key, { value, expiresAt: Date.now() + (value.found ? FOUND_TTL_MS : NOT_FOUND_TTL_MS) });
-      if (cache.size > MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
+      cache.set(key, value, { ttl: value.found ? FOUND_TTL_MS : NOT_FOUND_TTL_MS });
       return value;
     },
   };

@@ -6,9 +6,18 @@ export type Worker = {
   /** Milliseconds between two ticks (a tick runs to completion before the next is scheduled). */
   intervalMs: number;
   tick: () => Promise<void>;
+  /**
+   * Called once on shutdown after the loop has stopped (or the grace ran out): let work
+   * this worker started outside its tick finish until `deadline` (epoch ms), then hand
+   * back whatever it still holds (leases), so another process may take it at once.
+   */
+  stop?: (deadline: number) => Promise<void>;
 };
 
-export type RunningWorkers = { stop: () => Promise<void> };
+export type RunningWorkers = {
+  /** No new tick starts; the running ones and the workers' own work get `graceMs` to end. */
+  stop: (graceMs: number) => Promise<void>;
+};
 
 const instanceId = `${hostname()}:${process.pid}`;
 const wakers = new Map<string, () => void>();
@@ -60,9 +69,41 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
     }
   });
   return {
-    async stop() {
+    async stop(graceMs) {
       stopped = true;
-      await Promise.all(loops);
+      const deadline = Date.now() + graceMs;
+      for (const worker of workers) wakeWorker(worker.name);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(loops),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      await Promise.all(workers.map((worker) => worker.stop?.(deadline).catch(() => undefined)));
     },
   };
+}
+
+/**
+ * Stops the workers before the process exits on SIGTERM or SIGINT. Ponder's own
+ * handlers (registered before the API entry runs) exit the process as soon as
+ * its server and indexer are closed, so they are taken off and called only once
+ * the workers have stopped. A second signal during the wait finds no handler and
+ * ends the process at once (Ctrl-C twice).
+ */
+export function stopWorkersBeforeExit(running: RunningWorkers, graceMs: number): void {
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    const exitHandlers = process.listeners(signal);
+    process.removeAllListeners(signal);
+    process.once(signal, () => {
+      for (const other of ["SIGTERM", "SIGINT"] as const) if (other !== signal) process.removeAllListeners(other);
+      const started = Date.now();
+      void running.stop(graceMs).finally(() => {
+        console.log(JSON.stringify({ level: "info", msg: "workers stopped", signal, durationMs: Date.now() - started }));
+        for (const handler of exitHandlers) (handler as NodeJS.SignalsListener)(signal);
+      });
+    });
+  }
 }
