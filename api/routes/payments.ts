@@ -23,7 +23,12 @@ const listRoute = createRoute({
 const PaymentParam = z.object({
   chainId: z.coerce.number().int().positive(),
   transactionHash: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte transaction hash in hex"),
-  logIndex: z.coerce.number().int().nonnegative(),
+  // Coerced from the path, where zod would also take `null` (as 0): the document states the path parameter plainly.
+  logIndex: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .openapi({ param: { required: true }, type: "integer", minimum: 0 }),
 });
 
 const attachRoute = createRoute({

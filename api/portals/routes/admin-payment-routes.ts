@@ -13,7 +13,12 @@ type AdminEnv = AppEnv & { Variables: PortalVariables };
 const PaymentParam = z.object({
   chainId: z.coerce.number().int().positive(),
   transactionHash: TransactionHashSchema,
-  logIndex: z.coerce.number().int().nonnegative(),
+  // Coerced from the path, where zod would also take `null` (as 0): the document states the path parameter plainly.
+  logIndex: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .openapi({ param: { required: true }, type: "integer", minimum: 0 }),
 });
 
 /** `/api/admin/payments`: every partner's payments, and the hand resolution of unresolved ones. */
