@@ -148,11 +148,11 @@ export function finishOpenApiDocument(raw: OpenApiDocument, publicBaseUrl: strin
   const document: OpenApiDocument = structuredClone(raw);
   document.servers = [{ url: publicBaseUrl ?? "/", description: "This service" }];
   document.info = { ...document.info, license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } };
-  document.tags = Object.values(AUDIENCES).map(({ tag, description }) => ({ name: tag, description }));
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
       operation.operationId = operationIdOf(method, path);
-      operation.tags = [AUDIENCES[audienceOf(path)].tag];
+      // Routes that group themselves keep their tags; the audience is the document's split (`/openapi/<audience>.json`).
+      operation.tags = operation.tags?.length ? operation.tags : [AUDIENCES[audienceOf(path)].tag];
       if (path.startsWith("/api/partner/") && operation.security?.some((requirement) => "apiKey" in requirement)) {
         operation.security = [{ portalSession: [] }];
       }
@@ -160,6 +160,17 @@ export function finishOpenApiDocument(raw: OpenApiDocument, publicBaseUrl: strin
       for (const code of mountProblems(path, method, operation)) addProblem(operation, code);
     }
   }
+  // Each tag is described by the audience its operations belong to.
+  const audienceOfTag = new Map<string, Audience>();
+  for (const [path, methods] of Object.entries(document.paths)) {
+    for (const operation of Object.values(methods))
+      for (const tag of operation.tags ?? []) audienceOfTag.set(tag, audienceOf(path));
+  }
+  document.tags = [...audienceOfTag].map(([name, audience]) => ({
+    name,
+    description:
+      Object.values(AUDIENCES).find((candidate) => candidate.tag === name)?.description ?? AUDIENCES[audience].description,
+  }));
   document.components = {
     ...document.components,
     schemas: {
@@ -211,7 +222,9 @@ export function audienceDocument(document: OpenApiDocument, audience: Audience):
   return {
     ...document,
     info: { ...document.info, title: `${document.info.title as string}: ${tag.tag}`, description: tag.description },
-    tags: document.tags?.filter((candidate) => candidate.name === tag.tag || candidate.name === AUDIENCES.service.tag),
+    tags: document.tags?.filter((candidate) =>
+      Object.values(paths).some((methods) => Object.values(methods).some((op) => op.tags?.includes(candidate.name))),
+    ),
     paths,
   };
 }
