@@ -21,12 +21,12 @@ const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = join(process.cwd(), "test-artifacts", "api-docs");
 
 let stack: TestStack;
-let document: OpenApiDocument;
+let openApi: OpenApiDocument;
 const base = () => stack.ponder.baseUrl;
 
 beforeAll(async () => {
   stack = await startTestStack();
-  document = (await (await fetch(`${base()}/openapi.json`)).json()) as OpenApiDocument;
+  openApi = (await (await fetch(`${base()}/openapi.json`)).json()) as OpenApiDocument;
 });
 afterAll(async () => {
   await stack?.stop();
@@ -66,12 +66,12 @@ function concrete(path: string): string {
 
 describe("the OpenAPI document", () => {
   it("is valid under swagger-parser", async () => {
-    await expect(SwaggerParser.validate(structuredClone(document) as never)).resolves.toBeDefined();
+    await expect(SwaggerParser.validate(structuredClone(openApi) as never)).resolves.toBeDefined();
   });
 
   it("passes redocly's recommended rules", async () => {
     const config = await createConfig({ extends: ["recommended"] });
-    const text = JSON.stringify(document);
+    const text = JSON.stringify(openApi);
     const problems = await lintDocument({
       document: { source: new Source("openapi.json", text), parsed: JSON.parse(text) },
       config,
@@ -84,7 +84,7 @@ describe("the OpenAPI document", () => {
 
   it("types every success and lists every problem code in the registry's schema", () => {
     const untyped: string[] = [];
-    for (const [path, methods] of Object.entries(document.paths)) {
+    for (const [path, methods] of Object.entries(openApi.paths)) {
       for (const [method, operation] of Object.entries(methods)) {
         for (const [status, response] of Object.entries(operation.responses)) {
           for (const [type, media] of Object.entries(response.content ?? {})) {
@@ -97,9 +97,9 @@ describe("the OpenAPI document", () => {
       }
     }
     expect(untyped).toEqual([]);
-    const problem = document.components?.schemas?.Problem as { properties: { code: { enum: string[] } } };
+    const problem = openApi.components?.schemas?.Problem as { properties: { code: { enum: string[] } } };
     expect(problem.properties.code.enum).toEqual(PROBLEM_CODES);
-    expect(Object.keys(document.paths)).toContain("/checkout/{sessionId}/qr");
+    expect(Object.keys(openApi.paths)).toContain("/checkout/{sessionId}/qr");
   });
 
   it("splits into partner, browser and portal documents", async () => {
@@ -110,7 +110,7 @@ describe("the OpenAPI document", () => {
     ] as const) {
       const part = (await (await fetch(`${base()}/openapi/${audience}.json`)).json()) as OpenApiDocument;
       expect(Object.keys(part.paths)).toContain(sample);
-      expect(Object.keys(part.paths).length).toBeLessThan(Object.keys(document.paths).length);
+      expect(Object.keys(part.paths).length).toBeLessThan(Object.keys(openApi.paths).length);
     }
     expect((await fetch(`${base()}/openapi/nobody.json`)).status).toBe(404);
   });
@@ -119,7 +119,7 @@ describe("the OpenAPI document", () => {
 describe("every operation answers only what its document lists", () => {
   it("refused calls: no credentials, bad body", async () => {
     let calls = 0;
-    for (const [path, methods] of Object.entries(document.paths)) {
+    for (const [path, methods] of Object.entries(openApi.paths)) {
       for (const [method, operation] of Object.entries(methods)) {
         const url = `${base()}${concrete(path)}`;
         const init: RequestInit = { method: method.toUpperCase() };
@@ -143,7 +143,7 @@ describe("every operation answers only what its document lists", () => {
   });
 
   it("the partner and browser flow as it should be", async () => {
-    const op = (path: string, method: string) => document.paths[path]?.[method] as Operation;
+    const op = (path: string, method: string) => openApi.paths[path]?.[method] as Operation;
     const created = await check(
       "post",
       "/v1/checkout/sessions",
@@ -250,7 +250,13 @@ describe("problem type links and /docs", () => {
       });
       const page = await browser.newPage();
       await page.setViewportSize({ width: 1280, height: 900 });
-      await page.goto(`${base()}/docs`);
+      const consoleErrors: string[] = [];
+      page.on("console", (message) => {
+        if (message.type() === "error") consoleErrors.push(message.text());
+      });
+      await page.goto(`${base()}/docs`, { waitUntil: "networkidle" });
+      await page.screenshot({ path: join(ARTIFACTS, "docs-loaded.png") });
+      writeFileSync(join(ARTIFACTS, "console-errors.json"), JSON.stringify(consoleErrors, null, 2));
       await page.getByText("Create a checkout session").first().waitFor({ timeout: 30_000 });
       const outside = requested.filter((url) => !url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:"));
       expect(outside).toEqual([]);
