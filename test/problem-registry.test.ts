@@ -70,6 +70,12 @@ describe("problem registry", () => {
     expect(unused).toEqual([]);
   });
 
+  it("docs/errors.md lists every registered code at its statuses", () => {
+    const guide = readFileSync(join(root, "docs/errors.md"), "utf8");
+    const missing = PROBLEM_CODES.filter((code) => !guide.includes(`| \`${code}\` | ${problemStatuses(code).join(", ")} |`));
+    expect(missing).toEqual([]);
+  });
+
   it("refuses a status the registry does not list for the code", () => {
     expect(() => new ProblemError({ code: "not_found", status: 400 })).toThrow(/registered with status 404/);
     expect(new ProblemError({ code: "wrong_portal", status: 401 }).status).toBe(401);
