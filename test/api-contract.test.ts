@@ -257,7 +257,7 @@ describe("problem type links and /docs", () => {
       await page.goto(`${base()}/docs`, { waitUntil: "networkidle" });
       await page.screenshot({ path: join(ARTIFACTS, "docs-loaded.png") });
       writeFileSync(join(ARTIFACTS, "console-errors.json"), JSON.stringify(consoleErrors, null, 2));
-      await page.getByText("Create a checkout session").first().waitFor({ timeout: 30_000 });
+      await page.getByRole("heading", { name: /Partner API/ }).first().waitFor({ timeout: 30_000 });
       const outside = requested.filter((url) => !url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:"));
       expect(outside).toEqual([]);
       const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
