@@ -4,6 +4,7 @@ import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
+import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problemResponse, problems } from "./http/problem.js";
 import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.js";
@@ -150,11 +151,23 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
       description: "Checkout sessions, settlement of USDC transfers on Base, signed events, certificates and RWA portals.",
     },
   };
-  app.doc31("/openapi.json", openApiConfig);
-  app.route(
-    "/docs",
-    docsRoutes(() => app.getOpenAPI31Document(openApiConfig)),
-  );
+  // Built once, on first request: every route is registered by then.
+  let finished: OpenApiDocument | undefined;
+  const openApi = () => {
+    finished ??= finishOpenApiDocument(
+      app.getOpenAPI31Document(openApiConfig) as unknown as OpenApiDocument,
+      context.settings.publicBaseUrl,
+    );
+    return finished;
+  };
+  app.get("/openapi.json", (c) => c.json(openApi()));
+  app.get("/openapi/:file", (c) => {
+    const audience = c.req.param("file").replace(/\.json$/, "");
+    if (!["partner", "browser", "portals"].includes(audience))
+      throw problems.notFound(`Document ${c.req.param("file").slice(0, 40)}`);
+    return c.json(audienceDocument(openApi(), audience as Audience));
+  });
+  app.route("/docs", docsRoutes(openApi));
   // Last, so that only what no route took reaches it: Ponder's own 404 is text/plain.
   const unmatched = unmatchedRouteHandler(app);
   for (const path of ["/v1", "/v1/*", "/api", "/api/*"]) app.all(path, unmatched);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import { ProblemError } from "../http/problem.js";
+import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";
@@ -28,7 +28,7 @@ export type RelayAnswer = {
   relayer: Address;
 };
 
-function refused(code: string, detail: string, status: 409 | 422 | 503 = 422): ProblemError {
+function refused(code: ProblemCode, detail: string, status: 409 | 422 | 503 = 422): ProblemError {
   return new ProblemError({ status, code, title: "The authorization cannot pay this checkout", detail });
 }
 

@@ -1,179 +1,536 @@
-/** Every stable problem `code` the API answers with, for `/docs` (problem `type` URIs point here). */
-export const PROBLEM_CATALOGUE: { code: string; status: number; meaning: string }[] = [
-  { code: "invalid_request", status: 400, meaning: "The body, path or query does not validate; `errors` lists each field." },
-  {
-    code: "invalid_cursor",
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/**
+ * The one registry of problem codes: every `code` a problem+json answer of this
+ * service can carry, with its HTTP status, its title and when it happens. Thrown
+ * errors (`ProblemError` takes a `ProblemCode`, so an unregistered code does not
+ * compile), the OpenAPI error responses (`errorResponses`) and the catalogue at
+ * `/docs/problems` (where every problem's `type` URI points) all read it.
+ *
+ * A code answered with more than one status lists them all, the usual one first.
+ */
+export type ProblemDefinition = {
+  readonly status: ContentfulStatusCode | readonly [ContentfulStatusCode, ...ContentfulStatusCode[]];
+  readonly title: string;
+  readonly meaning: string;
+};
+
+export const PROBLEM_REGISTRY = {
+  // 400
+  invalid_request: {
     status: 400,
+    title: "The request is not valid",
+    meaning: "The body, path or query does not validate; `errors` lists each field.",
+  },
+  invalid_cursor: {
+    status: 400,
+    title: "The cursor is not valid",
     meaning: "A `cursor` (or `after`) that this service did not issue: malformed, tampered or out of range.",
   },
-  { code: "unauthenticated", status: 401, meaning: "Missing, malformed, wrong or revoked API key or portal session." },
-  { code: "invalid_client_token", status: 401, meaning: "The client token does not belong to this checkout session." },
-  { code: "forbidden", status: 403, meaning: "Authenticated, but this role or owner may not do this." },
-  {
-    code: "recipient_not_eligible",
+  invalid_webhook_url: {
+    status: 400,
+    title: "The webhook URL is not allowed",
+    meaning:
+      "A webhook endpoint URL that is not `https:` (outside local mode), carries credentials, or names a private, loopback or link-local host.",
+  },
+  // 401
+  unauthenticated: {
+    status: 401,
+    title: "Authentication is required",
+    meaning: "Missing, malformed, wrong or revoked API key or portal session.",
+  },
+  invalid_client_token: {
+    status: 401,
+    title: "The client token is not valid for this session",
+    meaning: "The client token does not belong to this checkout session.",
+  },
+  invalid_challenge: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the signed message is not a sign-in challenge this service issued.",
+  },
+  challenge_used: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: this challenge was already used to sign in; request a new one.",
+  },
+  challenge_expired: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the challenge expired, or its issue time was changed; request a new one.",
+  },
+  message_altered: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the signed text differs from the challenge issued; sign it unchanged.",
+  },
+  wrong_domain: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the challenge was issued for another domain.",
+  },
+  wrong_uri: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the challenge was issued for another URI.",
+  },
+  wrong_chain: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the message names another chain than the one challenged, or that chain is not enabled.",
+  },
+  wrong_address: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the message names another wallet than the one challenged.",
+  },
+  invalid_signature: {
+    status: 401,
+    title: "The sign-in was not accepted",
+    meaning: "Portal sign-in: the signature is not the challenged wallet's (EOA, EIP-1271 or EIP-6492) over this message.",
+  },
+  // 403
+  forbidden: { status: 403, title: "Not allowed", meaning: "Authenticated, but this role or owner may not do this." },
+  wrong_portal: {
+    status: [403, 401],
+    title: "Not allowed",
+    meaning:
+      "403: a session of another portal (investor, issuer, admin, partner) calls this portal's route. 401 at sign-in: the challenge was issued for another portal.",
+  },
+  portal_not_allowed: {
     status: 403,
+    title: "This wallet cannot use this portal",
+    meaning:
+      "The wallet may not sign in to this portal (not an issuer, admin or member), or is not a member of the partner named in `X-Partner-Id`.",
+  },
+  wallet_frozen: {
+    status: 403,
+    title: "This wallet is frozen",
+    meaning: "RWA: a compliance officer froze the investor's wallet; it can neither buy nor claim certificates.",
+  },
+  not_eligible: {
+    status: 403,
+    title: "This wallet may not buy into this offering",
+    meaning: "RWA: the investor fails the offering's rules (KYC, jurisdiction, accreditation); `detail` names each failed rule.",
+  },
+  recipient_not_eligible: {
+    status: 403,
+    title: "This wallet may not receive the certificate",
     meaning:
       "RWA: the certificate's recipient fails the offering's rules (`reasons`: wallet_frozen, kyc_required, jurisdiction_…, accreditation_…), at purchase or at voucher issue.",
   },
-  {
-    code: "not_found",
+  // 404
+  not_found: {
     status: 404,
+    title: "Not found",
     meaning:
       "No such resource (or not yours), or no route at this path under `/v1` or `/api` (a trailing slash is a different path; the detail names the path without it).",
   },
-  {
-    code: "payment_not_found",
-    status: 404,
-    meaning: "No transaction with this hash on the session's network (reason `not_found`).",
-  },
-  {
-    code: "method_not_allowed",
+  // 405
+  method_not_allowed: {
     status: 405,
+    title: "Method not allowed",
     meaning:
       "The path exists but not with this method; the `Allow` header (and `allow` in the body) lists the methods it accepts.",
   },
-  { code: "idempotency_conflict", status: 409, meaning: "The idempotency key was used with a different body." },
-  { code: "payment_in_progress", status: 409, meaning: "A payment of this order is waiting for confirmations." },
-  {
-    code: "order_not_commerce",
+  payment_not_found: {
+    status: 404,
+    title: "Payment not found",
+    meaning: "No transaction with this hash on the session's network (reason `not_found`).",
+  },
+  certificate_not_found: {
+    status: 404,
+    title: "No certificate found",
+    meaning: "Certificate verification: no certificate was minted for this token id, purchase or transaction.",
+  },
+  // 409
+  idempotency_conflict: {
     status: 409,
+    title: "This idempotency key was used with a different request",
+    meaning: "The idempotency key was used with a different body.",
+  },
+  payment_in_progress: {
+    status: 409,
+    title: "A payment for this order is being confirmed",
+    meaning: "A payment of this order is waiting for confirmations.",
+  },
+  order_not_commerce: {
+    status: 409,
+    title: "This order belongs to another kind of checkout",
     meaning: "The externalOrderId names an investor's RWA purchase, which the commerce API cannot open, pay or claim.",
   },
-  { code: "order_not_rwa", status: 409, meaning: "A purchase's order id is already used by a commerce order." },
-  {
-    code: "session_not_open",
+  order_not_rwa: {
     status: 409,
-    meaning: "The session no longer takes contact or delivery details, or (gasless) a new payment: it is paid or expired.",
+    title: "This order belongs to another kind of checkout",
+    meaning: "A purchase's order id is already used by a commerce order.",
   },
-  { code: "order_not_settled", status: 409, meaning: "Only a settled order can be fulfilled." },
-  { code: "payment_not_unresolved", status: 409, meaning: "Only an unresolved payment can be attached or marked for refund." },
-  {
-    code: "order_already_settled",
+  session_not_open: {
     status: 409,
+    title: "The session is not open",
+    meaning: "The session no longer takes contact or delivery details, or a new payment: it is paid or expired.",
+  },
+  order_not_settled: {
+    status: 409,
+    title: "Only a settled order can be fulfilled",
+    meaning: "Only a settled order can be fulfilled.",
+  },
+  order_already_fulfilled: {
+    status: 409,
+    title: "The order is already fulfilled",
+    meaning: "The order was fulfilled under another idempotency key.",
+  },
+  payment_not_unresolved: {
+    status: 409,
+    title: "Only an unresolved payment can be resolved by hand",
+    meaning: "Only an unresolved payment can be attached or marked for refund.",
+  },
+  order_already_settled: {
+    status: 409,
+    title: "The order is already paid",
     meaning: "The order is already paid: mark the extra payment for refund instead.",
   },
-  {
-    code: "payment_of_another_partner",
+  payment_of_another_partner: {
     status: 409,
+    title: "The payment went to another partner's address",
     meaning: "The payment went to another partner's address; it can only be credited to that partner's orders (admins too).",
   },
-  { code: "order_already_fulfilled", status: 409, meaning: "The order was fulfilled under another idempotency key." },
-  {
-    code: "certificate_not_available",
+  certificate_not_available: {
     status: 409,
+    title: "No certificate can be claimed for this purchase",
     meaning: "No voucher: `reason` is not_settled, certificate_disabled, already_minted or mint_pending.",
   },
-  { code: "session_expired", status: 410, meaning: "The session expired; create a new session for the same order." },
-  { code: "wrong_amount", status: 422, meaning: "The transfer is not the exact displayed amount." },
-  { code: "late", status: 422, meaning: "The transfer was mined after the session expired." },
-  { code: "predates_session", status: 422, meaning: "The transfer was mined before the session existed." },
-  { code: "wrong_token", status: 422, meaning: "The transaction moved a token other than canonical USDC." },
-  { code: "wrong_recipient", status: 422, meaning: "USDC went to another address than the displayed one." },
-  { code: "wrong_network", status: 422, meaning: "The transaction is on another network." },
-  { code: "wrong_payer", status: 422, meaning: "RWA: the transfer did not come from the investor's wallet." },
-  { code: "reverted", status: 422, meaning: "The transaction failed on chain." },
-  { code: "replay", status: 422, meaning: "The transfer was already credited to another payment." },
-  {
-    code: "duplicate_payment",
+  member_exists: {
+    status: 409,
+    title: "This wallet is already a member",
+    meaning: "The wallet is already a console member of this partner.",
+  },
+  member_limit_reached: {
+    status: 409,
+    title: "Too many members",
+    meaning: "The partner already has the most console members allowed (100); remove one first.",
+  },
+  too_many_webhook_endpoints: {
+    status: 409,
+    title: "Too many webhook endpoints",
+    meaning: "The partner already has the most webhook endpoints allowed; delete one first.",
+  },
+  no_webhook_endpoint: {
+    status: 409,
+    title: "No endpoint to deliver to",
+    meaning: "Redelivery: none of the partner's webhook endpoints subscribes to the event's type (or the named one does not).",
+  },
+  concurrent_rotation: {
+    status: 409,
+    title: "The secret was rotated concurrently",
+    meaning: "Two rotations of one endpoint's secret raced; read the endpoint and try again.",
+  },
+  issuer_exists: {
+    status: 409,
+    title: "This wallet is already an issuer",
+    meaning: "Admin: the wallet is already registered as an issuer.",
+  },
+  payment_address_taken: {
+    status: 409,
+    title: "This payment address is already assigned",
+    meaning: "Admin: the payment address already belongs to a partner.",
+  },
+  settlement_address_taken: {
+    status: 409,
+    title: "The settlement address belongs to another partner",
+    meaning: "RWA: an offering's settlement address is a payment address of another partner.",
+  },
+  invalid_offering_state: {
+    status: 409,
+    title: "The offering is not in a state that allows this",
+    meaning:
+      "RWA: the offering's lifecycle state does not allow this action (e.g. editing an open offering, resuming an admin pause).",
+  },
+  offering_not_open: {
+    status: 409,
+    title: "The offering is not open for purchases",
+    meaning: "RWA: the offering is a draft, in review, rejected or closed.",
+  },
+  offering_paused: {
+    status: 409,
+    title: "The offering is not open for purchases",
+    meaning: "RWA: the issuer or an admin paused the offering.",
+  },
+  offering_not_open_yet: {
+    status: 409,
+    title: "The offering is not open yet",
+    meaning: "RWA: the offering's `opensAt` is still ahead.",
+  },
+  insufficient_units: {
+    status: 409,
+    title: "Not enough units are available",
+    meaning: "RWA: fewer units are available than asked for.",
+  },
+  investor_limit_exceeded: {
+    status: 409,
+    title: "This would exceed the per-investor limit",
+    meaning: "RWA: the purchase would take the investor over the offering's `maxUnitsPerInvestor`, counting reserved units.",
+  },
+  too_many_open_purchases: {
+    status: 409,
+    title: "Too many unpaid purchases in this offering",
+    meaning: "RWA: the wallet already holds the most unpaid purchases of one offering allowed; pay one or let it expire.",
+  },
+  unverified_hold_limit: {
+    status: 409,
+    title: "Unverified wallets already hold their share of this offering",
+    meaning: "RWA: wallets without approved KYC together hold the most unpaid units they may; complete KYC or retry later.",
+  },
+  purchase_not_payable: {
+    status: 409,
+    title: "This purchase cannot be paid",
+    meaning: "RWA: the purchase has no checkout session to pay; start a new purchase.",
+  },
+  recipient_mismatch: {
+    status: 409,
+    title: "The certificate goes to the recipient chosen at checkout",
+    meaning: "RWA: a certificate claim for another wallet than the purchase's recipient.",
+  },
+  authorization_used: {
+    status: 409,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The token reports this authorization's nonce as already used or cancelled (`authorizationState`).",
+  },
+  authorization_already_submitted: {
+    status: 409,
+    title: "The authorization cannot pay this checkout",
+    meaning: "This authorization (payer and nonce) was already submitted, to this or another session.",
+  },
+  authorization_in_progress: {
+    status: 409,
+    title: "The authorization cannot pay this checkout",
+    meaning: "Another gasless payment of this session is queued, submitted or mined.",
+  },
+  // 410
+  session_expired: {
+    status: 410,
+    title: "The checkout session has expired",
+    meaning: "The session expired; create a new session for the same order.",
+  },
+  // 413, 415
+  payload_too_large: {
+    status: 413,
+    title: "The request body is too large",
+    meaning: "The body is over the route's limit (16 KiB on public and sign-in routes, 1 MiB elsewhere by default).",
+  },
+  logo_too_large: { status: 413, title: "The logo is too large", meaning: "A branding logo is larger than 64 KiB." },
+  unsupported_logo_type: {
+    status: 415,
+    title: "The logo must be a PNG or an SVG",
+    meaning: "A branding logo is neither image/png nor image/svg+xml.",
+  },
+  // 422: a submitted transaction hash that does not pay the session
+  wrong_amount: {
     status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "The transfer is not the exact displayed amount.",
+  },
+  late: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "The transfer was mined after the session expired.",
+  },
+  predates_session: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "The transfer was mined before the session existed.",
+  },
+  wrong_token: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "The transaction moved a token other than canonical USDC.",
+  },
+  wrong_recipient: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "USDC went to another address than the displayed one.",
+  },
+  wrong_network: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "The transaction is on another network.",
+  },
+  wrong_payer: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "RWA: the transfer did not come from the investor's wallet.",
+  },
+  reverted: { status: 422, title: "The transaction does not pay this checkout", meaning: "The transaction failed on chain." },
+  replay: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
+    meaning: "The transfer was already credited to another payment.",
+  },
+  duplicate_payment: {
+    status: 422,
+    title: "The transaction does not pay this checkout",
     meaning:
       "The order was already paid (or is being confirmed) by another transfer; this one is recorded as unresolved for a refund.",
   },
-  { code: "unsupported_network", status: 422, meaning: "The network is not enabled on this service." },
-  { code: "no_payment_address", status: 422, meaning: "The partner has no watched payment address on that network." },
-  { code: "logo_too_large", status: 413, meaning: "A branding logo is larger than 64 KiB." },
-  { code: "unsupported_logo_type", status: 415, meaning: "A branding logo is neither image/png nor image/svg+xml." },
-  {
-    code: "payload_too_large",
-    status: 413,
-    meaning: "The body is over the route's limit (16 KiB on public and sign-in routes, 1 MiB elsewhere by default).",
+  // 422: other requests the service cannot carry out as asked
+  unsupported_network: {
+    status: 422,
+    title: "This network is not enabled",
+    meaning: "The network is not enabled on this service.",
   },
-  {
-    code: "rate_limited",
+  unsupported_chain: {
+    status: 422,
+    title: "This chain is not enabled",
+    meaning: "Portal sign-in: a challenge asked for a chain id this service does not enable.",
+  },
+  no_payment_address: {
+    status: 422,
+    title: "No payment address on this network",
+    meaning: "The partner has no watched payment address on that network.",
+  },
+  settlement_address_not_watched: {
+    status: 422,
+    title: "The settlement address is not watched on this network",
+    meaning: "RWA: the offering's settlement address is not one the indexer watches on its network.",
+  },
+  // 422: gasless payment (EIP-3009 authorizations relayed by the service, see docs/gasless.md)
+  authorization_wrong_recipient: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The authorization's `to` is not this session's payment address.",
+  },
+  authorization_wrong_amount: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The authorization's `value` is not the exact displayed amount.",
+  },
+  authorization_outlives_session: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The authorization's `validBefore` is after the session's expiry.",
+  },
+  authorization_expired: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "`validBefore` has passed on chain, or is under 20 s away: too late to be mined.",
+  },
+  authorization_not_yet_valid: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "`validAfter` is not yet past on chain.",
+  },
+  authorization_wrong_network: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The wallet signed for another chain than the session's.",
+  },
+  authorization_wrong_token: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The wallet signed for another token than the session's USDC.",
+  },
+  authorization_wrong_payer: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "RWA: `from` is not the signed-in investor's wallet.",
+  },
+  authorization_bad_signature: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The signature is not `from`'s (EOA or EIP-1271) over this authorization and the token's EIP-712 domain.",
+  },
+  authorization_insufficient_balance: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The payer holds less USDC than the amount.",
+  },
+  authorization_rejected_on_chain: {
+    status: 422,
+    title: "The authorization cannot pay this checkout",
+    meaning: "Simulating `transferWithAuthorization` reverted; nothing was sent.",
+  },
+  // 429
+  rate_limited: {
     status: 429,
+    title: "Too many requests",
     meaning: "Too many requests from this client (or unknown-hash look-ups for one checkout); wait for `Retry-After` seconds.",
   },
-  {
-    code: "reference_space_exhausted",
-    status: 503,
-    meaning: "Every sub-cent offset of this total is taken; add a payment address.",
+  // 500
+  internal_error: {
+    status: 500,
+    title: "Internal error",
+    meaning: "Our fault; the response carries a requestId to quote.",
   },
-  { code: "member_exists", status: 409, meaning: "The wallet is already a console member of this partner." },
-  {
-    code: "member_limit_reached",
-    status: 409,
-    meaning: "The partner already has the most console members allowed (100); remove one first.",
-  },
-  { code: "voucher_key_missing", status: 503, meaning: "The service has no voucher key configured." },
-  {
-    code: "store_unavailable",
+  // 503
+  store_unavailable: {
     status: 503,
+    title: "The service's store is not answering",
     meaning:
       "The store is locked by another process or unreachable for longer than its bounded wait; nothing changed. Retry after `Retry-After` seconds.",
   },
-  {
-    code: "rpc_unavailable",
+  rpc_unavailable: {
     status: 503,
+    title: "The chain node is not answering",
     meaning:
       "The chain node did not answer in time (timeout, refused, 502/503/504); nothing changed. Retry after `Retry-After` seconds.",
   },
-  // Gasless payment (EIP-3009 authorizations relayed by the service, SPEC section 14).
-  {
-    code: "authorization_wrong_recipient",
-    status: 422,
-    meaning: "The authorization's `to` is not this session's payment address.",
-  },
-  { code: "authorization_wrong_amount", status: 422, meaning: "The authorization's `value` is not the exact displayed amount." },
-  {
-    code: "authorization_outlives_session",
-    status: 422,
-    meaning: "The authorization's `validBefore` is after the session's expiry.",
-  },
-  {
-    code: "authorization_expired",
-    status: 422,
-    meaning: "`validBefore` has passed on chain, or is under 20 s away: too late to be mined.",
-  },
-  { code: "authorization_not_yet_valid", status: 422, meaning: "`validAfter` is not yet past on chain." },
-  { code: "authorization_wrong_network", status: 422, meaning: "The wallet signed for another chain than the session's." },
-  { code: "authorization_wrong_token", status: 422, meaning: "The wallet signed for another token than the session's USDC." },
-  { code: "authorization_wrong_payer", status: 422, meaning: "RWA: `from` is not the signed-in investor's wallet." },
-  {
-    code: "authorization_bad_signature",
-    status: 422,
-    meaning: "The signature is not `from`'s (EOA or EIP-1271) over this authorization and the token's EIP-712 domain.",
-  },
-  { code: "authorization_insufficient_balance", status: 422, meaning: "The payer holds less USDC than the amount." },
-  {
-    code: "authorization_used",
-    status: 409,
-    meaning: "The token reports this authorization's nonce as already used or cancelled (`authorizationState`).",
-  },
-  {
-    code: "authorization_already_submitted",
-    status: 409,
-    meaning: "This authorization (payer and nonce) was already submitted, to this or another session.",
-  },
-  {
-    code: "authorization_in_progress",
-    status: 409,
-    meaning: "Another gasless payment of this session is queued, submitted or mined.",
-  },
-  {
-    code: "authorization_rejected_on_chain",
-    status: 422,
-    meaning: "Simulating `transferWithAuthorization` reverted; nothing was sent.",
-  },
-  {
-    code: "relayer_out_of_funds",
+  reference_space_exhausted: {
     status: 503,
+    title: "No payment reference is free for this amount",
+    meaning: "Every sub-cent offset of this total is taken; add a payment address.",
+  },
+  voucher_key_missing: {
+    status: 503,
+    title: "Certificates are not configured",
+    meaning: "The service has no voucher key configured.",
+  },
+  signature_check_unavailable: {
+    status: 503,
+    title: "The signature could not be checked",
+    meaning: "Portal sign-in: the chain node did not answer the (EIP-1271/6492) signature check; try again.",
+  },
+  portal_domain_not_configured: {
+    status: 503,
+    title: "Portal sign-in is not configured",
+    meaning: "`PUBLIC_BASE_URL` is not set, so sign-in messages cannot name the service's domain.",
+  },
+  relayer_out_of_funds: {
+    status: 503,
+    title: "The authorization cannot pay this checkout",
     meaning: "The network's relayer cannot pay the gas; nothing was sent, the failure shows on the session.",
   },
-  { code: "relay_failed", status: 503, meaning: "The relayer could not send the transaction; the failure shows on the session." },
-  {
-    code: "gasless_unavailable",
+  relay_failed: {
     status: 503,
+    title: "The authorization cannot pay this checkout",
+    meaning: "The relayer could not send the transaction; the failure shows on the session.",
+  },
+  gasless_unavailable: {
+    status: 503,
+    title: "The authorization cannot pay this checkout",
     meaning: "No relayer is configured on the session's network (`<NET>_RELAYER_KEY_FILE`); pay by plain transfer.",
   },
-  { code: "internal_error", status: 500, meaning: "Our fault; the response carries a requestId to quote." },
-];
+} as const satisfies Record<string, ProblemDefinition>;
+
+export type ProblemCode = keyof typeof PROBLEM_REGISTRY;
+
+export const PROBLEM_CODES = Object.keys(PROBLEM_REGISTRY) as ProblemCode[];
+
+/** Every status a code is answered with, the usual one first. */
+export function problemStatuses(code: ProblemCode): readonly ContentfulStatusCode[] {
+  const status: ProblemDefinition["status"] = PROBLEM_REGISTRY[code].status;
+  return typeof status === "number" ? [status] : status;
+}
+
+/** The catalogue as rows, for `/docs/problems` and docs/errors.md. */
+export const PROBLEM_CATALOGUE: {
+  code: ProblemCode;
+  status: number;
+  statuses: readonly number[];
+  title: string;
+  meaning: string;
+}[] = PROBLEM_CODES.map((code) => ({
+  code,
+  status: problemStatuses(code)[0] as number,
+  statuses: problemStatuses(code),
+  title: PROBLEM_REGISTRY[code].title,
+  meaning: PROBLEM_REGISTRY[code].meaning,
+}));

@@ -1,51 +1,61 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { PROBLEM_REGISTRY, type ProblemCode, problemStatuses } from "./problem-catalogue.js";
+
+export type { ProblemCode } from "./problem-catalogue.js";
 
 /**
- * An RFC 9457 problem with a stable machine-readable `code`. Thrown anywhere in a
- * request; the app's error handler turns it into `application/problem+json`.
+ * An RFC 9457 problem with a stable machine-readable `code` from the registry in
+ * `problem-catalogue.ts` (an unregistered code does not compile). Thrown anywhere in
+ * a request; the app's error handler turns it into `application/problem+json`.
+ * `status` and `title` default to the registry's; a status the registry does not
+ * list for the code is a programming error and is refused here, so it surfaces as
+ * a 500 in the contract test rather than as an undocumented answer.
  */
 export class ProblemError extends Error {
   override name = "ProblemError";
   readonly status: ContentfulStatusCode;
-  readonly code: string;
+  readonly code: ProblemCode;
   readonly title: string;
   readonly extensions: Record<string, unknown>;
 
   constructor(params: {
-    status: ContentfulStatusCode;
-    code: string;
-    title: string;
+    code: ProblemCode;
+    status?: ContentfulStatusCode;
+    title?: string;
     detail?: string;
     extensions?: Record<string, unknown>;
   }) {
-    super(params.detail ?? params.title);
-    this.status = params.status;
+    const statuses = problemStatuses(params.code);
+    const status = params.status ?? (statuses[0] as ContentfulStatusCode);
+    if (!statuses.includes(status)) {
+      throw new Error(`problem ${params.code} is registered with status ${statuses.join("/")}, not ${status}`);
+    }
+    const title = params.title ?? PROBLEM_REGISTRY[params.code].title;
+    super(params.detail ?? title);
+    this.status = status;
     this.code = params.code;
-    this.title = params.title;
+    this.title = title;
     this.extensions = params.extensions ?? {};
   }
 }
 
 export const problems = {
   invalidRequest: (detail: string, errors?: { path: string; message: string }[]) =>
-    new ProblemError({
-      status: 400,
-      code: "invalid_request",
-      title: "The request is not valid",
-      detail,
-      extensions: errors ? { errors } : {},
-    }),
-  unauthenticated: (detail: string) =>
-    new ProblemError({ status: 401, code: "unauthenticated", title: "Authentication is required", detail }),
-  forbidden: (detail: string) => new ProblemError({ status: 403, code: "forbidden", title: "Not allowed", detail }),
-  notFound: (what: string) =>
-    new ProblemError({ status: 404, code: "not_found", title: "Not found", detail: `${what} was not found` }),
+    new ProblemError({ code: "invalid_request", detail, extensions: errors ? { errors } : {} }),
+  unauthenticated: (detail: string) => new ProblemError({ code: "unauthenticated", detail }),
+  forbidden: (detail: string) => new ProblemError({ code: "forbidden", detail }),
+  notFound: (what: string) => new ProblemError({ code: "not_found", detail: `${what} was not found` }),
 };
+
+/** Where a problem's `type` URI points: its entry in the catalogue page. */
+export function problemTypeUri(code: ProblemCode): string {
+  return `/docs/problems#problem-${code}`;
+}
 
 export function problemResponse(c: Context, problem: ProblemError): Response {
   const body = {
-    type: `/docs#problem-${problem.code}`,
+    type: problemTypeUri(problem.code),
     title: problem.title,
     status: problem.status,
     detail: problem.message,

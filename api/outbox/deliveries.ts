@@ -444,6 +444,19 @@ export async function cancelEndpointDeliveries(
 
 export type DeliveryClaim = { id: string; token: string };
 
+/**
+ * Hands a claimed delivery back (not a move: it stays `pending`), while this claim
+ * still holds its lease: the next process or a replica may attempt it at once.
+ */
+export async function releaseLease(store: Store, claim: DeliveryClaim): Promise<void> {
+  await store
+    .updateTable("webhook_delivery")
+    .set({ locked_until: null, lock_token: null })
+    .where("id", "=", claim.id)
+    .where("lock_token", "=", claim.token)
+    .execute();
+}
+
 /** What an attempt needs: the claimed delivery's endpoint (with its secrets) and the event's body. */
 export async function claimedDelivery(store: Store, claim: DeliveryClaim) {
   return store

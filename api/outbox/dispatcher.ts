@@ -3,7 +3,7 @@ import { SIGNATURE_HEADER, signPayload } from "../../client/src/signature.js";
 import type { AppContext } from "../app-context.js";
 import type { Store } from "../store/open-store.js";
 import type { Worker } from "../workers/run-worker.js";
-import { claimDueDeliveries, claimedDelivery, type DeliveryClaim, recordAttempt } from "./deliveries.js";
+import { claimDueDeliveries, claimedDelivery, type DeliveryClaim, recordAttempt, releaseLease } from "./deliveries.js";
 import type { SecretBox } from "./secret-box.js";
 import { type SendOutcome, sendWebhook, USER_AGENT } from "./send-webhook.js";
 import { signingSecrets } from "./webhook-endpoints.js";
@@ -60,7 +60,7 @@ export function webhookDispatcher(
   let pumpAgain = false;
   let stopping = false;
   /** Claims whose attempt is under way in this process: what a shutdown hands back. */
-  const held = new Map<string, Claim>();
+  const held = new Map<string, DeliveryClaim>();
   let allSettled: (() => void) | undefined;
 
   const deliverClaimed = (claim: DeliveryClaim) => {
@@ -122,14 +122,7 @@ export function webhookDispatcher(
       });
       clearTimeout(timer);
     }
-    for (const claim of held.values()) {
-      await context.store
-        .updateTable("webhook_delivery")
-        .set({ locked_until: null, lock_token: null })
-        .where("id", "=", claim.id)
-        .where("lock_token", "=", claim.token)
-        .execute();
-    }
+    for (const claim of held.values()) await releaseLease(context.store, claim);
   }
 
   return { name: DISPATCHER_NAME, intervalMs: options.pollIntervalMs, tick: pump, stop };

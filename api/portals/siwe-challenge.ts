@@ -3,14 +3,14 @@ import type { Kysely } from "kysely";
 import { getAddress, type Hex, isAddressEqual } from "viem";
 import { createSiweMessage, parseSiweMessage, verifySiweMessage } from "viem/siwe";
 import type { AppContext } from "../app-context.js";
-import { ProblemError } from "../http/problem.js";
+import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { PortalChallengeTable, PortalRole } from "../store/portal-tables.js";
 
 /** The origin a challenge is bound to: `domain` is the EIP-4361 authority, `uri` the resource signed in to. */
 export type SignInOrigin = { domain: string; uri: string };
 
-const rejected = (code: string, detail: string) =>
+const rejected = (code: ProblemCode, detail: string) =>
   new ProblemError({ status: 401, code, title: "The sign-in was not accepted", detail });
 
 /**

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import {
@@ -71,7 +72,10 @@ const logoRoute = createRoute({
     "Served from this service's own origin (hosted pages make no external requests). An SVG with script, event handlers, " +
     "embedded content or external references is refused, and every logo is served with a CSP that forbids script.",
   security: [{ apiKey: [] }],
-  responses: { 200: { description: "Branding", content: json } },
+  responses: {
+    200: { description: "Branding", content: json },
+    ...errorResponses("unsupported_logo_type", "logo_too_large", "invalid_request"),
+  },
 });
 
 const removeLogoRoute = createRoute({

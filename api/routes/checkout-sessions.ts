@@ -14,6 +14,7 @@ import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import type { AppEnv } from "./app-env.js";
@@ -68,8 +69,14 @@ export const SessionSchema = z
     successUrl: z.string().nullable(),
     cancelUrl: z.string().nullable(),
     metadata: z.record(z.string(), z.string()),
-    customer: z.any().nullable(),
-    lineItems: z.array(z.any()).nullable(),
+    customer: z.record(z.string(), z.unknown()).nullable().openapi({ description: "the prefill given at creation" }),
+    lineItems: z
+      .array(
+        z
+          .object({ externalProductId: z.string(), name: z.string(), quantity: z.number().int(), unitPriceUsdc: z.string() })
+          .passthrough(),
+      )
+      .nullable(),
   })
   .passthrough()
   .openapi("CheckoutSession");
@@ -90,13 +97,63 @@ const CreatedSchema = SessionSchema.extend({
   }),
 });
 
+/** What a local-mode test payment sent, and the answer its hash submission got (a problem when it does not pay). */
+export const TestPaymentResultSchema = z
+  .object({
+    transactionHash: z.string(),
+    from: z.string(),
+    amount: z.string(),
+    submission: z
+      .union([
+        z.object({
+          status: z.enum(["settled", "payment_pending"]),
+          transactionHash: z.string(),
+          confirmations: z.number().int(),
+          requiredConfirmations: z.number().int(),
+        }),
+        z.object({ problem: z.object({ code: z.string(), detail: z.string() }).passthrough() }),
+      ])
+      .nullable(),
+  })
+  .openapi("TestPaymentResult");
+
 const createRoute_ = createRoute({
   method: "post",
   path: "/",
   summary: "Create a checkout session",
   security: [{ apiKey: [] }],
-  request: { body: { required: true, content: { "application/json": { schema: CreateSessionBody } } } },
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: CreateSessionBody,
+          example: {
+            externalOrderId: "order-1042",
+            externalProductId: "sku-mug-blue",
+            productName: "Blue mug",
+            quantity: 1,
+            totalPriceUsdc: "25000000",
+            paymentMethod: "usdc",
+            checkoutMode: "hosted_transfer",
+            idempotencyKey: "order-1042-attempt-1",
+            successUrl: "https://shop.example/thanks?session={CHECKOUT_SESSION_ID}",
+            cancelUrl: "https://shop.example/cart",
+            metadata: { cartId: "c-778" },
+          },
+        },
+      },
+    },
+  },
   responses: {
+    ...errorResponses(
+      "idempotency_conflict",
+      "payment_in_progress",
+      "order_not_commerce",
+      "unsupported_network",
+      "no_payment_address",
+      "reference_space_exhausted",
+    ),
     201: {
       description: "Created",
       content: { "application/json": { schema: CreatedSchema } },
@@ -114,7 +171,10 @@ const readRoute = createRoute({
   summary: "Read a checkout session",
   security: [{ apiKey: [] }],
   request: { params: z.object({ id: z.string().max(100) }) },
-  responses: { 200: { description: "The session", content: { "application/json": { schema: SessionSchema } } } },
+  responses: {
+    200: { description: "The session", content: { "application/json": { schema: SessionSchema } } },
+    ...errorResponses("not_found"),
+  },
 });
 
 const listRoute = createRoute({
@@ -164,7 +224,11 @@ const testPaymentRoute = createRoute({
     },
   },
   responses: {
-    200: { description: "The transfer sent and its submission's answer", content: { "application/json": { schema: z.any() } } },
+    200: {
+      description: "The transfer sent and its submission's answer",
+      content: { "application/json": { schema: TestPaymentResultSchema } },
+    },
+    ...errorResponses("not_found", "session_not_open"),
   },
 });
 

@@ -6,6 +6,7 @@ import { hostedAsset } from "../hosted/assets.js";
 import { checkoutPage, claimPage } from "../hosted/pages.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { hostedPageHeaders } from "../hosted/security-headers.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import type { AppEnv } from "./app-env.js";
 
@@ -90,6 +91,20 @@ export function hostedPageRoutes(context: AppContext) {
     "Load `/assets/checkout-component.js` on your page and call `UsdcCheckout.mount(element, { sessionId, clientToken, onComplete, " +
       "onStateChange })`; the component frames this page and hands it the client token by postMessage.",
   );
+  app.openAPIRegistry.registerPath({
+    method: "post",
+    path: "/checkout/{sessionId}/qr",
+    summary: "The session's EIP-681 payment link as an SVG QR code (browser)",
+    description: "The checkout page draws it; the client token rides in the JSON body, as in every browser call.",
+    request: {
+      params: z.object({ sessionId: z.string() }),
+      body: { required: true, content: { "application/json": { schema: ClientTokenBody } } },
+    },
+    responses: {
+      200: { description: "SVG image", content: { "image/svg+xml": { schema: z.string() } } },
+      ...errorResponses("invalid_client_token", "not_found", "session_expired"),
+    },
+  });
   page(
     "/claim/{sessionId}",
     "Certificate claim page",

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, type RouteHandler, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { fulfilOrder } from "../orders/fulfil-order.js";
 import { readOrder } from "../orders/read-order.js";
@@ -7,13 +8,61 @@ import type { AppEnv } from "./app-env.js";
 
 const OrderParam = z.object({ orderId: z.string().max(100) });
 
+const nullableString = z.string().nullable();
+export const OrderSchema = z
+  .object({
+    id: z.string(),
+    externalOrderId: z.string(),
+    purchaseId: z.string(),
+    status: z.string().openapi({ description: "awaiting_payment, payment_pending, settled, expired or fulfilled" }),
+    network: nullableString,
+    chainId: z.number().int().nullable(),
+    totalPriceUsdc: nullableString.openapi({ example: "25000000" }),
+    amountPaid: nullableString,
+    session: z
+      .object({ id: z.string(), status: z.string(), expiresAt: z.string(), payment: z.record(z.string(), z.unknown()) })
+      .nullable(),
+    payment: z
+      .object({
+        transactionHash: z.string(),
+        logIndex: z.number().int(),
+        blockNumber: z.string(),
+        from: z.string(),
+        to: z.string(),
+        amount: z.string(),
+        confirmations: z.number().int().nullable(),
+        requiredConfirmations: z.number().int().nullable(),
+        minedAt: z.string(),
+      })
+      .passthrough()
+      .nullable(),
+    contact: z.record(z.string(), z.unknown()).nullable(),
+    delivery: z.record(z.string(), z.unknown()).nullable(),
+    metadata: z.record(z.string(), z.string()),
+    certificate: z.object({
+      enabled: z.boolean(),
+      status: z.string(),
+      contract: nullableString,
+      tokenId: nullableString,
+      owner: nullableString,
+      mintTransactionHash: nullableString,
+    }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .passthrough()
+  .openapi("Order");
+
 const readRoute = createRoute({
   method: "get",
   path: "/{orderId}",
   summary: "Read an order: status, amounts, transfer, contact and delivery details, certificate",
   security: [{ apiKey: [] }],
   request: { params: OrderParam },
-  responses: { 200: { description: "The order", content: { "application/json": { schema: z.any() } } } },
+  responses: {
+    200: { description: "The order", content: { "application/json": { schema: OrderSchema } } },
+    ...errorResponses("not_found"),
+  },
 });
 
 const fulfilRoute = createRoute({
@@ -34,7 +83,10 @@ const fulfilRoute = createRoute({
       },
     },
   },
-  responses: { 200: { description: "The fulfilled order", content: { "application/json": { schema: z.any() } } } },
+  responses: {
+    200: { description: "The fulfilled order", content: { "application/json": { schema: OrderSchema } } },
+    ...errorResponses("not_found", "order_not_settled", "order_already_fulfilled", "idempotency_conflict"),
+  },
 });
 
 /**

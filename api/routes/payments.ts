@@ -1,9 +1,31 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { listPayments, PAYMENT_STATUSES } from "../settlement/list-payments.js";
 import { attachPaymentToOrder, markPaymentForRefund } from "../settlement/resolve-payment.js";
 import type { AppEnv } from "./app-env.js";
+
+/** One payment the engine recorded (the partner's list and the admin's). */
+export const PaymentSchema = z
+  .object({
+    chainId: z.number().int(),
+    transactionHash: z.string(),
+    logIndex: z.number().int(),
+    partnerId: z.string().nullable(),
+    status: z.enum(PAYMENT_STATUSES),
+    reason: z.string().nullable().openapi({ description: "why an unresolved payment matched no session" }),
+    sessionId: z.string().nullable(),
+    orderId: z.string().nullable(),
+    expectedAmount: z.string().nullable(),
+    from: z.string(),
+    to: z.string(),
+    amount: z.string(),
+    blockNumber: z.string(),
+    minedAt: z.string(),
+    resolution: z.string().nullable(),
+  })
+  .openapi("Payment");
 
 const listRoute = createRoute({
   method: "get",
@@ -17,13 +39,30 @@ const listRoute = createRoute({
       limit: z.coerce.number().int().min(1).max(500).default(100),
     }),
   },
-  responses: { 200: { description: "A page of payments", content: { "application/json": { schema: z.any() } } } },
+  responses: {
+    200: {
+      description: "A page of payments",
+      content: {
+        "application/json": {
+          schema: z.object({
+            data: z.array(PaymentSchema),
+            nextCursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+  },
 });
 
 const PaymentParam = z.object({
   chainId: z.coerce.number().int().positive(),
   transactionHash: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte transaction hash in hex"),
-  logIndex: z.coerce.number().int().nonnegative(),
+  // Coerced from the path, where zod would also take `null` (as 0): the document states the path parameter plainly.
+  logIndex: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .openapi({ param: { required: true }, type: "integer", minimum: 0 }),
 });
 
 const attachRoute = createRoute({
@@ -42,6 +81,7 @@ const attachRoute = createRoute({
   },
   responses: {
     200: { description: "Attached", content: { "application/json": { schema: z.object({ status: z.literal("attached") }) } } },
+    ...errorResponses("not_found", "payment_not_unresolved", "payment_of_another_partner", "order_already_settled"),
   },
 });
 
@@ -62,6 +102,7 @@ const refundRoute = createRoute({
       description: "Marked",
       content: { "application/json": { schema: z.object({ status: z.literal("refund_requested") }) } },
     },
+    ...errorResponses("not_found", "payment_not_unresolved"),
   },
 });
 

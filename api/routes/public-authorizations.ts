@@ -3,6 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { AuthorizationBody, RelayAnswerSchema, toSubmission } from "../gasless/authorization-schema.js";
 import { submitAuthorization } from "../gasless/submit-authorization.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { AppEnv } from "./app-env.js";
 
 const route = createRoute({
@@ -21,7 +22,33 @@ const route = createRoute({
       content: { "application/json": { schema: AuthorizationBody.extend({ clientToken: z.string().min(1).max(200) }) } },
     },
   },
-  responses: { 200: { description: "Submitted", content: { "application/json": { schema: RelayAnswerSchema } } } },
+  responses: {
+    200: { description: "Submitted", content: { "application/json": { schema: RelayAnswerSchema } } },
+    ...errorResponses(
+      "invalid_client_token",
+      "not_found",
+      "session_expired",
+      "session_not_open",
+      "gasless_unavailable",
+      "authorization_already_submitted",
+      "authorization_in_progress",
+      "authorization_used",
+      "authorization_wrong_network",
+      "authorization_wrong_token",
+      "authorization_wrong_recipient",
+      "authorization_wrong_amount",
+      "authorization_wrong_payer",
+      "authorization_outlives_session",
+      "authorization_not_yet_valid",
+      "authorization_expired",
+      "authorization_bad_signature",
+      "authorization_insufficient_balance",
+      "authorization_rejected_on_chain",
+      "relayer_out_of_funds",
+      "relay_failed",
+      "rate_limited",
+    ),
+  },
 });
 
 /** `POST /v1/public/checkout/sessions/:id/authorizations` (SPEC section 14). */

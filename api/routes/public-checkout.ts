@@ -5,9 +5,11 @@ import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { publicSessionView, readSession, recordCustomerDetails } from "../checkout/public-session.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { AppEnv } from "./app-env.js";
+import { TestPaymentResultSchema } from "./checkout-sessions.js";
 
 const clientToken = z.string().min(1).max(200);
 const SessionParam = z.object({ id: z.string().max(100) });
@@ -32,14 +34,63 @@ const DeliverySchema = z
   .strict();
 
 const json = <schema extends z.ZodType>(schema: schema) => ({ required: true, content: { "application/json": { schema } } });
-const ok = (description: string) => ({ 200: { description, content: { "application/json": { schema: z.any() } } } });
+const ok = <schema extends z.ZodType>(description: string, schema: schema) => ({
+  200: { description, content: { "application/json": { schema } } },
+});
+
+/** The session as the customer's browser may see it: no partner metadata, no client token. */
+const PublicSessionSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(["awaiting_payment", "payment_pending", "settled", "expired"]),
+    expiresAt: z.string(),
+    network: z.string(),
+    chainId: z.number().int(),
+    orderId: z.string(),
+    payment: z.record(z.string(), z.unknown()).openapi({ description: "token, recipient, exact amount and EIP-681 link" }),
+    successUrl: z.string().nullable(),
+    cancelUrl: z.string().nullable(),
+    customer: z.unknown().nullable(),
+    lineItems: z.array(z.unknown()).nullable(),
+    merchant: z.record(z.string(), z.unknown()).openapi({ description: "the partner's display name, logo and support links" }),
+    confirmations: z.number().int().nullable(),
+    requiredConfirmations: z.number().int().nullable(),
+    unresolvedPayment: z
+      .object({
+        transactionHash: z.string(),
+        amount: z.string(),
+        expectedAmount: z.string(),
+        reason: z.string().nullable(),
+        status: z.string(),
+      })
+      .nullable(),
+    testPayments: z.boolean(),
+    transactionHash: z.string().nullable(),
+    contactProvided: z.boolean(),
+    deliveryProvided: z.boolean(),
+    certificate: z.object({ enabled: z.boolean(), status: z.string(), mintTransactionHash: z.string().nullable() }),
+  })
+  .passthrough()
+  .openapi("PublicCheckoutSession");
+
+const CertificateClaimSchema = z
+  .object({
+    voucher: z.object({ buyer: z.string(), purchaseId: z.string(), tokenURI: z.string(), deadline: z.string() }),
+    signature: z.string(),
+    contract: z.object({ address: z.string(), chainId: z.number().int() }),
+    transaction: z.object({ to: z.string(), data: z.string(), chainId: z.number().int() }),
+  })
+  .openapi("CheckoutCertificateClaim");
+
+/** Every browser call proves the client token of one session. */
+const tokenProblems = ["invalid_client_token", "not_found", "session_expired"] as const;
 
 const validateRoute = createRoute({
   method: "post",
   path: "/sessions/{id}/validate",
   summary: "Validate a session for the hosted checkout (browser)",
   request: { params: SessionParam, body: json(z.object({ clientToken })) },
-  responses: ok("The session as the customer may see it"),
+  responses: { ...ok("The session as the customer may see it", PublicSessionSchema), ...errorResponses(...tokenProblems) },
 });
 const detailsRoute = createRoute({
   method: "post",
@@ -49,7 +100,10 @@ const detailsRoute = createRoute({
     params: SessionParam,
     body: json(z.object({ clientToken, contact: ContactSchema, delivery: DeliverySchema.optional() })),
   },
-  responses: ok("Saved"),
+  responses: {
+    ...ok("Saved; the session as the customer may now see it", PublicSessionSchema),
+    ...errorResponses(...tokenProblems, "session_not_open"),
+  },
 });
 const paymentsRoute = createRoute({
   method: "post",
@@ -63,7 +117,33 @@ const paymentsRoute = createRoute({
       }),
     ),
   },
-  responses: ok("Settled or pending; a transaction that does not pay the session is a problem with its reason"),
+  responses: {
+    ...ok(
+      "Settled or pending; a transaction that does not pay the session is a problem with its reason",
+      z.object({
+        status: z.enum(["settled", "payment_pending"]),
+        transactionHash: z.string(),
+        confirmations: z.number().int(),
+        requiredConfirmations: z.number().int(),
+        session: PublicSessionSchema,
+      }),
+    ),
+    ...errorResponses(
+      ...tokenProblems,
+      "payment_not_found",
+      "wrong_amount",
+      "late",
+      "predates_session",
+      "wrong_token",
+      "wrong_recipient",
+      "wrong_network",
+      "wrong_payer",
+      "reverted",
+      "replay",
+      "duplicate_payment",
+      "rate_limited",
+    ),
+  },
 });
 const claimRoute = createRoute({
   method: "post",
@@ -75,7 +155,16 @@ const claimRoute = createRoute({
       z.object({ clientToken, walletAddress: z.string().refine((value) => isAddress(value, { strict: false }), "an address") }),
     ),
   },
-  responses: ok("Signed voucher and the ready-to-send mint transaction"),
+  responses: {
+    ...ok("Signed voucher and the ready-to-send mint transaction", CertificateClaimSchema),
+    ...errorResponses(
+      ...tokenProblems,
+      "certificate_not_available",
+      "voucher_key_missing",
+      "recipient_not_eligible",
+      "wallet_frozen",
+    ),
+  },
 });
 
 const testPaymentRoute = createRoute({
@@ -94,7 +183,10 @@ const testPaymentRoute = createRoute({
       }),
     ),
   },
-  responses: ok("The transfer sent and the answer of its submission"),
+  responses: {
+    ...ok("The transfer sent and the answer of its submission", TestPaymentResultSchema.extend({ session: PublicSessionSchema })),
+    ...errorResponses(...tokenProblems, "session_not_open"),
+  },
 });
 
 /** Browser operations of the hosted checkout and claim page: the client token rides in the JSON body. */

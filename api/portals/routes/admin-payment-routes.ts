@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
 import type { AppEnv } from "../../routes/app-env.js";
+import { PaymentSchema } from "../../routes/payments.js";
 import { listPayments, PAYMENT_STATUSES } from "../../settlement/list-payments.js";
 import { attachPaymentToOrder, markPaymentForRefund } from "../../settlement/resolve-payment.js";
 import { appendAudit, type PortalActor } from "../audit-log.js";
@@ -13,7 +14,12 @@ type AdminEnv = AppEnv & { Variables: PortalVariables };
 const PaymentParam = z.object({
   chainId: z.coerce.number().int().positive(),
   transactionHash: TransactionHashSchema,
-  logIndex: z.coerce.number().int().nonnegative(),
+  // Coerced from the path, where zod would also take `null` (as 0): the document states the path parameter plainly.
+  logIndex: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .openapi({ param: { required: true }, type: "integer", minimum: 0 }),
 });
 
 /** `/api/admin/payments`: every partner's payments, and the hand resolution of unresolved ones. */
@@ -42,7 +48,7 @@ export function adminPaymentRoutes(context: AppContext) {
           query: PageQuery.extend({ status: z.enum(PAYMENT_STATUSES).optional(), partnerId: z.string().max(100).optional() }),
         },
         responses: {
-          200: jsonResponse("A page of payments", z.object({ data: z.array(z.any()), nextCursor: z.string().nullable() })),
+          200: jsonResponse("A page of payments", z.object({ data: z.array(PaymentSchema), nextCursor: z.string().nullable() })),
           ...problemResponses,
         },
       }),

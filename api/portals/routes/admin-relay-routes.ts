@@ -23,7 +23,10 @@ export function adminRelayRoutes(context: AppContext) {
         }),
       },
       responses: {
-        200: jsonResponse("Relayed authorizations", z.object({ data: z.array(z.any()), totalGasCostWei: z.string() })),
+        200: jsonResponse(
+          "Relayed authorizations",
+          z.object({ data: z.array(z.record(z.string(), z.unknown())), totalGasCostWei: z.string() }),
+        ),
         ...problemResponses,
       },
     }),

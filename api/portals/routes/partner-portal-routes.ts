@@ -24,7 +24,24 @@ export function partnerPortalRoutes(context: AppContext) {
         tags,
         security,
         summary: "The partner this member acts for, with key prefixes and payment addresses",
-        responses: { 200: jsonResponse("The partner", z.any()), ...problemResponses },
+        responses: {
+          200: jsonResponse(
+            "The partner",
+            z
+              .object({
+                id: z.string(),
+                name: z.string(),
+                issuerId: z.string().nullable(),
+                createdAt: z.string(),
+                apiKeys: z.array(
+                  z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }),
+                ),
+                paymentAddresses: z.array(z.record(z.string(), z.unknown())),
+              })
+              .passthrough(),
+          ),
+          ...problemResponses,
+        },
       }),
       async (c) => c.json(await partnerDetails(context.store, c.get("partner").id, context.settings.indexSchema), 200),
     )

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { isAddress, isHash, isHex } from "viem";
+import { errorResponses } from "../../http/openapi-contract.js";
 
 /** Shared request and response shapes of the portal routes. */
 
@@ -48,20 +49,51 @@ export const ProblemSchema = z
   })
   .openapi("Problem");
 
-const problem = (description: string) => ({
-  description,
-  content: { "application/problem+json": { schema: ProblemSchema } },
-});
-
-/** Error answers every portal route can give (RFC 9457 problem+json with a stable `code`). */
-export const problemResponses = {
-  400: problem("The request is not valid"),
-  401: problem("No valid portal session"),
-  403: problem("The session's role or the wallet's status does not allow this"),
-  404: problem("Not found (also: another user's resource)"),
-  409: problem("The resource's state does not allow this"),
-  422: problem("The request cannot be carried out as asked"),
-} as const;
+/**
+ * Error answers of the portal routes (RFC 9457 problem+json with a stable `code`), from
+ * the problem registry: the portals' own family of codes, at their registered statuses.
+ */
+export const problemResponses = errorResponses(
+  "invalid_request",
+  "unauthenticated",
+  "forbidden",
+  "wrong_portal",
+  "portal_not_allowed",
+  "wallet_frozen",
+  "not_eligible",
+  "recipient_not_eligible",
+  "not_found",
+  "certificate_not_found",
+  "issuer_exists",
+  "payment_address_taken",
+  "settlement_address_taken",
+  "invalid_offering_state",
+  "offering_not_open",
+  "offering_paused",
+  "offering_not_open_yet",
+  "insufficient_units",
+  "investor_limit_exceeded",
+  "too_many_open_purchases",
+  "unverified_hold_limit",
+  "purchase_not_payable",
+  "recipient_mismatch",
+  "certificate_not_available",
+  "member_exists",
+  "member_limit_reached",
+  "payment_not_unresolved",
+  "payment_of_another_partner",
+  "order_already_settled",
+  "order_not_rwa",
+  "idempotency_conflict",
+  "session_not_open",
+  "session_expired",
+  "unsupported_network",
+  "settlement_address_not_watched",
+  "no_payment_address",
+  "wrong_payer",
+  "voucher_key_missing",
+  "reference_space_exhausted",
+);
 
 export const jsonBody = <schema extends z.ZodType>(schema: schema) => ({
   required: true,

@@ -1,0 +1,291 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { BaseResolver, createConfig, lintDocument, Source } from "@redocly/openapi-core";
+import { chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { documentedCodes, type OpenApiDocument } from "../api/http/openapi-contract.js";
+import { PROBLEM_CODES } from "../api/http/problem-catalogue.js";
+import { startTestStack, type TestStack } from "./support/test-stack.js";
+
+// The API contract against the running service: the served document is valid (swagger-parser,
+// redocly's recommended rules), every operation answers only statuses and problem codes its
+// document lists (each is called once unauthenticated or with a bad body, and the main partner
+// and browser operations once as they should be), every problem `type` link resolves, and the
+// Scalar reference at /docs renders from our own origin only (Chromium, axe-core, screenshots
+// at 1280 and 390 px in test-artifacts/api-docs/, not committed).
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = join(process.cwd(), "test-artifacts", "api-docs");
+
+let stack: TestStack;
+let openApi: OpenApiDocument;
+const base = () => stack.ponder.baseUrl;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  openApi = (await (await fetch(`${base()}/openapi.json`)).json()) as OpenApiDocument;
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+type Operation = OpenApiDocument["paths"][string][string];
+const violations: string[] = [];
+
+/** Records a violation when the answer's status, or its problem code, is not in the operation's document. */
+async function check(
+  method: string,
+  path: string,
+  operation: Operation,
+  response: Response,
+): Promise<{ status: number; body: unknown }> {
+  const text = await response.text();
+  const type = response.headers.get("content-type") ?? "";
+  const body = type.includes("json") && text.length > 0 ? JSON.parse(text) : text;
+  const label = `${method.toUpperCase()} ${path} → ${response.status}`;
+  if (operation.responses[String(response.status)] === undefined) violations.push(`${label}: status not documented`);
+  if (type.includes("application/problem+json")) {
+    const code = (body as { code?: string }).code ?? "";
+    if (!documentedCodes(operation, response.status).includes(code)) violations.push(`${label}: code ${code} not documented`);
+  }
+  return { status: response.status, body };
+}
+
+/** A concrete URL for a path template; `{...}` parameters get harmless unknown values. */
+function concrete(path: string): string {
+  return path
+    .replace("{chainId}", "31337")
+    .replace("{transactionHash}", `0x${"ab".repeat(32)}`)
+    .replace("{logIndex}", "0")
+    .replace(/\{address\}/, `0x${"12".repeat(20)}`)
+    .replace(/\{[^}]+\}/g, "unknown-id");
+}
+
+describe("the OpenAPI document", () => {
+  it("is valid under swagger-parser", async () => {
+    await expect(SwaggerParser.validate(structuredClone(openApi) as never)).resolves.toBeDefined();
+  });
+
+  it("passes redocly's recommended rules", async () => {
+    const config = await createConfig({ extends: ["recommended"] });
+    const text = JSON.stringify(openApi);
+    const problems = await lintDocument({
+      document: { source: new Source("openapi.json", text), parsed: JSON.parse(text) },
+      config,
+      externalRefResolver: new BaseResolver(),
+    });
+    const found = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
+    // The health check answers 200 or 503 and nothing else: it has no 4XX to document.
+    expect(found.filter((line) => !line.includes("operation-4xx-response") || !line.includes("~1v1~1health/"))).toEqual([]);
+  });
+
+  it("types every success and lists every problem code in the registry's schema", () => {
+    const untyped: string[] = [];
+    for (const [path, methods] of Object.entries(openApi.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          for (const [type, media] of Object.entries(response.content ?? {})) {
+            const schema = media.schema ?? {};
+            if (Object.keys(schema).length === 0) untyped.push(`${method} ${path} ${status} ${type}`);
+          }
+        }
+        if (!Object.keys(operation.responses).some((status) => /^4\d\d$/.test(status)) && path !== "/v1/health")
+          untyped.push(`${method} ${path}: no 4XX`);
+      }
+    }
+    expect(untyped).toEqual([]);
+    const problem = openApi.components?.schemas?.Problem as { properties: { code: { enum: string[] } } };
+    expect(problem.properties.code.enum).toEqual(PROBLEM_CODES);
+    expect(Object.keys(openApi.paths)).toContain("/checkout/{sessionId}/qr");
+  });
+
+  it("splits into partner, browser and portal documents", async () => {
+    for (const [audience, sample] of [
+      ["partner", "/v1/checkout/sessions"],
+      ["browser", "/v1/public/checkout/payments"],
+      ["portals", "/api/admin/partners"],
+    ] as const) {
+      const part = (await (await fetch(`${base()}/openapi/${audience}.json`)).json()) as OpenApiDocument;
+      expect(Object.keys(part.paths)).toContain(sample);
+      expect(Object.keys(part.paths).length).toBeLessThan(Object.keys(openApi.paths).length);
+    }
+    expect((await fetch(`${base()}/openapi/nobody.json`)).status).toBe(404);
+  });
+});
+
+describe("every operation answers only what its document lists", () => {
+  it("refused calls: no credentials, bad body", async () => {
+    let calls = 0;
+    for (const [path, methods] of Object.entries(openApi.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const url = `${base()}${concrete(path)}`;
+        const init: RequestInit = { method: method.toUpperCase() };
+        if (method !== "get" && method !== "delete") {
+          init.headers = { "Content-Type": "application/json" };
+          init.body = JSON.stringify({ unexpected: true });
+        }
+        await check(method, path, operation, await fetch(url, init));
+        calls++;
+        // Authenticated as the demo partner, with the same bad input, where the operation takes an API key.
+        if (operation.security?.some((requirement) => "apiKey" in requirement)) {
+          const headers = new Headers(init.headers);
+          headers.set("Authorization", `Bearer ${stack.local.partner.apiKey}`);
+          await check(method, path, operation, await fetch(url, { ...init, headers }));
+          calls++;
+        }
+      }
+    }
+    expect(calls).toBeGreaterThan(100);
+    expect(violations).toEqual([]);
+  });
+
+  it("the partner and browser flow as it should be", async () => {
+    const op = (path: string, method: string) => openApi.paths[path]?.[method] as Operation;
+    const created = await check(
+      "post",
+      "/v1/checkout/sessions",
+      op("/v1/checkout/sessions", "post"),
+      await stack.partnerFetch("/v1/checkout/sessions", {
+        method: "POST",
+        json: {
+          externalOrderId: "contract-1",
+          externalProductId: "sku-1",
+          productName: "Mug",
+          quantity: 1,
+          totalPriceUsdc: "25000000",
+          paymentMethod: "usdc",
+          checkoutMode: "hosted_transfer",
+          idempotencyKey: "contract-1",
+        },
+      }),
+    );
+    expect(created.status).toBe(201);
+    const session = created.body as { id: string; clientToken: string; orderId: string };
+    for (const [path, url] of [
+      ["/v1/checkout/sessions/{id}", `/v1/checkout/sessions/${session.id}`],
+      ["/v1/checkout/sessions", "/v1/checkout/sessions?limit=5"],
+      ["/v1/orders/{orderId}", `/v1/orders/${session.orderId}`],
+      ["/v1/payments", "/v1/payments?status=unresolved"],
+      ["/v1/events", "/v1/events"],
+      ["/v1/webhook-endpoints", "/v1/webhook-endpoints"],
+      ["/v1/transfers", "/v1/transfers"],
+    ] as const) {
+      const answer = await check("get", path, op(path, "get"), await stack.partnerFetch(url));
+      expect(answer.status, path).toBe(200);
+    }
+    const browser = (path: string, url: string, json: unknown) =>
+      fetch(`${base()}${url}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(json),
+      }).then((response) => check("post", path, op(path, "post"), response));
+    expect(
+      (
+        await browser("/v1/public/checkout/sessions/{id}/validate", `/v1/public/checkout/sessions/${session.id}/validate`, {
+          clientToken: session.clientToken,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await browser("/checkout/{sessionId}/qr", `/checkout/${session.id}/qr`, { clientToken: session.clientToken })).status,
+    ).toBe(200);
+    // A hash that is on no block: a documented problem, not an undocumented answer.
+    const unknownHash = await browser("/v1/public/checkout/payments", "/v1/public/checkout/payments", {
+      clientToken: session.clientToken,
+      transactionHash: `0x${"cd".repeat(32)}`,
+    });
+    expect(unknownHash.status).toBe(404);
+    const wrongToken = await browser(
+      "/v1/public/checkout/sessions/{id}/validate",
+      `/v1/public/checkout/sessions/${session.id}/validate`,
+      {
+        clientToken: "not-the-token",
+      },
+    );
+    expect(wrongToken.status).toBe(401);
+    expect(violations).toEqual([]);
+  });
+});
+
+describe("problem type links and /docs", () => {
+  it("every problem type resolves to an entry of the catalogue", async () => {
+    const answer = await fetch(`${base()}/v1/orders/nope`, {
+      headers: { Authorization: `Bearer ${stack.local.partner.apiKey}` },
+    });
+    const problem = (await answer.json()) as { type: string; code: string };
+    expect(problem.type).toBe("/docs/problems#problem-not_found");
+    const catalogue = await fetch(new URL(problem.type, base()));
+    expect(catalogue.status).toBe(200);
+    const page = await catalogue.text();
+    for (const code of PROBLEM_CODES) expect(page, code).toContain(`id="problem-${code}"`);
+  });
+
+  it("renders the Scalar reference from our own origin (Chromium), with no accessibility violation", async () => {
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing`);
+    rmSync(ARTIFACTS, { recursive: true, force: true });
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const userDataDir = mkdtempSync(join(tmpdir(), "chromium-docs-"));
+    const browser = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+    try {
+      const origin = new URL(base()).origin;
+      const requested: string[] = [];
+      browser.on("request", (request) => {
+        requested.push(request.url());
+      });
+      const page = await browser.newPage();
+      await page.setViewportSize({ width: 1280, height: 900 });
+      const consoleErrors: string[] = [];
+      page.on("console", (message) => {
+        if (message.type() === "error") consoleErrors.push(message.text());
+      });
+      await page.goto(`${base()}/docs`, { waitUntil: "networkidle" });
+      await page.screenshot({ path: join(ARTIFACTS, "docs-loaded.png") });
+      writeFileSync(join(ARTIFACTS, "console-errors.json"), JSON.stringify(consoleErrors, null, 2));
+      await page.getByRole("heading", { name: /Partner API/ }).first().waitFor({ timeout: 30_000 });
+      const outside = requested.filter((url) => !url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:"));
+      expect(outside).toEqual([]);
+      const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+      for (const [label, viewport] of [
+        ["1280", { width: 1280, height: 900 }],
+        ["390", { width: 390, height: 844 }],
+      ] as const) {
+        await page.setViewportSize(viewport);
+        await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined))));
+        await page.screenshot({ path: join(ARTIFACTS, `docs-${label}.png`) });
+        await page.evaluate(axeSource);
+        const result = (await page.evaluate(() =>
+          (window as unknown as { axe: { run: (context: Document, options: unknown) => Promise<unknown> } }).axe.run(document, {
+            resultTypes: ["violations"],
+          }),
+        )) as { violations: { id: string; impact: string | null; help: string; nodes: { target: unknown }[] }[] };
+        writeFileSync(join(ARTIFACTS, `axe-docs-${label}.json`), JSON.stringify(result.violations, null, 2));
+        const serious = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+        expect(
+          serious.map((v) => `${v.id} (${v.impact}): ${v.help}`),
+          `/docs at ${label} px`,
+        ).toEqual([]);
+      }
+      await page.goto(`${base()}/docs/problems#problem-session_expired`);
+      await page.screenshot({ path: join(ARTIFACTS, "problems-1280.png") });
+    } finally {
+      await browser.close();
+      rmSync(userDataDir, { recursive: true, force: true });
+    }
+  });
+});
