@@ -2,9 +2,9 @@ import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { checksum } from "../checksum-address.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
-import { confirmationsOf } from "../settlement/record-transfer.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 
 /** Certificates of each kind looked up per tick; both batches together stay within one index query (500 mints). */

@@ -4,12 +4,13 @@ import { type AppContext, networkByChainId } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { presentationView, readPresentation } from "../checkout/hosted-options.js";
+import { saveCustomerDetails } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { ProblemError, problems } from "../http/problem.js";
+import { shownConfirmations } from "../indexed/confirmations.js";
 import { readBranding } from "../partners/branding.js";
-import { confirmationsOf } from "../settlement/record-transfer.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import type { AppEnv } from "./app-env.js";
@@ -75,11 +76,7 @@ async function publicSessionView(context: AppContext, session: CheckoutSessionTa
     customer: presentation.customer,
     lineItems: presentation.lineItems,
     merchant: await readBranding(context.store, session.partner_id),
-    // A recorded transfer is in a block, so at least 1, even when the cached head lags it.
-    confirmations:
-      row.block_number == null
-        ? null
-        : Math.max(1, head === undefined ? 1 : confirmationsOf({ blockNumber: BigInt(row.block_number) }, head)),
+    confirmations: row.block_number == null ? null : shownConfirmations({ blockNumber: BigInt(row.block_number) }, head),
     requiredConfirmations: networkByChainId(context, session.chain_id)?.confirmations ?? null,
     unresolvedPayment:
       unresolved === undefined
@@ -203,16 +200,12 @@ export function publicCheckoutRoutes(context: AppContext) {
           detail: "delivery: this order ships, so a delivery address is required",
         });
       }
-      await context.store
-        .updateTable("checkout_session")
-        .set({
-          contact_json: JSON.stringify(body.contact),
-          delivery_json: body.delivery === undefined ? null : JSON.stringify(body.delivery),
-          updated_at: Date.now(),
-        })
-        .where("id", "=", session.id)
-        .where("status", "=", "awaiting_payment")
-        .execute();
+      await saveCustomerDetails(context.store, {
+        sessionId: session.id,
+        contact: body.contact,
+        delivery: body.delivery,
+        now: Date.now(),
+      });
       const updated = await context.store
         .selectFrom("checkout_session")
         .selectAll()
