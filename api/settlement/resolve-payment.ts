@@ -58,67 +58,83 @@ export async function attachPaymentToOrder(
   context: AppContext,
   params: PaymentKey & { orderId: string; partnerId?: string; note?: string; alsoInTransaction?: AlsoInTransaction },
 ) {
-  const now = Date.now();
+  const heads = await context.indexed.heads();
   await context.store.transaction().execute(async (trx) => {
-    const payment = await findPayment(trx, { ...params, transactionHash: params.transactionHash.toLowerCase() });
-    if (payment === undefined) throw problems.notFound("Payment");
-    const owner = await paymentOwner(trx, payment);
-    if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
-    if (payment.status !== "unresolved") throw notUnresolved(payment.status);
-    const order = await trx.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirst();
-    if (order === undefined || (params.partnerId !== undefined && order.partner_id !== params.partnerId)) {
-      throw problems.notFound(`Order ${params.orderId}`);
-    }
-    if (owner !== order.partner_id) {
-      throw new ProblemError({
-        status: 409,
-        code: "payment_of_another_partner",
-        title: "The payment went to another partner's address",
-        detail: "A payment can only be credited to an order of the partner whose payment address received it.",
-      });
-    }
-    if (order.settled_session_id !== null) throw alreadySettled();
-    // The session the customer submitted it on, when it is this order's; else the order's latest there.
-    const session = await sessionForAttach(trx, {
-      orderId: order.id,
-      chainId: payment.chain_id,
-      submittedOn: payment.session_id,
-    });
-    if (session === undefined) throw problems.invalidRequest("The order has no checkout session on the payment's network.");
-    if (!allows(sessionTransitions, "attach", session.status)) {
-      // A transfer of this session is confirming: crediting another now would pay the order twice.
-      throw new ProblemError({
-        status: 409,
-        code: "payment_in_progress",
-        title: "A payment for this order is being confirmed",
-        detail: "Wait for the purchase.settled event (or read the order); attach this payment only if that one fails.",
-      });
-    }
-    const network = networkByChainId(context, payment.chain_id);
-    if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");
-
-    const resolution = `attached to ${order.id}${params.note ? `: ${params.note}` : ""}`;
-    const attached = await movePayment(trx, {
-      payment,
-      transition: "attach",
-      now,
-      set: { session_id: session.id, partner_id: session.partner_id, resolution },
-    });
-    if (!attached) throw notUnresolved("changing");
-    if (!(await moveSession(trx, { session, transition: "attach", now }))) throw alreadySettled();
-    const head = (await context.indexed.heads()).get(payment.chain_id)?.blockNumber ?? BigInt(payment.block_number);
-    const credited = await settleOrder(trx, {
-      session: { ...session, status: "settled" },
-      payment: { ...payment, status: "attached", session_id: session.id },
-      network,
-      confirmations: confirmationsOf({ blockNumber: BigInt(payment.block_number) }, head),
-      now,
-      resolution: "attached",
-    });
-    // Another settlement credited the order since it was read: nothing of this attach stays.
-    if (!credited) throw alreadySettled();
+    await attachPayment(trx, { ...params, networks: context.networks, headOf: (chainId) => heads.get(chainId)?.blockNumber });
     await params.alsoInTransaction?.(trx);
   });
+}
+
+/** `attachPaymentToOrder` inside the caller's transaction, with the indexed heads read before it. */
+export async function attachPayment(
+  trx: Kysely<Database>,
+  params: PaymentKey & {
+    orderId: string;
+    partnerId?: string;
+    note?: string;
+    networks: AppContext["networks"];
+    headOf: (chainId: number) => bigint | undefined;
+    now?: number;
+  },
+) {
+  const now = params.now ?? Date.now();
+  const payment = await findPayment(trx, { ...params, transactionHash: params.transactionHash.toLowerCase() });
+  if (payment === undefined) throw problems.notFound("Payment");
+  const owner = await paymentOwner(trx, payment);
+  if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
+  if (payment.status !== "unresolved") throw notUnresolved(payment.status);
+  const order = await trx.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirst();
+  if (order === undefined || (params.partnerId !== undefined && order.partner_id !== params.partnerId)) {
+    throw problems.notFound(`Order ${params.orderId}`);
+  }
+  if (owner !== order.partner_id) {
+    throw new ProblemError({
+      status: 409,
+      code: "payment_of_another_partner",
+      title: "The payment went to another partner's address",
+      detail: "A payment can only be credited to an order of the partner whose payment address received it.",
+    });
+  }
+  if (order.settled_session_id !== null) throw alreadySettled();
+  // The session the customer submitted it on, when it is this order's; else the order's latest there.
+  const session = await sessionForAttach(trx, {
+    orderId: order.id,
+    chainId: payment.chain_id,
+    submittedOn: payment.session_id,
+  });
+  if (session === undefined) throw problems.invalidRequest("The order has no checkout session on the payment's network.");
+  if (!allows(sessionTransitions, "attach", session.status)) {
+    // A transfer of this session is confirming: crediting another now would pay the order twice.
+    throw new ProblemError({
+      status: 409,
+      code: "payment_in_progress",
+      title: "A payment for this order is being confirmed",
+      detail: "Wait for the purchase.settled event (or read the order); attach this payment only if that one fails.",
+    });
+  }
+  const network = networkByChainId(params, payment.chain_id);
+  if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");
+
+  const resolution = `attached to ${order.id}${params.note ? `: ${params.note}` : ""}`;
+  const attached = await movePayment(trx, {
+    payment,
+    transition: "attach",
+    now,
+    set: { session_id: session.id, partner_id: session.partner_id, resolution },
+  });
+  if (!attached) throw notUnresolved("changing");
+  if (!(await moveSession(trx, { session, transition: "attach", now }))) throw alreadySettled();
+  const head = params.headOf(payment.chain_id) ?? BigInt(payment.block_number);
+  const credited = await settleOrder(trx, {
+    session: { ...session, status: "settled" },
+    payment: { ...payment, status: "attached", session_id: session.id },
+    network,
+    confirmations: confirmationsOf({ blockNumber: BigInt(payment.block_number) }, head),
+    now,
+    resolution: "attached",
+  });
+  // Another settlement credited the order since it was read: nothing of this attach stays.
+  if (!credited) throw alreadySettled();
 }
 
 /**
