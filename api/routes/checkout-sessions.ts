@@ -9,12 +9,14 @@ import {
   readPresentation,
 } from "../checkout/hosted-options.js";
 import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-sessions.js";
+import { findPartnerSession } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
+import { getOrder } from "../orders/order-record.js";
 import type { AppEnv } from "./app-env.js";
 
 const baseUnits = z
@@ -216,12 +218,7 @@ export function checkoutSessionRoutes(context: AppContext) {
       if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") ?? { submit: true };
-      const session = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", id)
-        .where("partner_id", "=", c.get("partner").id)
-        .executeTakeFirst();
+      const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
       if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
       const result = await sendTestPayment(context, {
         session,
@@ -232,18 +229,9 @@ export function checkoutSessionRoutes(context: AppContext) {
     })
     .openapi(readRoute, async (c) => {
       const { id } = c.req.valid("param");
-      const session = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", id)
-        .where("partner_id", "=", c.get("partner").id)
-        .executeTakeFirst();
+      const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
       if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
-      const order = await context.store
-        .selectFrom("orders")
-        .select(["id", "purchase_id"])
-        .where("id", "=", session.order_id)
-        .executeTakeFirstOrThrow();
+      const order = await getOrder(context.store, session.order_id);
       const presentation = await readPresentation(context.store, session.id);
       const gasless = await gaslessSessionView(context, session);
       return c.json(

@@ -4,7 +4,7 @@ import { type AppContext, networkByChainId } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { presentationView, readPresentation } from "../checkout/hosted-options.js";
-import { saveCustomerDetails } from "../checkout/session-record.js";
+import { getSession, saveCustomerDetails } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
@@ -206,11 +206,7 @@ export function publicCheckoutRoutes(context: AppContext) {
         delivery: body.delivery,
         now: Date.now(),
       });
-      const updated = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", session.id)
-        .executeTakeFirstOrThrow();
+      const updated = await getSession(context.store, session.id);
       return c.json(await publicSessionView(context, updated), 200);
     })
     .openapi(paymentsRoute, async (c) => {
@@ -219,10 +215,7 @@ export function publicCheckoutRoutes(context: AppContext) {
       const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash as Hex });
       // Recording the payment moves the session to the answer's status (payment_pending
       // or settled); re-read it only when it was not there already.
-      const current =
-        result.status !== session.status
-          ? await context.store.selectFrom("checkout_session").selectAll().where("id", "=", session.id).executeTakeFirstOrThrow()
-          : session;
+      const current = result.status !== session.status ? await getSession(context.store, session.id) : session;
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
@@ -239,11 +232,7 @@ export function publicCheckoutRoutes(context: AppContext) {
         amount: body.amount === undefined ? undefined : BigInt(body.amount),
         submit: true,
       });
-      const current = await context.store
-        .selectFrom("checkout_session")
-        .selectAll()
-        .where("id", "=", session.id)
-        .executeTakeFirstOrThrow();
+      const current = await getSession(context.store, session.id);
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(claimRoute, async (c) => {

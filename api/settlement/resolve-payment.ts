@@ -4,6 +4,7 @@ import { networkByChainId } from "../app-context.js";
 import { moveSession, sessionForAttach, sessionTransitions } from "../checkout/session-record.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
+import { findOrder } from "../orders/order-record.js";
 import type { Database, PaymentTable } from "../store/database.js";
 import { allows } from "../store/transition-table.js";
 import { movePayment, paymentTransitions } from "./payment-record.js";
@@ -83,7 +84,7 @@ export async function attachPayment(
   const owner = await paymentOwner(trx, payment);
   if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
   if (payment.status !== "unresolved") throw notUnresolved(payment.status);
-  const order = await trx.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirst();
+  const order = await findOrder(trx, params.orderId);
   if (order === undefined || (params.partnerId !== undefined && order.partner_id !== params.partnerId)) {
     throw problems.notFound(`Order ${params.orderId}`);
   }
