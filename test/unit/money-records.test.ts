@@ -44,6 +44,15 @@ describe("transition tables", () => {
     );
   });
 
+  it("names only known statuses, and every status but settled has a way on", () => {
+    for (const edge of edges(sessionTransitions)) {
+      expect(SESSION_STATUSES).toContain(edge.from);
+      expect(SESSION_STATUSES).toContain(edge.to);
+    }
+    const leaving = new Set(edges(sessionTransitions).map((edge) => edge.from));
+    expect([...leaving].sort()).toEqual(SESSION_STATUSES.slice().sort());
+  });
+
   it("a settled session never goes back to awaiting payment, and nothing but a duplicate leaves settled", () => {
     for (const transition of Object.keys(sessionTransitions) as SessionTransition[]) {
       if (transition === "reject_duplicate") continue;
