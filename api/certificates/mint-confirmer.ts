@@ -2,9 +2,9 @@ import { isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { checksum } from "../checksum-address.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
-import { confirmationsOf } from "../settlement/record-transfer.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { issuedVouchers, pendingMints, type SeenMint, transitionCertificate } from "./certificate-record.js";
 

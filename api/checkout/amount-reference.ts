@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import type { Kysely } from "kysely";
 import { ProblemError } from "../http/problem.js";
+import { sessionSawTransfer } from "../settlement/payment-record.js";
 import type { Database } from "../store/database.js";
 
 /** Offsets of 1..9999 base units: under one cent, added so the partner never receives less. */
@@ -104,6 +105,20 @@ export async function reserveAmount(
   });
 }
 
+/** The reservation an exact amount on a payment address names, if any (released or not). */
+export async function findReservation(
+  db: Kysely<Database>,
+  params: { chainId: number; paymentAddress: string; amountDue: bigint },
+): Promise<{ session_id: string; released_at: number } | undefined> {
+  return db
+    .selectFrom("amount_reservation")
+    .select(["session_id", "released_at"])
+    .where("chain_id", "=", params.chainId)
+    .where("payment_address", "=", params.paymentAddress)
+    .where("amount_due", "=", params.amountDue.toString())
+    .executeTakeFirst();
+}
+
 /**
  * A session ended without any transfer to its reference: the reference stays its
  * own for `UNUSED_REFERENCE_GRACE_MS` after `endedAt`, then is released. A session
@@ -113,12 +128,7 @@ export async function releaseUnusedReference(
   trx: Kysely<Database>,
   params: { sessionId: string; endedAt: number },
 ): Promise<void> {
-  const transfer = await trx
-    .selectFrom("payment")
-    .select("session_id")
-    .where("session_id", "=", params.sessionId)
-    .executeTakeFirst();
-  if (transfer !== undefined) return;
+  if (await sessionSawTransfer(trx, params.sessionId)) return;
   const releasedAt = params.endedAt + UNUSED_REFERENCE_GRACE_MS;
   await trx
     .updateTable("amount_reservation")

@@ -1,15 +1,16 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Address } from "viem";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import type { NetworkConfig, NetworkName } from "../config/networks.js";
 import { ProblemError } from "../http/problem.js";
-import { recordEvent } from "../outbox/record-event.js";
+import { findOrCreateOrder, getOrder } from "../orders/order-record.js";
 import type { CheckoutSessionTable, Database } from "../store/database.js";
-import { releaseUnusedReference, reserveAmount } from "./amount-reference.js";
+import { reserveAmount } from "./amount-reference.js";
 import { issueClientToken } from "./client-tokens.js";
 import { type HostedOptions, savePresentation } from "./hosted-options.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "./idempotency.js";
+import { expireSession, getSession, insertSession, openSessionsOfOrder, otherKindOfOrder } from "./session-record.js";
 
 /** Sessions stay open 30 minutes unless the partner asks for 5 minutes to 24 hours. */
 export const DEFAULT_SESSION_SECONDS = 1_800;
@@ -50,7 +51,7 @@ export type CreatedSession = {
   replayed: boolean;
 };
 
-class IdempotencyRace extends Error {}
+export class IdempotencyRace extends Error {}
 
 /**
  * Creates a checkout session for an order, or answers with the one that already
@@ -59,18 +60,23 @@ class IdempotencyRace extends Error {}
  */
 export async function createCheckoutSession(context: AppContext, input: CreateSessionInput): Promise<CreatedSession> {
   try {
-    return await context.store.transaction().execute((trx) => createInTransaction(trx, context, input));
+    return await context.store.transaction().execute((trx) => createSessionInTransaction(trx, context, input));
   } catch (error) {
     // Two requests with one key at once: the loser now finds the winner's session.
     if (error instanceof IdempotencyRace)
-      return context.store.transaction().execute((trx) => createInTransaction(trx, context, input));
+      return context.store.transaction().execute((trx) => createSessionInTransaction(trx, context, input));
     throw error;
   }
 }
 
-async function createInTransaction(
+/**
+ * The same, inside the caller's transaction (an RWA purchase reserves its units and
+ * creates its session in one). With an idempotency key, a concurrent request with the
+ * same key makes this throw `IdempotencyRace`: the caller retries in a new transaction.
+ */
+export async function createSessionInTransaction(
   trx: Kysely<Database>,
-  context: AppContext,
+  context: Pick<AppContext, "networks">,
   input: CreateSessionInput,
 ): Promise<CreatedSession> {
   const now = Date.now();
@@ -107,12 +113,7 @@ async function createInTransaction(
     return reissue(trx, { sessionId: order.settled_session_id, now, lifetimeMs, replayed: false });
   }
 
-  const open = await trx
-    .selectFrom("checkout_session")
-    .selectAll()
-    .where("order_id", "=", order.id)
-    .where("status", "in", ["awaiting_payment", "payment_pending"])
-    .execute();
+  const open = await openSessionsOfOrder(trx, order.id);
   if (open.some((session) => session.status === "payment_pending")) {
     throw new ProblemError({
       status: 409,
@@ -177,7 +178,7 @@ async function createInTransaction(
     created_at: now,
     updated_at: now,
   };
-  await trx.insertInto("checkout_session").values(session).execute();
+  await insertSession(trx, session);
   if (input.presentation !== undefined) await savePresentation(trx, sessionId, input.presentation);
   const clientToken = await issueClientToken(trx, { sessionId, expiresAt, now });
   await remember(sessionId);
@@ -205,13 +206,7 @@ async function partnerPaymentAddresses(trx: Kysely<Database>, partnerId: string,
  * client token for it and claim the investor's certificate for another wallet.
  */
 async function refuseOtherKind(trx: Kysely<Database>, params: { orderId: string; kind: CreateSessionInput["kind"] }) {
-  const other = await trx
-    .selectFrom("checkout_session")
-    .select("kind")
-    .where("order_id", "=", params.orderId)
-    .where("kind", "!=", params.kind)
-    .executeTakeFirst();
-  if (other === undefined) return;
+  if ((await otherKindOfOrder(trx, params)) === undefined) return;
   throw new ProblemError({
     status: 409,
     code: params.kind === "commerce" ? "order_not_commerce" : "order_not_rwa",
@@ -223,87 +218,14 @@ async function refuseOtherKind(trx: Kysely<Database>, params: { orderId: string;
   });
 }
 
-async function findOrCreateOrder(trx: Kysely<Database>, params: { partnerId: string; externalOrderId: string; now: number }) {
-  const existing = await trx
-    .selectFrom("orders")
-    .selectAll()
-    .where("partner_id", "=", params.partnerId)
-    .where("external_order_id", "=", params.externalOrderId)
-    .executeTakeFirst();
-  if (existing !== undefined) return existing;
-  const order = {
-    id: `ord_${randomUUID().replaceAll("-", "")}`,
-    partner_id: params.partnerId,
-    external_order_id: params.externalOrderId,
-    purchase_id: `0x${randomBytes(32).toString("hex")}`,
-    status: "awaiting_payment" as const,
-    settled_session_id: null,
-    fulfilment_reference: null,
-    fulfilment_idempotency_key: null,
-    fulfilled_at: null,
-    created_at: params.now,
-    updated_at: params.now,
-  };
-  await trx.insertInto("orders").values(order).execute();
-  return order;
-}
-
 async function reissue(
   trx: Kysely<Database>,
   params: { sessionId: string; now: number; lifetimeMs: number; replayed: boolean },
 ): Promise<CreatedSession> {
-  const session = await trx
-    .selectFrom("checkout_session")
-    .selectAll()
-    .where("id", "=", params.sessionId)
-    .executeTakeFirstOrThrow();
-  const order = await trx
-    .selectFrom("orders")
-    .select(["id", "purchase_id"])
-    .where("id", "=", session.order_id)
-    .executeTakeFirstOrThrow();
+  const session = await getSession(trx, params.sessionId);
+  const order = await getOrder(trx, session.order_id);
   // A fresh browser credential: tokens are stored hashed, so the first one cannot be read back.
   const expiresAt = Math.max(Number(session.expires_at), session.status === "settled" ? params.now + params.lifetimeMs : 0);
   const clientToken = await issueClientToken(trx, { sessionId: session.id, expiresAt, now: params.now });
   return { session, clientToken, orderId: order.id, purchaseId: order.purchase_id, replayed: params.replayed };
-}
-
-/** Closes an open session (at its expiry, or when a newer session replaces it) and tells the partner. */
-export async function expireSession(
-  trx: Kysely<Database>,
-  params: { session: CheckoutSessionTable; now: number; reason: "expired" | "superseded" | "order_settled" },
-): Promise<boolean> {
-  const result = await trx
-    .updateTable("checkout_session")
-    .set({ status: "expired", updated_at: params.now, ...(params.reason === "expired" ? {} : { expires_at: params.now }) })
-    .where("id", "=", params.session.id)
-    .where("status", "=", "awaiting_payment")
-    .executeTakeFirst();
-  if (result.numUpdatedRows !== 1n) return false;
-  await releaseUnusedReference(trx, {
-    sessionId: params.session.id,
-    endedAt: params.reason === "expired" ? Math.min(Number(params.session.expires_at), params.now) : params.now,
-  });
-  const order = await trx
-    .selectFrom("orders")
-    .select(["purchase_id"])
-    .where("id", "=", params.session.order_id)
-    .executeTakeFirstOrThrow();
-  await recordEvent(trx, {
-    partnerId: params.session.partner_id,
-    type: "session.expired",
-    orderingKey: params.session.order_id,
-    now: params.now,
-    data: {
-      externalOrderId: params.session.external_order_id,
-      orderId: params.session.order_id,
-      purchaseId: order.purchase_id,
-      sessionId: params.session.id,
-      reason: params.reason,
-      totalPriceUsdc: params.session.total_price_usdc,
-      amount: params.session.amount_due,
-      expiresAt: new Date(Math.min(Number(params.session.expires_at), params.now)).toISOString(),
-    },
-  });
-  return true;
 }

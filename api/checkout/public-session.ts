@@ -2,12 +2,13 @@ import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { findCertificate } from "../certificates/certificate-record.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { ProblemError } from "../http/problem.js";
+import { shownConfirmations } from "../indexed/confirmations.js";
 import { readBranding } from "../partners/branding.js";
-import { confirmationsOf } from "../settlement/record-transfer.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { presentationView, readPresentation } from "./hosted-options.js";
+import { getSession, saveCustomerDetails } from "./session-record.js";
 import { sessionView } from "./session-view.js";
 import { testPaymentsEnabled } from "./test-payment.js";
 
@@ -18,29 +19,7 @@ import { testPaymentsEnabled } from "./test-payment.js";
  */
 
 /** A session as it is now (after a write of the caller's moved it). */
-export async function readSession(store: Store, sessionId: string): Promise<CheckoutSessionTable> {
-  return store.selectFrom("checkout_session").selectAll().where("id", "=", sessionId).executeTakeFirstOrThrow();
-}
-
-/** The partner's own session; another partner's is as missing as one that does not exist. */
-export async function findPartnerSession(
-  store: Store,
-  params: { partnerId: string; sessionId: string },
-): Promise<CheckoutSessionTable> {
-  const session = await store
-    .selectFrom("checkout_session")
-    .selectAll()
-    .where("id", "=", params.sessionId)
-    .where("partner_id", "=", params.partnerId)
-    .executeTakeFirst();
-  if (session === undefined) throw problems.notFound(`Checkout session ${params.sessionId}`);
-  return session;
-}
-
-/** The ids of a session's order, as its views carry them. */
-export async function sessionOrder(store: Store, orderId: string): Promise<{ id: string; purchase_id: string }> {
-  return store.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", orderId).executeTakeFirstOrThrow();
-}
+export const readSession = (store: Store, sessionId: string): Promise<CheckoutSessionTable> => getSession(store, sessionId);
 
 /** The customer's contact and delivery details, taken only while the session awaits payment. */
 export async function recordCustomerDetails(
@@ -64,16 +43,12 @@ export async function recordCustomerDetails(
       detail: "delivery: this order ships, so a delivery address is required",
     });
   }
-  await store
-    .updateTable("checkout_session")
-    .set({
-      contact_json: JSON.stringify(details.contact),
-      delivery_json: details.delivery === undefined ? null : JSON.stringify(details.delivery),
-      updated_at: Date.now(),
-    })
-    .where("id", "=", session.id)
-    .where("status", "=", "awaiting_payment")
-    .execute();
+  await saveCustomerDetails(store, {
+    sessionId: session.id,
+    contact: details.contact,
+    delivery: details.delivery,
+    now: Date.now(),
+  });
   return readSession(store, session.id);
 }
 
@@ -108,10 +83,7 @@ export async function publicSessionView(context: AppContext, session: CheckoutSe
     lineItems: presentation.lineItems,
     merchant: await readBranding(context.store, session.partner_id),
     // A recorded transfer is in a block, so at least 1, even when the cached head lags it.
-    confirmations:
-      row.block_number == null
-        ? null
-        : Math.max(1, head === undefined ? 1 : confirmationsOf({ blockNumber: BigInt(row.block_number) }, head)),
+    confirmations: row.block_number == null ? null : shownConfirmations({ blockNumber: BigInt(row.block_number) }, head),
     requiredConfirmations: networkByChainId(context, session.chain_id)?.confirmations ?? null,
     unresolvedPayment:
       unresolved === undefined

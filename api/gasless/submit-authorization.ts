@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { findSession } from "../checkout/session-record.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
@@ -132,11 +133,7 @@ export async function submitAuthorization(
 
   const row = await storeAuthorization(context, { session, authorization, signature });
   // A plain transfer may have been credited while we checked: never pay a session twice.
-  const current = await context.store
-    .selectFrom("checkout_session")
-    .select("status")
-    .where("id", "=", session.id)
-    .executeTakeFirst();
+  const current = await findSession(context.store, session.id);
   if (current?.status !== "awaiting_payment") {
     await recordRelayFailure(context, row.id, "session_not_open", `The session became ${current?.status} before sending.`);
     throw refused("session_not_open", `The session is ${current?.status}; it takes no new payment.`, 409);

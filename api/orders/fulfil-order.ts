@@ -1,6 +1,7 @@
 import type { AppContext } from "../app-context.js";
 import { ProblemError } from "../http/problem.js";
 import { recordEvent } from "../outbox/record-event.js";
+import { fulfilOrderRecord } from "./order-record.js";
 import { findPartnerOrder } from "./read-order.js";
 
 /**
@@ -33,19 +34,13 @@ export async function fulfilOrder(
         detail: "Wait for the purchase.settled event of this order.",
       });
     }
-    const updated = await trx
-      .updateTable("orders")
-      .set({
-        status: "fulfilled",
-        fulfilment_reference: params.fulfilmentReference,
-        fulfilment_idempotency_key: params.idempotencyKey,
-        fulfilled_at: now,
-        updated_at: now,
-      })
-      .where("id", "=", order.id)
-      .where("status", "=", "paid")
-      .executeTakeFirst();
-    if (updated.numUpdatedRows !== 1n) throw new Error(`order ${order.id} changed while it was fulfilled`);
+    const fulfilled = await fulfilOrderRecord(trx, {
+      order,
+      reference: params.fulfilmentReference,
+      idempotencyKey: params.idempotencyKey,
+      now,
+    });
+    if (!fulfilled) throw new Error(`order ${order.id} changed while it was fulfilled`);
     await recordEvent(trx, {
       partnerId: order.partner_id,
       type: "order.fulfilled",

@@ -5,7 +5,7 @@ import { paymentView } from "../checkout/session-view.js";
 import { checksum, checksumOrNull } from "../checksum-address.js";
 import { relayOfTransaction } from "../gasless/gasless-view.js";
 import { problems } from "../http/problem.js";
-import { confirmationsOf } from "../settlement/record-transfer.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
 import type { Database } from "../store/database.js";
 
 /** The partner's own order; another partner's is as missing as one that does not exist. */

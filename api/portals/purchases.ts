@@ -3,7 +3,8 @@ import { type Address, getAddress, type Hex } from "viem";
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
-import { createCheckoutSession } from "../checkout/create-session.js";
+import { createSessionInTransaction } from "../checkout/create-session.js";
+import { findSession } from "../checkout/session-record.js";
 import { paymentView } from "../checkout/session-view.js";
 import type { NetworkName } from "../config/networks.js";
 import { keysetPage } from "../http/cursor.js";
@@ -15,7 +16,8 @@ import type { RwaPurchaseTable } from "../store/portal-tables.js";
 import { findEligibility, ineligibilityReasons } from "./eligibility.js";
 import { findOffering, issuerOfOffering } from "./offerings.js";
 import type { PortalSettings } from "./portal-settings.js";
-import { offeringNotOpen, reconcileOfferings, releasePurchaseUnits, reserveUnits } from "./reservations.js";
+import { findInvestorPurchase, insertPurchase, listPurchases } from "./purchase-record.js";
+import { offeringNotOpen, reconcileOfferings, reserveUnits } from "./reservations.js";
 
 /** A purchase with what the payment engine knows about it. */
 export type PurchaseRecord = {
@@ -79,7 +81,7 @@ function certificateView(record: PurchaseRecord, frozen: boolean) {
  * eligibility, reserves the units (guarded UPDATEs, no oversubscription), then
  * asks the payment engine for a checkout session that only a transfer from the
  * investor's wallet, of the displayed amount, to the offering's settlement
- * address can settle. If the session cannot be created the units go back.
+ * address can settle, all in one transaction.
  */
 export async function startPurchase(
   context: AppContext,
@@ -131,33 +133,16 @@ export async function startPurchase(
 
   const issuer = await issuerOfOffering(context.store, offering);
   const total = BigInt(offering.unit_price_usdc) * BigInt(params.units);
-  const purchase: RwaPurchaseTable = {
-    id: `pur_${randomUUID().replaceAll("-", "")}`,
-    offering_id: offering.id,
-    investor,
-    recipient,
-    units: params.units,
-    unit_price_usdc: offering.unit_price_usdc,
-    total_price_usdc: total.toString(),
-    network: offering.network,
-    chain_id: offering.chain_id,
-    session_id: null,
-    expires_at: now + settings.reservationSeconds * 1000,
-    released_at: null,
-    created_at: now,
-  };
-  await context.store.transaction().execute(async (trx) => {
+  const purchaseId = `pur_${randomUUID().replaceAll("-", "")}`;
+  // One transaction: the units, the checkout session and the purchase exist together or
+  // not at all (a refusal of the session, such as no free payment reference, reserves nothing).
+  const { purchase, created } = await context.store.transaction().execute(async (trx) => {
     await reserveUnits(trx, { offering, investor, units: params.units });
-    await trx.insertInto("rwa_purchase").values(purchase).execute();
-  });
-
-  let created: Awaited<ReturnType<typeof createCheckoutSession>>;
-  try {
-    created = await createCheckoutSession(context, {
+    const created = await createSessionInTransaction(trx, context, {
       partnerId: issuer.partner_id,
       kind: "rwa",
       network: offering.network as NetworkName,
-      externalOrderId: purchase.id,
+      externalOrderId: purchaseId,
       externalProductId: offering.id,
       productName: offering.name,
       productCategory: "rwa",
@@ -170,27 +155,35 @@ export async function startPurchase(
       paymentAddresses: [offering.settlement_address],
       metadata: {
         offeringId: offering.id,
-        purchaseId: purchase.id,
+        purchaseId,
         units: params.units,
         unitPriceUsdc: offering.unit_price_usdc,
       },
       // What the engine fingerprints for idempotency: JSON-safe (no bigint).
-      requestBody: { offeringId: offering.id, purchaseId: purchase.id, units: params.units, totalPriceUsdc: total.toString() },
+      requestBody: { offeringId: offering.id, purchaseId, units: params.units, totalPriceUsdc: total.toString() },
     });
-  } catch (error) {
-    await context.store.transaction().execute((trx) => releasePurchaseUnits(trx, purchase.id));
-    throw error;
-  }
-  const session = created.session;
-  await context.store
-    .updateTable("rwa_purchase")
-    .set({ session_id: session.id, expires_at: Number(session.expires_at) })
-    .where("id", "=", purchase.id)
-    .execute();
+    const purchase: RwaPurchaseTable = {
+      id: purchaseId,
+      offering_id: offering.id,
+      investor,
+      recipient,
+      units: params.units,
+      unit_price_usdc: offering.unit_price_usdc,
+      total_price_usdc: total.toString(),
+      network: offering.network,
+      chain_id: offering.chain_id,
+      session_id: created.session.id,
+      expires_at: Number(created.session.expires_at),
+      released_at: null,
+      created_at: now,
+    };
+    await insertPurchase(trx, purchase);
+    return { purchase, created };
+  });
   return {
-    purchase: { ...purchase, session_id: session.id, expires_at: Number(session.expires_at) },
+    purchase,
     offeringName: offering.name,
-    session,
+    session: created.session,
     onchainPurchaseId: created.purchaseId,
     settlement: null,
     certificate: undefined,
@@ -233,47 +226,17 @@ export async function loadPurchaseRecords(store: Store, purchases: RwaPurchaseTa
   });
 }
 
-export type PurchaseCursor = { t: number; id: string };
-
-/** Newest first, keyset-paged; by investor (own purchases) or by offering (issuer). */
-export async function listPurchases(
-  store: Store,
-  params: { investor?: string; offeringId?: string; after?: PurchaseCursor; limit: number },
-): Promise<RwaPurchaseTable[]> {
-  let query = store
-    .selectFrom("rwa_purchase")
-    .selectAll()
-    .orderBy("created_at", "desc")
-    .orderBy("id", "desc")
-    .limit(params.limit);
-  if (params.investor !== undefined) query = query.where("investor", "=", params.investor.toLowerCase());
-  if (params.offeringId !== undefined) query = query.where("offering_id", "=", params.offeringId);
-  const after = params.after;
-  if (after !== undefined) {
-    query = query.where((eb) =>
-      eb.or([eb("created_at", "<", after.t), eb.and([eb("created_at", "=", after.t), eb("id", "<", after.id)])]),
-    );
-  }
-  return query.execute();
-}
+export { listPurchases } from "./purchase-record.js";
 
 /** The investor's own purchase; anyone else's is "not found". */
 export async function ownPurchase(store: Store, investor: string, purchaseId: string): Promise<RwaPurchaseTable> {
-  const purchase = await store
-    .selectFrom("rwa_purchase")
-    .selectAll()
-    .where("id", "=", purchaseId)
-    .where("investor", "=", investor.toLowerCase())
-    .executeTakeFirst();
+  const purchase = await findInvestorPurchase(store, { investor, purchaseId });
   if (purchase === undefined) throw problems.notFound(`Purchase ${purchaseId}`);
   return purchase;
 }
 
 export async function sessionOf(store: Store, purchase: RwaPurchaseTable): Promise<CheckoutSessionTable> {
-  const session =
-    purchase.session_id === null
-      ? undefined
-      : await store.selectFrom("checkout_session").selectAll().where("id", "=", purchase.session_id).executeTakeFirst();
+  const session = purchase.session_id === null ? undefined : await findSession(store, purchase.session_id);
   if (session === undefined) {
     throw new ProblemError({
       status: 409,

@@ -3,6 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { ProblemError } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { OfferingTable } from "../store/portal-tables.js";
+import { findPurchase, releasePurchase } from "./purchase-record.js";
 
 /**
  * Takes `units` from an offering for one investor, or throws. Two guarded UPDATEs
@@ -136,15 +137,9 @@ export function offeringNotOpen(status: string): ProblemError {
 
 /** Gives a purchase's units back to its offering, once (the guarded UPDATE on `released_at`). */
 export async function releasePurchaseUnits(trx: Kysely<Database>, purchaseId: string, now = Date.now()): Promise<boolean> {
-  const purchase = await trx.selectFrom("rwa_purchase").selectAll().where("id", "=", purchaseId).executeTakeFirst();
-  if (purchase === undefined) return false;
-  const released = await trx
-    .updateTable("rwa_purchase")
-    .set({ released_at: now })
-    .where("id", "=", purchaseId)
-    .where("released_at", "is", null)
-    .executeTakeFirst();
-  if (released.numUpdatedRows !== 1n) return false;
+  const purchase = await findPurchase(trx, purchaseId);
+  if (purchase === undefined || purchase.released_at !== null) return false;
+  if (!(await releasePurchase(trx, { purchase, now }))) return false;
   await trx
     .updateTable("offering")
     .set({ units_available: sql<number>`units_available + ${purchase.units}` })
@@ -188,7 +183,8 @@ export async function reconcileOfferings(
   for (const candidate of candidates) {
     const head = heads.get(candidate.chain_id);
     const indexedPastExpiry = head !== undefined && Number(head.blockTimestamp) * 1000 > Number(candidate.expires_at);
-    // No session: its creation failed before the compensation ran (a crash); nothing can pay it.
+    // No session: a purchase of an earlier version whose session creation failed (it
+    // then took its own transaction); nothing can pay it. Purchases now start with their session.
     const unpayable = candidate.session_id === null || (candidate.session_status === "expired" && indexedPastExpiry);
     if (unpayable) await context.store.transaction().execute((trx) => releasePurchaseUnits(trx, candidate.id, now));
   }

@@ -1,6 +1,7 @@
 import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { certificatesOfOrders } from "../certificates/certificate-record.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedCertificateMint } from "../indexed/indexed-chain.js";
 
 export type CertificateVerification = {
@@ -51,7 +52,7 @@ export async function assessMints(
   return mints.map((mint) => {
     const network = context.networks.find((candidate) => candidate.chainId === mint.chainId);
     const head = heads.get(mint.chainId)?.blockNumber ?? mint.blockNumber;
-    const confirmations = head < mint.blockNumber ? 0 : Number(head - mint.blockNumber + 1n);
+    const confirmations = confirmationsOf(mint, head);
     const order = orders.find((candidate) => candidate.purchase_id === mint.purchaseId);
     const certificate = certificates.find((candidate) => candidate.orderId === order?.id);
     const purchase = rwa.find((candidate) => candidate.order_id === order?.id);

@@ -9,7 +9,7 @@ import {
   readPresentation,
 } from "../checkout/hosted-options.js";
 import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-sessions.js";
-import { findPartnerSession, sessionOrder } from "../checkout/public-session.js";
+import { findPartnerSession } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
@@ -17,6 +17,7 @@ import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
+import { getOrder } from "../orders/order-record.js";
 import type { AppEnv } from "./app-env.js";
 
 const baseUnits = z
@@ -282,6 +283,7 @@ export function checkoutSessionRoutes(context: AppContext) {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") ?? { submit: true };
       const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
+      if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
       const result = await sendTestPayment(context, {
         session,
         amount: body.amount === undefined ? undefined : BigInt(body.amount),
@@ -292,7 +294,8 @@ export function checkoutSessionRoutes(context: AppContext) {
     .openapi(readRoute, async (c) => {
       const { id } = c.req.valid("param");
       const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
-      const order = await sessionOrder(context.store, session.order_id);
+      if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
+      const order = await getOrder(context.store, session.order_id);
       const presentation = await readPresentation(context.store, session.id);
       const gasless = await gaslessSessionView(context, session);
       return c.json(

@@ -47,6 +47,10 @@ export const OrderSchema = z
       owner: nullableString,
       mintTransactionHash: nullableString,
     }),
+    fulfilment: z
+      .object({ reference: z.string().nullable(), fulfilledAt: z.string() })
+      .nullable()
+      .openapi({ description: "Set once the partner fulfilled the order (`POST /v1/orders/{orderId}/fulfilment`)" }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

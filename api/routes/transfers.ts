@@ -5,6 +5,7 @@ import { checksum } from "../checksum-address.js";
 import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
 import { paymentAddressesOf } from "../partners/api-keys.js";
 import type { AppEnv } from "./app-env.js";
 
@@ -127,7 +128,7 @@ export function transfersRoutes(context: AppContext) {
             from: checksum(transfer.from),
             to: checksum(transfer.to),
             amount: transfer.value.toString(),
-            confirmations: Number(head - transfer.blockNumber + 1n),
+            confirmations: confirmationsOf(transfer, head),
           };
         }),
         nextCursor:

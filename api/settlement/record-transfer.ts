@@ -1,12 +1,25 @@
 import type { Kysely } from "kysely";
 import { createCertificate } from "../certificates/certificate-record.js";
-import { holdReferenceForLateWindow } from "../checkout/amount-reference.js";
-import { expireSession } from "../checkout/create-session.js";
+import { findReservation, holdReferenceForLateWindow } from "../checkout/amount-reference.js";
+import {
+  type CheckoutSession,
+  expireSession,
+  getSession,
+  moveSession,
+  openSessionsOfOrder,
+  orderHasPayingSession,
+  toCheckoutSession,
+} from "../checkout/session-record.js";
 import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import { creditOrder, getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { CheckoutSessionTable, Database, PaymentTable } from "../store/database.js";
+import { findPayment, forgetPendingPayment, insertPayment, movePayment } from "./payment-record.js";
+
+export { findPayment } from "./payment-record.js";
 
 /** Why a transfer that reached a payment address did not settle a session (SPEC section 5, and ours). */
 export type UnresolvedReason =
@@ -23,8 +36,44 @@ export type TransferDecision =
   | { kind: "match"; session: CheckoutSessionTable }
   | { kind: "unresolved"; reason: UnresolvedReason; session: CheckoutSessionTable | undefined };
 
-export function confirmationsOf(transfer: { blockNumber: bigint }, head: bigint): number {
-  return head < transfer.blockNumber ? 0 : Number(head - transfer.blockNumber + 1n);
+/** What the matcher knows of a transfer whose amount names a session, in domain units. */
+export type TransferFacts = {
+  /** The block's timestamp, epoch milliseconds. */
+  minedAt: number;
+  /** Lower-case hex. */
+  from: string;
+  /** When the session's reference was released (it ended unused), epoch milliseconds. */
+  referenceReleasedAt: number;
+  session: Pick<CheckoutSession, "requiredPayer" | "createdAt" | "expiresAt" | "lateUntil">;
+  /** A session of the order is confirming or has settled a payment, or the order is credited. */
+  orderTaken: boolean;
+};
+
+/**
+ * The matching rules, pure: whether a transfer whose exact amount names a session
+ * may settle it, or why not. `linked` says whether the unresolved payment is
+ * recorded with that session (the partner is told which order it was meant for).
+ */
+export function judgeTransfer(
+  facts: TransferFacts,
+): { kind: "match" } | { kind: "unresolved"; reason: UnresolvedReason; linked: boolean } {
+  const { minedAt, session } = facts;
+  // Past the late window the amount no longer names this session; it is still late.
+  if (minedAt > session.lateUntil) return { kind: "unresolved", reason: "late", linked: false };
+  // The session ended unused and its reference was released: the amount names no session any more.
+  if (minedAt > facts.referenceReleasedAt) return { kind: "unresolved", reason: "unmatched", linked: false };
+  if (session.requiredPayer !== null && session.requiredPayer !== facts.from) {
+    return { kind: "unresolved", reason: "wrong_payer", linked: true };
+  }
+  // Block timestamps have whole seconds: compare with the second the session was created in.
+  if (minedAt < Math.floor(session.createdAt / 1000) * 1000)
+    return { kind: "unresolved", reason: "predates_session", linked: true };
+  if (minedAt > session.expiresAt) return { kind: "unresolved", reason: "late", linked: true };
+  // One order, one credit: a payment of any of the order's sessions (a superseded one
+  // paid before the supersede, say) that is settled or still confirming makes this
+  // transfer a duplicate, kept for a refund.
+  if (facts.orderTaken) return { kind: "unresolved", reason: "duplicate_payment", linked: true };
+  return { kind: "match" };
 }
 
 /**
@@ -33,51 +82,23 @@ export function confirmationsOf(transfer: { blockNumber: bigint }, head: bigint)
  * the order's state decide whether it may settle.
  */
 export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTransfer): Promise<TransferDecision> {
-  const reservation = await trx
-    .selectFrom("amount_reservation")
-    .select(["session_id", "released_at"])
-    .where("chain_id", "=", transfer.chainId)
-    .where("payment_address", "=", transfer.to)
-    .where("amount_due", "=", transfer.value.toString())
-    .executeTakeFirst();
+  const reservation = await findReservation(trx, {
+    chainId: transfer.chainId,
+    paymentAddress: transfer.to,
+    amountDue: transfer.value,
+  });
   if (reservation === undefined) return { kind: "unresolved", reason: "unmatched", session: undefined };
-  const minedAtMs = Number(transfer.blockTimestamp) * 1000;
-  const session = await trx
-    .selectFrom("checkout_session")
-    .selectAll()
-    .where("id", "=", reservation.session_id)
-    .executeTakeFirstOrThrow();
-
-  // Past the late window the amount no longer names this session; it is still late.
-  if (minedAtMs > Number(session.late_until)) return { kind: "unresolved", reason: "late", session: undefined };
-  // The session ended unused and its reference was released: the amount names no session any more.
-  if (minedAtMs > Number(reservation.released_at)) return { kind: "unresolved", reason: "unmatched", session: undefined };
-  if (session.required_payer !== null && session.required_payer !== transfer.from) {
-    return { kind: "unresolved", reason: "wrong_payer", session };
-  }
-  // Block timestamps have whole seconds: compare with the second the session was created in.
-  if (minedAtMs < Math.floor(Number(session.created_at) / 1000) * 1000) {
-    return { kind: "unresolved", reason: "predates_session", session };
-  }
-  if (minedAtMs > Number(session.expires_at)) return { kind: "unresolved", reason: "late", session };
-  // One order, one credit: a payment of any of the order's sessions (a superseded one
-  // paid before the supersede, say) that is settled or still confirming makes this
-  // transfer a duplicate, kept for a refund.
-  const order = await trx
-    .selectFrom("orders")
-    .select("settled_session_id")
-    .where("id", "=", session.order_id)
-    .executeTakeFirstOrThrow();
-  const paying = await trx
-    .selectFrom("checkout_session")
-    .select("id")
-    .where("order_id", "=", session.order_id)
-    .where("status", "in", ["payment_pending", "settled"])
-    .executeTakeFirst();
-  if (order.settled_session_id !== null || paying !== undefined) {
-    return { kind: "unresolved", reason: "duplicate_payment", session };
-  }
-  return { kind: "match", session };
+  const session = await getSession(trx, reservation.session_id);
+  const order = await getOrder(trx, session.order_id);
+  const judged = judgeTransfer({
+    minedAt: Number(transfer.blockTimestamp) * 1000,
+    from: transfer.from,
+    referenceReleasedAt: Number(reservation.released_at),
+    session: toCheckoutSession(session),
+    orderTaken: order.settled_session_id !== null || (await orderHasPayingSession(trx, session.order_id)),
+  });
+  if (judged.kind === "match") return { kind: "match", session };
+  return { kind: "unresolved", reason: judged.reason, session: judged.linked ? session : undefined };
 }
 
 /**
@@ -123,12 +144,7 @@ export async function recordTransfer(
       updated_at: now,
     };
     // Another process may have recorded it since we looked: its row stands.
-    const inserted = await trx
-      .insertInto("payment")
-      .values(payment)
-      .onConflict((oc) => oc.doNothing())
-      .executeTakeFirst();
-    if (inserted.numInsertedOrUpdatedRows !== 1n) return (await findPayment(trx, transfer)) as PaymentTable;
+    if (!(await insertPayment(trx, payment))) return (await findPayment(trx, transfer)) as PaymentTable;
     // A session that saw a transfer may see another (a duplicate, a top-up): its reference stays its own.
     if (decision.session !== undefined) await holdReferenceForLateWindow(trx, decision.session);
 
@@ -136,18 +152,17 @@ export async function recordTransfer(
       if (payment.partner_id !== null) await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });
       return payment;
     }
-    const moved = await trx
-      .updateTable("checkout_session")
-      .set({ status: payment.status === "settled" ? "settled" : "payment_pending", updated_at: now })
-      .where("id", "=", decision.session.id)
-      .where("status", "in", ["awaiting_payment", "expired"])
-      .executeTakeFirst();
-    if (moved.numUpdatedRows !== 1n) throw new Error(`session ${decision.session.id} changed while its payment was recorded`);
+    const moved = await moveSession(trx, {
+      session: decision.session,
+      transition: payment.status === "settled" ? "settle" : "pay",
+      now,
+    });
+    if (!moved) throw new Error(`session ${decision.session.id} changed while its payment was recorded`);
     if (
       payment.status === "settled" &&
       !(await settleOrder(trx, { session: decision.session, payment, network, confirmations, now }))
     ) {
-      return flagDuplicate(trx, { payment, session: decision.session, network, now });
+      return flagDuplicate(trx, { payment, session: { ...decision.session, status: "settled" }, network, now });
     }
     return payment;
   });
@@ -160,49 +175,26 @@ export async function confirmPendingPayment(
 ): Promise<"settled" | "pending" | "reorged"> {
   const now = params.now ?? Date.now();
   const { payment } = params;
+  const key = { chainId: payment.chain_id, transactionHash: payment.transaction_hash, logIndex: payment.log_index };
   if (!params.stillIndexed) {
     await store.transaction().execute(async (trx) => {
-      const removed = await trx
-        .deleteFrom("payment")
-        .where("chain_id", "=", payment.chain_id)
-        .where("transaction_hash", "=", payment.transaction_hash)
-        .where("log_index", "=", payment.log_index)
-        .where("status", "=", "pending")
-        .executeTakeFirst();
-      if (removed.numDeletedRows !== 1n || payment.session_id === null) return;
-      await trx
-        .updateTable("checkout_session")
-        .set({ status: "awaiting_payment", updated_at: now })
-        .where("id", "=", payment.session_id)
-        .where("status", "=", "payment_pending")
-        .execute();
+      if (!(await forgetPendingPayment(trx, key)) || payment.session_id === null) return;
+      const session = await getSession(trx, payment.session_id);
+      if (session.status === "payment_pending") await moveSession(trx, { session, transition: "reopen", now });
     });
     return "reorged";
   }
   const confirmations = confirmationsOf({ blockNumber: BigInt(payment.block_number) }, params.head);
   if (confirmations < params.network.confirmations) return "pending";
   await store.transaction().execute(async (trx) => {
-    const updated = await trx
-      .updateTable("payment")
-      .set({ status: "settled", updated_at: now })
-      .where("chain_id", "=", payment.chain_id)
-      .where("transaction_hash", "=", payment.transaction_hash)
-      .where("log_index", "=", payment.log_index)
-      .where("status", "=", "pending")
-      .executeTakeFirst();
-    if (updated.numUpdatedRows !== 1n || payment.session_id === null) return;
-    await trx
-      .updateTable("checkout_session")
-      .set({ status: "settled", updated_at: now })
-      .where("id", "=", payment.session_id)
-      .where("status", "=", "payment_pending")
-      .execute();
-    const session = await trx
-      .selectFrom("checkout_session")
-      .selectAll()
-      .where("id", "=", payment.session_id)
-      .executeTakeFirstOrThrow();
-    const settled = { ...payment, status: "settled" as const };
+    const current = await findPayment(trx, key);
+    if (current?.status !== "pending") return;
+    if (!(await movePayment(trx, { payment: current, transition: "confirm", now })) || payment.session_id === null) return;
+    let session = await getSession(trx, payment.session_id);
+    if (session.status === "payment_pending" && (await moveSession(trx, { session, transition: "confirm", now }))) {
+      session = { ...session, status: "settled" };
+    }
+    const settled = { ...current, status: "settled" as const };
     if (!(await settleOrder(trx, { session, payment: settled, network: params.network, confirmations, now }))) {
       await flagDuplicate(trx, { payment: settled, session, network: params.network, now });
     }
@@ -223,16 +215,8 @@ export async function settleOrder(
   },
 ) {
   const { session, payment, network, now } = params;
-  // The guard is the last word on "one order, one credit", also between processes: a
-  // concurrent settlement of the same order waits on the row and then finds it paid.
-  const credited = await trx
-    .updateTable("orders")
-    .set({ status: "paid", settled_session_id: session.id, updated_at: now })
-    .where("id", "=", session.order_id)
-    .where("settled_session_id", "is", null)
-    .executeTakeFirst();
-  if (credited.numUpdatedRows !== 1n) return false;
-  const order = await trx.selectFrom("orders").selectAll().where("id", "=", session.order_id).executeTakeFirstOrThrow();
+  if (!(await creditOrder(trx, { orderId: session.order_id, sessionId: session.id, now }))) return false;
+  const order = await getOrder(trx, session.order_id);
   if (session.certificate_enabled === 1 && network.certificate !== undefined) {
     await createCertificate(trx, {
       orderId: order.id,
@@ -271,21 +255,18 @@ export async function settleOrder(
     },
   });
   // Other sessions of this order can no longer be paid.
-  const others = await trx
-    .selectFrom("checkout_session")
-    .selectAll()
-    .where("order_id", "=", order.id)
-    .where("id", "!=", session.id)
-    .where("status", "=", "awaiting_payment")
-    .execute();
-  for (const other of others) await expireSession(trx, { session: other, now, reason: "order_settled" });
+  const others = await openSessionsOfOrder(trx, order.id);
+  for (const other of others) {
+    if (other.id !== session.id) await expireSession(trx, { session: other, now, reason: "order_settled" });
+  }
   return true;
 }
 
 /**
  * A payment that would credit an order another payment already credited: it stays
- * on record as unresolved (`duplicate_payment`, to be refunded), its session closes,
- * and the partner hears `payment.unresolved`, never a second `purchase.settled`.
+ * on record as unresolved (`duplicate_payment`, to be refunded), its session closes
+ * (unless it is the very session that settled the order), and the partner hears
+ * `payment.unresolved`, never a second `purchase.settled`.
  */
 async function flagDuplicate(
   trx: Kysely<Database>,
@@ -293,19 +274,10 @@ async function flagDuplicate(
 ): Promise<PaymentTable> {
   const { session, now } = params;
   const payment: PaymentTable = { ...params.payment, status: "unresolved", reason: "duplicate_payment", updated_at: now };
-  await trx
-    .updateTable("payment")
-    .set({ status: payment.status, reason: payment.reason, updated_at: now })
-    .where("chain_id", "=", payment.chain_id)
-    .where("transaction_hash", "=", payment.transaction_hash)
-    .where("log_index", "=", payment.log_index)
-    .execute();
-  await trx
-    .updateTable("checkout_session")
-    .set({ status: "expired", updated_at: now })
-    .where("id", "=", session.id)
-    .where("status", "in", ["payment_pending", "settled"])
-    .execute();
+  await movePayment(trx, { payment: params.payment, transition: "reject_duplicate", now, set: { reason: payment.reason } });
+  if (session.status === "payment_pending" || session.status === "settled") {
+    await moveSession(trx, { session, transition: "reject_duplicate", now });
+  }
   await recordUnresolvedEvent(trx, { payment, session, network: params.network, now });
   return payment;
 }
@@ -339,14 +311,4 @@ export async function recordUnresolvedEvent(
       expectedAmount: session?.amount_due,
     },
   });
-}
-
-export function findPayment(db: Kysely<Database>, key: { chainId: number; transactionHash: string; logIndex: number }) {
-  return db
-    .selectFrom("payment")
-    .selectAll()
-    .where("chain_id", "=", key.chainId)
-    .where("transaction_hash", "=", key.transactionHash)
-    .where("log_index", "=", key.logIndex)
-    .executeTakeFirst();
 }

@@ -5,6 +5,7 @@ import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { Database, PaymentTable } from "../store/database.js";
+import { creditedPaymentsBetween, movePayment, relocatePayment } from "./payment-record.js";
 
 /**
  * How far below the indexed head credited payments are re-checked. Ponder rewrites
@@ -26,15 +27,12 @@ type Whereabouts = { kind: "unchanged" } | { kind: "moved"; blockNumber: bigint;
  */
 export async function watchCreditedPayments(context: AppContext, network: NetworkConfig, head: bigint): Promise<number> {
   const from = head > REORG_WATCH_BLOCKS ? head - REORG_WATCH_BLOCKS : 0n;
-  const payments = await context.store
-    .selectFrom("payment")
-    .selectAll()
-    .where("chain_id", "=", network.chainId)
-    .where("status", "in", ["settled", "attached", "reorged"])
-    .where("block_number", ">=", Number(from))
-    .where("block_number", "<=", Number(head))
-    .limit(BATCH)
-    .execute();
+  const payments = await creditedPaymentsBetween(context.store, {
+    chainId: network.chainId,
+    fromBlock: from,
+    toBlock: head,
+    limit: BATCH,
+  });
   if (payments.length === 0) return 0;
   const indexed = await indexedBlockHashes(context, network, from, head);
   let changed = 0;
@@ -102,15 +100,7 @@ async function markReorged(
 ): Promise<boolean> {
   const { payment, now } = params;
   return store.transaction().execute(async (trx) => {
-    const updated = await trx
-      .updateTable("payment")
-      .set({ status: "reorged", updated_at: now })
-      .where("chain_id", "=", payment.chain_id)
-      .where("transaction_hash", "=", payment.transaction_hash)
-      .where("log_index", "=", payment.log_index)
-      .where("status", "=", payment.status)
-      .executeTakeFirst();
-    if (updated.numUpdatedRows !== 1n) return false;
+    if (!(await movePayment(trx, { payment, transition: "reorg", now }))) return false;
     const data = await recordReorgEvent(trx, { ...params, type: "payment.reorged" });
     console.warn(JSON.stringify({ level: "warn", msg: "a credited payment was reorged off the chain", ...data }));
     return true;
@@ -123,17 +113,15 @@ async function restorePayment(
 ): Promise<boolean> {
   const { payment, where, now } = params;
   // An attached payment's resolution note says so; anything else was settled by the matcher.
-  const status = payment.resolution?.startsWith("attached") ? ("attached" as const) : ("settled" as const);
+  const transition = payment.resolution?.startsWith("attached") ? "restore_attached" : "restore_settled";
   return store.transaction().execute(async (trx) => {
-    const updated = await trx
-      .updateTable("payment")
-      .set({ status, block_number: Number(where.blockNumber), block_hash: where.blockHash, updated_at: now })
-      .where("chain_id", "=", payment.chain_id)
-      .where("transaction_hash", "=", payment.transaction_hash)
-      .where("log_index", "=", payment.log_index)
-      .where("status", "=", "reorged")
-      .executeTakeFirst();
-    if (updated.numUpdatedRows !== 1n) return false;
+    const restoredRow = await movePayment(trx, {
+      payment,
+      transition,
+      now,
+      set: { block_number: Number(where.blockNumber), block_hash: where.blockHash },
+    });
+    if (!restoredRow) return false;
     const restored = { ...payment, block_number: Number(where.blockNumber), block_hash: where.blockHash };
     const data = await recordReorgEvent(trx, { payment: restored, network: params.network, now, type: "payment.restored" });
     console.warn(JSON.stringify({ level: "warn", msg: "a reorged payment is back on the chain", ...data }));
@@ -142,14 +130,7 @@ async function restorePayment(
 }
 
 async function moveBlock(store: Kysely<Database>, payment: PaymentTable, where: Extract<Whereabouts, { kind: "moved" }>) {
-  await store
-    .updateTable("payment")
-    .set({ block_number: Number(where.blockNumber), block_hash: where.blockHash, updated_at: Date.now() })
-    .where("chain_id", "=", payment.chain_id)
-    .where("transaction_hash", "=", payment.transaction_hash)
-    .where("log_index", "=", payment.log_index)
-    .where("status", "=", payment.status)
-    .execute();
+  await relocatePayment(store, { payment, blockNumber: where.blockNumber, blockHash: where.blockHash, now: Date.now() });
 }
 
 async function recordReorgEvent(

@@ -1,11 +1,19 @@
 import type { Kysely } from "kysely";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { moveSession, sessionForAttach, sessionTransitions } from "../checkout/session-record.js";
 import { ProblemError, problems } from "../http/problem.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
+import { findOrder } from "../orders/order-record.js";
 import type { Database, PaymentTable } from "../store/database.js";
-import { confirmationsOf, findPayment, settleOrder } from "./record-transfer.js";
+import { allows } from "../store/transition-table.js";
+import { movePayment, paymentTransitions } from "./payment-record.js";
+import { findPayment, settleOrder } from "./record-transfer.js";
 
-export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
+export type { PaymentKey } from "./payment-record.js";
+
+import type { PaymentKey } from "./payment-record.js";
+
 /** Runs inside the resolution's transaction (the admin portal writes its audit entry there). */
 type AlsoInTransaction = (trx: Kysely<Database>) => Promise<void>;
 
@@ -15,6 +23,14 @@ const notUnresolved = (status: string) =>
     code: "payment_not_unresolved",
     title: "Only an unresolved payment can be resolved by hand",
     detail: `This payment is ${status}.`,
+  });
+
+const alreadySettled = () =>
+  new ProblemError({
+    status: 409,
+    code: "order_already_settled",
+    title: "The order is already paid",
+    detail: "Mark the payment for refund instead.",
   });
 
 /**
@@ -43,74 +59,83 @@ export async function attachPaymentToOrder(
   context: AppContext,
   params: PaymentKey & { orderId: string; partnerId?: string; note?: string; alsoInTransaction?: AlsoInTransaction },
 ) {
-  const now = Date.now();
+  const heads = await context.indexed.heads();
   await context.store.transaction().execute(async (trx) => {
-    const payment = await findPayment(trx, { ...params, transactionHash: params.transactionHash.toLowerCase() });
-    if (payment === undefined) throw problems.notFound("Payment");
-    const owner = await paymentOwner(trx, payment);
-    if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
-    if (payment.status !== "unresolved") throw notUnresolved(payment.status);
-    const order = await trx.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirst();
-    if (order === undefined || (params.partnerId !== undefined && order.partner_id !== params.partnerId)) {
-      throw problems.notFound(`Order ${params.orderId}`);
-    }
-    if (owner !== order.partner_id) {
-      throw new ProblemError({
-        status: 409,
-        code: "payment_of_another_partner",
-        title: "The payment went to another partner's address",
-        detail: "A payment can only be credited to an order of the partner whose payment address received it.",
-      });
-    }
-    if (order.settled_session_id !== null) {
-      throw new ProblemError({
-        status: 409,
-        code: "order_already_settled",
-        title: "The order is already paid",
-        detail: "Mark the payment for refund instead.",
-      });
-    }
-    // The session the customer submitted it on, when it is this order's; else the order's latest there.
-    const session = await trx
-      .selectFrom("checkout_session")
-      .selectAll()
-      .where("order_id", "=", order.id)
-      .where("chain_id", "=", payment.chain_id)
-      .orderBy((eb) =>
-        eb
-          .case()
-          .when("id", "=", payment.session_id ?? "")
-          .then(0)
-          .else(1)
-          .end(),
-      )
-      .orderBy("created_at", "desc")
-      .executeTakeFirst();
-    if (session === undefined) throw problems.invalidRequest("The order has no checkout session on the payment's network.");
-    const network = networkByChainId(context, payment.chain_id);
-    if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");
-
-    const resolution = `attached to ${order.id}${params.note ? `: ${params.note}` : ""}`;
-    await trx
-      .updateTable("payment")
-      .set({ status: "attached", session_id: session.id, partner_id: session.partner_id, resolution, updated_at: now })
-      .where("chain_id", "=", payment.chain_id)
-      .where("transaction_hash", "=", payment.transaction_hash)
-      .where("log_index", "=", payment.log_index)
-      .where("status", "=", "unresolved")
-      .execute();
-    await trx.updateTable("checkout_session").set({ status: "settled", updated_at: now }).where("id", "=", session.id).execute();
-    const head = (await context.indexed.heads()).get(payment.chain_id)?.blockNumber ?? BigInt(payment.block_number);
-    await settleOrder(trx, {
-      session: { ...session, status: "settled" },
-      payment: { ...payment, status: "attached", session_id: session.id },
-      network,
-      confirmations: confirmationsOf({ blockNumber: BigInt(payment.block_number) }, head),
-      now,
-      resolution: "attached",
-    });
+    await attachPayment(trx, { ...params, networks: context.networks, headOf: (chainId) => heads.get(chainId)?.blockNumber });
     await params.alsoInTransaction?.(trx);
   });
+}
+
+/** `attachPaymentToOrder` inside the caller's transaction, with the indexed heads read before it. */
+export async function attachPayment(
+  trx: Kysely<Database>,
+  params: PaymentKey & {
+    orderId: string;
+    partnerId?: string;
+    note?: string;
+    networks: AppContext["networks"];
+    headOf: (chainId: number) => bigint | undefined;
+    now?: number;
+  },
+) {
+  const now = params.now ?? Date.now();
+  const payment = await findPayment(trx, { ...params, transactionHash: params.transactionHash.toLowerCase() });
+  if (payment === undefined) throw problems.notFound("Payment");
+  const owner = await paymentOwner(trx, payment);
+  if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
+  if (payment.status !== "unresolved") throw notUnresolved(payment.status);
+  const order = await findOrder(trx, params.orderId);
+  if (order === undefined || (params.partnerId !== undefined && order.partner_id !== params.partnerId)) {
+    throw problems.notFound(`Order ${params.orderId}`);
+  }
+  if (owner !== order.partner_id) {
+    throw new ProblemError({
+      status: 409,
+      code: "payment_of_another_partner",
+      title: "The payment went to another partner's address",
+      detail: "A payment can only be credited to an order of the partner whose payment address received it.",
+    });
+  }
+  if (order.settled_session_id !== null) throw alreadySettled();
+  // The session the customer submitted it on, when it is this order's; else the order's latest there.
+  const session = await sessionForAttach(trx, {
+    orderId: order.id,
+    chainId: payment.chain_id,
+    submittedOn: payment.session_id,
+  });
+  if (session === undefined) throw problems.invalidRequest("The order has no checkout session on the payment's network.");
+  if (!allows(sessionTransitions, "attach", session.status)) {
+    // A transfer of this session is confirming: crediting another now would pay the order twice.
+    throw new ProblemError({
+      status: 409,
+      code: "payment_in_progress",
+      title: "A payment for this order is being confirmed",
+      detail: "Wait for the purchase.settled event (or read the order); attach this payment only if that one fails.",
+    });
+  }
+  const network = networkByChainId(params, payment.chain_id);
+  if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");
+
+  const resolution = `attached to ${order.id}${params.note ? `: ${params.note}` : ""}`;
+  const attached = await movePayment(trx, {
+    payment,
+    transition: "attach",
+    now,
+    set: { session_id: session.id, partner_id: session.partner_id, resolution },
+  });
+  if (!attached) throw notUnresolved("changing");
+  if (!(await moveSession(trx, { session, transition: "attach", now }))) throw alreadySettled();
+  const head = params.headOf(payment.chain_id) ?? BigInt(payment.block_number);
+  const credited = await settleOrder(trx, {
+    session: { ...session, status: "settled" },
+    payment: { ...payment, status: "attached", session_id: session.id },
+    network,
+    confirmations: confirmationsOf({ blockNumber: BigInt(payment.block_number) }, head),
+    now,
+    resolution: "attached",
+  });
+  // Another settlement credited the order since it was read: nothing of this attach stays.
+  if (!credited) throw alreadySettled();
 }
 
 /**
@@ -123,23 +148,19 @@ export async function markPaymentForRefund(
 ) {
   const key = { ...params, transactionHash: params.transactionHash.toLowerCase() };
   await context.store.transaction().execute(async (trx) => {
-    if (params.partnerId !== undefined) {
-      const payment = await findPayment(trx, key);
-      if (payment === undefined || (await paymentOwner(trx, payment)) !== params.partnerId) throw problems.notFound("Payment");
+    const payment = await findPayment(trx, key);
+    if (payment === undefined) throw problems.notFound("Payment");
+    if (params.partnerId !== undefined && (await paymentOwner(trx, payment)) !== params.partnerId) {
+      throw problems.notFound("Payment");
     }
-    const result = await trx
-      .updateTable("payment")
-      .set({ status: "refund_requested", resolution: params.note ?? "refund requested", updated_at: Date.now() })
-      .where("chain_id", "=", key.chainId)
-      .where("transaction_hash", "=", key.transactionHash)
-      .where("log_index", "=", key.logIndex)
-      .where("status", "=", "unresolved")
-      .executeTakeFirst();
-    if (result.numUpdatedRows !== 1n) {
-      const payment = await findPayment(trx, key);
-      if (payment === undefined) throw problems.notFound("Payment");
-      throw notUnresolved(payment.status);
-    }
+    if (!allows(paymentTransitions, "request_refund", payment.status)) throw notUnresolved(payment.status);
+    const moved = await movePayment(trx, {
+      payment,
+      transition: "request_refund",
+      now: Date.now(),
+      set: { resolution: params.note ?? "refund requested" },
+    });
+    if (!moved) throw notUnresolved("changing");
     await params.alsoInTransaction?.(trx);
   });
 }

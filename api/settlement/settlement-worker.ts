@@ -1,7 +1,8 @@
 import type { AppContext } from "../app-context.js";
-import { expireSession } from "../checkout/create-session.js";
+import { expireSession, sessionsDueForExpiry } from "../checkout/session-record.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
+import { pendingPayments, recordedKeys } from "./payment-record.js";
 import { confirmPendingPayment, recordTransfer } from "./record-transfer.js";
 import { watchCreditedPayments } from "./reorg-watch.js";
 
@@ -70,17 +71,10 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
       limit: BATCH,
     });
     if (transfers.length === 0) break;
-    const known = await context.store
-      .selectFrom("payment")
-      .select(["transaction_hash", "log_index"])
-      .where("chain_id", "=", network.chainId)
-      .where(
-        "transaction_hash",
-        "in",
-        transfers.map((transfer) => transfer.transactionHash),
-      )
-      .execute();
-    const seen = new Set(known.map((row) => `${row.transaction_hash}:${row.log_index}`));
+    const seen = await recordedKeys(context.store, {
+      chainId: network.chainId,
+      transactionHashes: transfers.map((transfer) => transfer.transactionHash),
+    });
     for (const transfer of transfers) {
       if (seen.has(`${transfer.transactionHash}:${transfer.logIndex}`)) continue;
       await recordTransfer(context.store, { transfer, network, head });
@@ -104,13 +98,7 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
 /** Returns how many pending payments settled or were forgotten after a reorg. */
 async function confirmPending(context: AppContext, network: AppContext["networks"][number], head: bigint): Promise<number> {
   let changed = 0;
-  const pending = await context.store
-    .selectFrom("payment")
-    .selectAll()
-    .where("status", "=", "pending")
-    .where("chain_id", "=", network.chainId)
-    .limit(BATCH)
-    .execute();
+  const pending = await pendingPayments(context.store, { chainId: network.chainId, limit: BATCH });
   for (const payment of pending) {
     const indexed = await context.indexed.transfersByHash(payment.transaction_hash as `0x${string}`);
     const stillIndexed = indexed.some(
@@ -128,13 +116,7 @@ async function confirmPending(context: AppContext, network: AppContext["networks
 async function expireSessions(context: AppContext): Promise<number> {
   let expired = 0;
   const now = Date.now();
-  const due = await context.store
-    .selectFrom("checkout_session")
-    .selectAll()
-    .where("status", "=", "awaiting_payment")
-    .where("expires_at", "<=", now)
-    .limit(BATCH)
-    .execute();
+  const due = await sessionsDueForExpiry(context.store, { now, limit: BATCH });
   for (const session of due) {
     if (await context.store.transaction().execute((trx) => expireSession(trx, { session, now, reason: "expired" }))) expired++;
   }

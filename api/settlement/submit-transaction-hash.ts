@@ -2,11 +2,13 @@ import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { ProblemError } from "../http/problem.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import type { CheckoutSessionTable } from "../store/database.js";
 import { wakeWorker } from "../workers/run-worker.js";
-import { confirmationsOf, decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
+import { recordedTransferTo } from "./payment-record.js";
+import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
 import { linkSubmittedMismatch } from "./submitted-mismatch.js";
 
 /** Reasons a submitted hash does not pay the session (SPEC section 5, plus `wrong_payer` and `predates_session`). */
@@ -77,14 +79,12 @@ export async function submitTransactionHash(
 
   // Fast path: the settlement worker has already recorded this very transfer (the
   // exact amount to this session's address on its chain); answer from that row.
-  const recorded = await context.store
-    .selectFrom("payment")
-    .selectAll()
-    .where("chain_id", "=", session.chain_id)
-    .where("transaction_hash", "=", transactionHash)
-    .where("to_address", "=", session.payment_address)
-    .where("amount", "=", session.amount_due)
-    .executeTakeFirst();
+  const recorded = await recordedTransferTo(context.store, {
+    chainId: session.chain_id,
+    transactionHash,
+    to: session.payment_address,
+    amount: session.amount_due,
+  });
   if (recorded !== undefined) {
     const head = (await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? BigInt(recorded.block_number);
     return answerForRecorded(recorded, session, { blockNumber: BigInt(recorded.block_number) }, head, pending);
@@ -186,7 +186,11 @@ function answerForRecorded(
   return answer(confirmationsOf(transfer, head), payment.status === "settled" ? "settled" : "payment_pending");
 }
 
-function rejectionFor(reason: string, matched: CheckoutSessionTable | undefined, session: CheckoutSessionTable): RejectionReason {
+export function rejectionFor(
+  reason: string,
+  matched: CheckoutSessionTable | undefined,
+  session: CheckoutSessionTable,
+): RejectionReason {
   if (matched !== undefined && matched.id !== session.id) return "replay";
   if (reason === "late" && matched === undefined) return "late";
   switch (reason) {
@@ -201,7 +205,7 @@ function rejectionFor(reason: string, matched: CheckoutSessionTable | undefined,
   }
 }
 
-function rejectionForRecorded(payment: { reason?: string | null }): RejectionReason {
+export function rejectionForRecorded(payment: { reason?: string | null }): RejectionReason {
   const reason = payment.reason ?? "";
   return reason === "late" || reason === "wrong_payer" || reason === "predates_session" || reason === "duplicate_payment"
     ? reason

@@ -2,6 +2,7 @@ import type { AppContext } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import type { CheckoutSessionTable } from "../store/database.js";
+import { insertPayment, movePayment } from "./payment-record.js";
 import { decideTransfer, findPayment, recordUnresolvedEvent } from "./record-transfer.js";
 
 /** Why a transfer a customer submitted on a session does not pay it (SPEC section 11). */
@@ -29,16 +30,13 @@ export async function linkSubmittedMismatch(
       if (existing.session_id === session.id) return true;
       // Only a payment nobody could place is ours to link; a credited or linked one stays where it is.
       if (existing.status !== "unresolved" || existing.session_id !== null || existing.reason !== "unmatched") return false;
-      const updated = await trx
-        .updateTable("payment")
-        .set({ session_id: session.id, partner_id: session.partner_id, reason, updated_at: now })
-        .where("chain_id", "=", existing.chain_id)
-        .where("transaction_hash", "=", existing.transaction_hash)
-        .where("log_index", "=", existing.log_index)
-        .where("status", "=", "unresolved")
-        .where("session_id", "is", null)
-        .executeTakeFirst();
-      if (updated.numUpdatedRows !== 1n) return false;
+      const linked = await movePayment(trx, {
+        payment: existing,
+        transition: "link_to_session",
+        now,
+        set: { session_id: session.id, partner_id: session.partner_id, reason },
+      });
+      if (!linked) return false;
       // Reported again, now with the session it was meant for.
       await recordUnresolvedEvent(trx, {
         payment: { ...existing, session_id: session.id, partner_id: session.partner_id, reason },
@@ -68,12 +66,7 @@ export async function linkSubmittedMismatch(
       created_at: now,
       updated_at: now,
     };
-    const inserted = await trx
-      .insertInto("payment")
-      .values(payment)
-      .onConflict((oc) => oc.doNothing())
-      .executeTakeFirst();
-    if (inserted.numInsertedOrUpdatedRows !== 1n) return false;
+    if (!(await insertPayment(trx, payment))) return false;
     await recordUnresolvedEvent(trx, { payment, session, network, now });
     return true;
   });

@@ -35,7 +35,7 @@ export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
-export const keysetCursor = z.object({ t: z.number().int(), id: z.string() });
+const keysetCursor = z.object({ t: z.number().int(), id: z.string() });
 
 export const ProblemSchema = z
   .object({

@@ -1,0 +1,100 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database, OrderStatus, OrdersTable } from "../store/database.js";
+import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+
+/**
+ * The order record: one per (partner, external order id), whatever number of
+ * sessions tried to pay it. Every write of `orders` goes through this module,
+ * inside the caller's transaction.
+ */
+export type OrderRow = OrdersTable;
+
+export const orderTransitions = {
+  /** One order, one credit: the first settlement of any of its sessions wins, in any process. */
+  credit: { from: ["awaiting_payment"], to: "paid", guard: "settled_session_id IS NULL" },
+  /** The partner's fulfilment reference (a shipment, say). */
+  fulfil: { from: ["paid"], to: "fulfilled" },
+} as const satisfies TransitionTable<OrderStatus>;
+
+export type OrderTransition = keyof typeof orderTransitions;
+
+export async function findOrder(db: Kysely<Database>, orderId: string): Promise<OrderRow | undefined> {
+  return db.selectFrom("orders").selectAll().where("id", "=", orderId).executeTakeFirst();
+}
+
+export async function getOrder(db: Kysely<Database>, orderId: string): Promise<OrderRow> {
+  const order = await findOrder(db, orderId);
+  if (order === undefined) throw new Error(`order ${orderId} not found`);
+  return order;
+}
+
+/** The partner's order for its external id, created (unpaid, with a fresh purchase id) on first use. */
+export async function findOrCreateOrder(
+  trx: Kysely<Database>,
+  params: { partnerId: string; externalOrderId: string; now: number },
+): Promise<OrderRow> {
+  const existing = await trx
+    .selectFrom("orders")
+    .selectAll()
+    .where("partner_id", "=", params.partnerId)
+    .where("external_order_id", "=", params.externalOrderId)
+    .executeTakeFirst();
+  if (existing !== undefined) return existing;
+  const order: OrderRow = {
+    id: `ord_${randomUUID().replaceAll("-", "")}`,
+    partner_id: params.partnerId,
+    external_order_id: params.externalOrderId,
+    purchase_id: `0x${randomBytes(32).toString("hex")}`,
+    status: "awaiting_payment",
+    settled_session_id: null,
+    fulfilment_reference: null,
+    fulfilment_idempotency_key: null,
+    fulfilled_at: null,
+    created_at: params.now,
+    updated_at: params.now,
+  };
+  await trx.insertInto("orders").values(order).execute();
+  return order;
+}
+
+/**
+ * Credits the order to `sessionId`. The guard (`settled_session_id IS NULL`) is the
+ * last word on "one order, one credit", also between processes: a concurrent
+ * settlement of the same order waits on the row and then finds it paid. Answers
+ * whether this call credited it.
+ */
+export async function creditOrder(
+  trx: Kysely<Database>,
+  params: { orderId: string; sessionId: string; now: number },
+): Promise<boolean> {
+  const credited = await trx
+    .updateTable("orders")
+    .set({ status: orderTransitions.credit.to, settled_session_id: params.sessionId, updated_at: params.now })
+    .where("id", "=", params.orderId)
+    .where("status", "in", orderTransitions.credit.from)
+    .where("settled_session_id", "is", null)
+    .executeTakeFirst();
+  return credited.numUpdatedRows === 1n;
+}
+
+/** Marks a paid order fulfilled (throws `TransitionRefused` from any other status); false when it moved meanwhile. */
+export async function fulfilOrderRecord(
+  trx: Kysely<Database>,
+  params: { order: Pick<OrderRow, "id" | "status">; reference: string; idempotencyKey: string; now: number },
+): Promise<boolean> {
+  const rule = ruleFor<OrderStatus, OrderTransition>("order", orderTransitions, "fulfil", params.order.status);
+  const updated = await trx
+    .updateTable("orders")
+    .set({
+      status: rule.to,
+      fulfilment_reference: params.reference,
+      fulfilment_idempotency_key: params.idempotencyKey,
+      fulfilled_at: params.now,
+      updated_at: params.now,
+    })
+    .where("id", "=", params.order.id)
+    .where("status", "=", params.order.status)
+    .executeTakeFirst();
+  return updated.numUpdatedRows === 1n;
+}

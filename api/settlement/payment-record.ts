@@ -1,0 +1,185 @@
+import type { Kysely } from "kysely";
+import type { Database, PaymentStatus, PaymentTable } from "../store/database.js";
+import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+
+/**
+ * The payment record: one row per indexed transfer to a payment address, keyed by
+ * (chain, transaction hash, log index), which is also the replay guard. Every write
+ * of `payment` goes through this module, inside the caller's transaction.
+ */
+export type PaymentRow = PaymentTable;
+
+/**
+ * A payment's legal status changes. A `pending` payment whose transfer was reorged
+ * away before it confirmed is deleted (`forgetPendingPayment`), not moved: the index
+ * no longer holds it, and it may come back as a new fact.
+ */
+export const paymentTransitions = {
+  /** Its block reached the network's confirmations. */
+  confirm: { from: ["pending"], to: "settled" },
+  /** It would credit an order another payment already credited: kept for a refund. */
+  reject_duplicate: { from: ["pending", "settled"], to: "unresolved", guard: "reason becomes duplicate_payment" },
+  /** Its partner (or an admin on its behalf) credits it to one of the partner's orders. */
+  attach: {
+    from: ["unresolved"],
+    to: "attached",
+    guard: "the order belongs to the partner owning the receiving address, has no settled session and no payment confirming",
+  },
+  /** Its partner (or an admin) will send it back; the service never moves money. */
+  request_refund: { from: ["unresolved"], to: "refund_requested" },
+  /** A submitted transfer of the wrong amount, recorded as unmatched before, is linked to the session it was submitted on. */
+  link_to_session: { from: ["unresolved"], to: "unresolved", guard: "session_id IS NULL and reason is unmatched" },
+  /** A credited transfer that a reorg took off the chain. */
+  reorg: { from: ["settled", "attached"], to: "reorged" },
+  /** Back on the chain (possibly in another block), credited as before. */
+  restore_settled: { from: ["reorged"], to: "settled", guard: "it was settled by the matcher" },
+  restore_attached: { from: ["reorged"], to: "attached", guard: "its resolution says it was attached" },
+} as const satisfies TransitionTable<PaymentStatus>;
+
+export type PaymentTransition = keyof typeof paymentTransitions;
+
+export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
+
+const keyOf = (payment: Pick<PaymentRow, "chain_id" | "transaction_hash" | "log_index">): PaymentKey => ({
+  chainId: payment.chain_id,
+  transactionHash: payment.transaction_hash,
+  logIndex: payment.log_index,
+});
+
+export async function findPayment(db: Kysely<Database>, key: PaymentKey): Promise<PaymentRow | undefined> {
+  return db
+    .selectFrom("payment")
+    .selectAll()
+    .where("chain_id", "=", key.chainId)
+    .where("transaction_hash", "=", key.transactionHash)
+    .where("log_index", "=", key.logIndex)
+    .executeTakeFirst();
+}
+
+/** Records a transfer once; answers false when it was recorded already (by another process, say). */
+export async function insertPayment(trx: Kysely<Database>, payment: PaymentRow): Promise<boolean> {
+  const inserted = await trx
+    .insertInto("payment")
+    .values(payment)
+    .onConflict((oc) => oc.doNothing())
+    .executeTakeFirst();
+  return inserted.numInsertedOrUpdatedRows === 1n;
+}
+
+/**
+ * Applies `transition` to a payment read in this transaction, with the columns it
+ * changes beside its status. Throws `TransitionRefused` when the table does not allow
+ * it from the status read; answers false when the row moved meanwhile.
+ */
+export async function movePayment(
+  trx: Kysely<Database>,
+  params: {
+    payment: Pick<PaymentRow, "chain_id" | "transaction_hash" | "log_index" | "status">;
+    transition: PaymentTransition;
+    now: number;
+    set?: Partial<Pick<PaymentRow, "reason" | "resolution" | "session_id" | "partner_id" | "block_number" | "block_hash">>;
+  },
+): Promise<boolean> {
+  const { payment, transition } = params;
+  const rule = ruleFor<PaymentStatus, PaymentTransition>("payment", paymentTransitions, transition, payment.status);
+  const key = keyOf(payment);
+  let update = trx
+    .updateTable("payment")
+    .set({ ...params.set, status: rule.to, updated_at: params.now })
+    .where("chain_id", "=", key.chainId)
+    .where("transaction_hash", "=", key.transactionHash)
+    .where("log_index", "=", key.logIndex)
+    .where("status", "=", payment.status);
+  if (transition === "link_to_session") update = update.where("session_id", "is", null);
+  const result = await update.executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/** A pending payment whose transfer the index no longer holds is forgotten; answers whether this call removed it. */
+export async function forgetPendingPayment(trx: Kysely<Database>, payment: PaymentKey): Promise<boolean> {
+  const removed = await trx
+    .deleteFrom("payment")
+    .where("chain_id", "=", payment.chainId)
+    .where("transaction_hash", "=", payment.transactionHash)
+    .where("log_index", "=", payment.logIndex)
+    .where("status", "=", "pending")
+    .executeTakeFirst();
+  return removed.numDeletedRows === 1n;
+}
+
+/** A credited transfer re-mined in another block by a reorg: same status, new block. */
+export async function relocatePayment(
+  db: Kysely<Database>,
+  params: { payment: PaymentRow; blockNumber: bigint; blockHash: string; now: number },
+): Promise<void> {
+  await db
+    .updateTable("payment")
+    .set({ block_number: Number(params.blockNumber), block_hash: params.blockHash, updated_at: params.now })
+    .where("chain_id", "=", params.payment.chain_id)
+    .where("transaction_hash", "=", params.payment.transaction_hash)
+    .where("log_index", "=", params.payment.log_index)
+    .where("status", "=", params.payment.status)
+    .execute();
+}
+
+/** Whether any transfer named this session (its payment reference then stays its own). */
+export async function sessionSawTransfer(db: Kysely<Database>, sessionId: string): Promise<boolean> {
+  const transfer = await db.selectFrom("payment").select("session_id").where("session_id", "=", sessionId).executeTakeFirst();
+  return transfer !== undefined;
+}
+
+/** Of these transfers, the keys already recorded (the settlement worker skips them). */
+export async function recordedKeys(
+  db: Kysely<Database>,
+  params: { chainId: number; transactionHashes: string[] },
+): Promise<Set<string>> {
+  if (params.transactionHashes.length === 0) return new Set();
+  const known = await db
+    .selectFrom("payment")
+    .select(["transaction_hash", "log_index"])
+    .where("chain_id", "=", params.chainId)
+    .where("transaction_hash", "in", params.transactionHashes)
+    .execute();
+  return new Set(known.map((row) => `${row.transaction_hash}:${row.log_index}`));
+}
+
+export async function pendingPayments(db: Kysely<Database>, params: { chainId: number; limit: number }) {
+  return db
+    .selectFrom("payment")
+    .selectAll()
+    .where("status", "=", "pending")
+    .where("chain_id", "=", params.chainId)
+    .limit(params.limit)
+    .execute();
+}
+
+/** Credited (or reorged) payments mined within [fromBlock, toBlock], for the reorg watch. */
+export async function creditedPaymentsBetween(
+  db: Kysely<Database>,
+  params: { chainId: number; fromBlock: bigint; toBlock: bigint; limit: number },
+) {
+  return db
+    .selectFrom("payment")
+    .selectAll()
+    .where("chain_id", "=", params.chainId)
+    .where("status", "in", ["settled", "attached", "reorged"])
+    .where("block_number", ">=", Number(params.fromBlock))
+    .where("block_number", "<=", Number(params.toBlock))
+    .limit(params.limit)
+    .execute();
+}
+
+/** The recorded transfer of this hash that pays exactly `amount` to `to` (the hash submission's fast path). */
+export async function recordedTransferTo(
+  db: Kysely<Database>,
+  params: { chainId: number; transactionHash: string; to: string; amount: string },
+) {
+  return db
+    .selectFrom("payment")
+    .selectAll()
+    .where("chain_id", "=", params.chainId)
+    .where("transaction_hash", "=", params.transactionHash)
+    .where("to_address", "=", params.to)
+    .where("amount", "=", params.amount)
+    .executeTakeFirst();
+}

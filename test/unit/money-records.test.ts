@@ -1,0 +1,295 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Address, Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSessionInTransaction } from "../../api/checkout/create-session.js";
+import { getSession, moveSession, type SessionTransition, sessionTransitions } from "../../api/checkout/session-record.js";
+import type { NetworkConfig } from "../../api/config/networks.js";
+import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
+import { getOrder, orderTransitions } from "../../api/orders/order-record.js";
+import { purchaseTransitions } from "../../api/portals/purchase-record.js";
+import { findPayment, movePayment, paymentTransitions } from "../../api/settlement/payment-record.js";
+import { confirmPendingPayment, recordTransfer } from "../../api/settlement/record-transfer.js";
+import { attachPayment } from "../../api/settlement/resolve-payment.js";
+import type { SessionStatus } from "../../api/store/database.js";
+import { migrateStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
+import { allows, edges, ruleFor, TransitionRefused } from "../../api/store/transition-table.js";
+
+/**
+ * The money records' transition tables, and the record modules applied to a real
+ * SQLite store (no chain, no indexer: transfers are given as the facts the index
+ * would hold).
+ */
+
+const SESSION_STATUSES: SessionStatus[] = ["awaiting_payment", "payment_pending", "settled", "expired"];
+
+describe("transition tables", () => {
+  it("the checkout session table allows exactly these changes", () => {
+    const legal = edges(sessionTransitions).map((edge) => `${edge.transition}: ${edge.from} -> ${edge.to}`);
+    expect(legal.sort()).toEqual(
+      [
+        "pay: awaiting_payment -> payment_pending",
+        "pay: expired -> payment_pending",
+        "settle: awaiting_payment -> settled",
+        "settle: expired -> settled",
+        "confirm: payment_pending -> settled",
+        "reopen: payment_pending -> awaiting_payment",
+        "expire: awaiting_payment -> expired",
+        "attach: awaiting_payment -> settled",
+        "attach: expired -> settled",
+        "reject_duplicate: payment_pending -> expired",
+        "reject_duplicate: settled -> expired",
+      ].sort(),
+    );
+  });
+
+  it("names only known statuses, and every status but settled has a way on", () => {
+    for (const edge of edges(sessionTransitions)) {
+      expect(SESSION_STATUSES).toContain(edge.from);
+      expect(SESSION_STATUSES).toContain(edge.to);
+    }
+    const leaving = new Set(edges(sessionTransitions).map((edge) => edge.from));
+    expect([...leaving].sort()).toEqual(SESSION_STATUSES.slice().sort());
+  });
+
+  it("a settled session never goes back to awaiting payment, and nothing but a duplicate leaves settled", () => {
+    for (const transition of Object.keys(sessionTransitions) as SessionTransition[]) {
+      if (transition === "reject_duplicate") continue;
+      expect(allows(sessionTransitions, transition, "settled"), transition).toBe(false);
+    }
+    expect(() => ruleFor("checkout session", sessionTransitions, "expire", "settled")).toThrow(TransitionRefused);
+    expect(() => ruleFor("checkout session", sessionTransitions, "confirm", "awaiting_payment")).toThrow(
+      /transition "confirm" is not allowed from "awaiting_payment"/,
+    );
+  });
+
+  it("an unresolved payment credited by hand never lands on a session whose payment is confirming", () => {
+    expect(allows(sessionTransitions, "attach", "payment_pending")).toBe(false);
+    expect(allows(sessionTransitions, "attach", "settled")).toBe(false);
+  });
+
+  it("the payment table: only unresolved payments are resolved by hand, only credited ones reorg", () => {
+    for (const status of ["pending", "settled", "attached", "refund_requested", "reorged"] as const) {
+      expect(allows(paymentTransitions, "attach", status), status).toBe(false);
+      expect(allows(paymentTransitions, "request_refund", status), status).toBe(false);
+    }
+    expect(allows(paymentTransitions, "attach", "unresolved")).toBe(true);
+    expect(allows(paymentTransitions, "reorg", "settled")).toBe(true);
+    expect(allows(paymentTransitions, "reorg", "attached")).toBe(true);
+    expect(allows(paymentTransitions, "reorg", "pending")).toBe(false);
+    expect(allows(paymentTransitions, "reorg", "unresolved")).toBe(false);
+    expect(allows(paymentTransitions, "confirm", "unresolved")).toBe(false);
+    expect(paymentTransitions.restore_attached.to).toBe("attached");
+  });
+
+  it("the order and purchase tables: credit once, fulfil a paid order, release held units once", () => {
+    expect(edges(orderTransitions).map((edge) => `${edge.from} -> ${edge.to}`)).toEqual([
+      "awaiting_payment -> paid",
+      "paid -> fulfilled",
+    ]);
+    expect(allows(orderTransitions, "fulfil", "awaiting_payment")).toBe(false);
+    expect(allows(orderTransitions, "credit", "paid")).toBe(false);
+    expect(allows(purchaseTransitions, "release", "held")).toBe(true);
+    expect(allows(purchaseTransitions, "release", "released")).toBe(false);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Records on a real store.
+
+const PAY_TO = "0x00000000000000000000000000000000000000aa" as Address;
+const USDC = "0x00000000000000000000000000000000000000cc" as Address;
+const PAYER = "0x00000000000000000000000000000000000000bb" as Address;
+
+const network: NetworkConfig = {
+  name: "local",
+  chainId: 31337,
+  rpcUrl: "http://127.0.0.1:1",
+  usdc: USDC,
+  certificate: undefined,
+  paymentAddresses: [PAY_TO],
+  startBlock: 0,
+  confirmations: 3,
+  pollingIntervalMs: 100,
+  wsUrl: undefined,
+  relayerPrivateKey: undefined,
+};
+
+let dir: string;
+let store: Store;
+let txCounter = 0;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "money-records-"));
+  store = openSqliteStore(join(dir, "app.sqlite"));
+  await migrateStore(store);
+  const now = Date.now();
+  await store.insertInto("partner").values({ id: "ptr_a", name: "A", created_at: now }).execute();
+  await store
+    .insertInto("payment_address")
+    .values({ id: "pa_a", partner_id: "ptr_a", network: "local", chain_id: 31337, address: PAY_TO, created_at: now })
+    .execute();
+});
+
+afterAll(async () => {
+  await store?.destroy();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function createSession(externalOrderId: string, total = 25_000_000n) {
+  return store.transaction().execute((trx) =>
+    createSessionInTransaction(
+      trx,
+      { networks: [network] },
+      {
+        partnerId: "ptr_a",
+        kind: "commerce",
+        externalOrderId,
+        externalProductId: "sku",
+        productName: "Tee",
+        productCategory: "apparel",
+        quantity: 1,
+        totalPriceUsdc: total,
+        shippingRequired: false,
+        certificateEnabled: false,
+      },
+    ),
+  );
+}
+
+/** A transfer as the index would hold it, mined now in `blockNumber`. */
+function transfer(value: bigint, blockNumber: bigint): IndexedTransfer {
+  txCounter++;
+  return {
+    chainId: 31337,
+    transactionHash: `0x${txCounter.toString(16).padStart(64, "0")}` as Hex,
+    logIndex: 0,
+    token: USDC,
+    from: PAYER,
+    to: PAY_TO,
+    value,
+    blockNumber,
+    blockHash: `0x${(txCounter + 1_000_000).toString(16).padStart(64, "0")}` as Hex,
+    blockTimestamp: BigInt(Math.floor(Date.now() / 1000) + 1),
+    transactionIndex: 0,
+  };
+}
+
+describe("checkout session record", () => {
+  it("an illegal change throws and changes nothing; a guard that lost a race answers false", async () => {
+    const { session } = await createSession("order-guard");
+    await expect(
+      store.transaction().execute((trx) => moveSession(trx, { session, transition: "confirm", now: Date.now() })),
+    ).rejects.toThrow(TransitionRefused);
+    expect((await getSession(store, session.id)).status).toBe("awaiting_payment");
+    // Read as awaiting_payment, but another writer expired it meanwhile.
+    await store.transaction().execute((trx) => moveSession(trx, { session, transition: "expire", now: Date.now() }));
+    const moved = await store.transaction().execute((trx) => moveSession(trx, { session, transition: "pay", now: Date.now() }));
+    expect(moved).toBe(false);
+    expect((await getSession(store, session.id)).status).toBe("expired");
+  });
+
+  it("session creation inside the caller's transaction rolls back with it", async () => {
+    const attempt = store.transaction().execute(async (trx) => {
+      await createSessionInTransaction(
+        trx,
+        { networks: [network] },
+        {
+          partnerId: "ptr_a",
+          kind: "commerce",
+          externalOrderId: "order-rolled-back",
+          externalProductId: "sku",
+          productName: "Tee",
+          productCategory: "apparel",
+          quantity: 1,
+          totalPriceUsdc: 1_000_000n,
+          shippingRequired: false,
+          certificateEnabled: false,
+        },
+      );
+      throw new Error("the caller's next step failed");
+    });
+    await expect(attempt).rejects.toThrow("the caller's next step failed");
+    const orders = await store.selectFrom("orders").select("id").where("external_order_id", "=", "order-rolled-back").execute();
+    expect(orders).toEqual([]);
+    const reservations = await store
+      .selectFrom("amount_reservation")
+      .select("session_id")
+      .where("total_price_usdc", "=", "1000000")
+      .execute();
+    expect(reservations).toEqual([]);
+  });
+});
+
+describe("one order, one credit", () => {
+  it("a payment attached by hand is refused while a payment of the order's session is confirming", async () => {
+    const { session, orderId } = await createSession("order-pending-attach");
+    // The customer's exact transfer, one confirmation of three: pending.
+    const exact = transfer(BigInt(session.amount_due), 100n);
+    const pending = await recordTransfer(store, { transfer: exact, network, head: 100n });
+    expect(pending.status).toBe("pending");
+    expect((await getSession(store, session.id)).status).toBe("payment_pending");
+    // Another transfer, of an amount no session holds: unresolved, the partner's to resolve.
+    const stray = transfer(24_000_000n, 100n);
+    const unresolved = await recordTransfer(store, { transfer: stray, network, head: 100n });
+    expect(unresolved.status).toBe("unresolved");
+
+    // Crediting the stray one now would let the confirming one credit the order again
+    // (before: the attach settled the order, and the confirmation then expired the very
+    // session that settled it).
+    const attach = store.transaction().execute((trx) =>
+      attachPayment(trx, {
+        chainId: 31337,
+        transactionHash: stray.transactionHash,
+        logIndex: 0,
+        orderId,
+        partnerId: "ptr_a",
+        networks: [network],
+        headOf: () => 100n,
+      }),
+    );
+    await expect(attach).rejects.toMatchObject({ code: "payment_in_progress" });
+    expect((await findPayment(store, { chainId: 31337, transactionHash: stray.transactionHash, logIndex: 0 }))?.status).toBe(
+      "unresolved",
+    );
+
+    // The confirming payment settles the order through its session, once.
+    expect(await confirmPendingPayment(store, { payment: pending, stillIndexed: true, network, head: 102n })).toBe("settled");
+    const order = await getOrder(store, orderId);
+    expect(order.status).toBe("paid");
+    expect(order.settled_session_id).toBe(session.id);
+    expect((await getSession(store, session.id)).status).toBe("settled");
+    const settledEvents = await store
+      .selectFrom("event")
+      .select("type")
+      .where("ordering_key", "=", orderId)
+      .where("type", "=", "purchase.settled")
+      .execute();
+    expect(settledEvents).toHaveLength(1);
+  });
+
+  it("a duplicate never expires the session that settled its order", async () => {
+    const { session, orderId } = await createSession("order-duplicate-guard");
+    const paid = await recordTransfer(store, { transfer: transfer(BigInt(session.amount_due), 200n), network, head: 202n });
+    expect(paid.status).toBe("settled");
+    const settled = await getSession(store, session.id);
+    expect(settled.status).toBe("settled");
+    // reject_duplicate is allowed from settled, but its guard keeps the order's own session.
+    const moved = await store
+      .transaction()
+      .execute((trx) => moveSession(trx, { session: settled, transition: "reject_duplicate", now: Date.now() }));
+    expect(moved).toBe(false);
+    expect((await getSession(store, session.id)).status).toBe("settled");
+    expect((await getOrder(store, orderId)).settled_session_id).toBe(session.id);
+  });
+
+  it("a payment transition not in the table throws", async () => {
+    const { session } = await createSession("order-payment-illegal");
+    const paid = await recordTransfer(store, { transfer: transfer(BigInt(session.amount_due), 300n), network, head: 310n });
+    expect(paid.status).toBe("settled");
+    await expect(
+      store.transaction().execute((trx) => movePayment(trx, { payment: paid, transition: "request_refund", now: Date.now() })),
+    ).rejects.toThrow(TransitionRefused);
+  });
+});
