@@ -86,8 +86,9 @@ export async function submitTransactionHash(
     amount: session.amount_due,
   });
   if (recorded !== undefined) {
-    const head = (await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? BigInt(recorded.block_number);
-    return answerForRecorded(recorded, session, { blockNumber: BigInt(recorded.block_number) }, head, pending);
+    const mined = { blockNumber: BigInt(recorded.block_number) };
+    const head = await indexedHeadAtLeast(context, session.chain_id, mined.blockNumber);
+    return answerForRecorded(recorded, session, mined, head, pending);
   }
 
   const indexed = await context.indexed.transfersByHash(transactionHash);
@@ -126,7 +127,11 @@ export async function submitTransactionHash(
     });
   }
 
-  const head = (await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? exact.blockNumber;
+  // An indexed transfer's block is indexed: the head is at least there. (A receipt's
+  // block may be ahead of the index; then the cached head is all we know.)
+  const head = indexedYet
+    ? await indexedHeadAtLeast(context, session.chain_id, exact.blockNumber)
+    : ((await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? exact.blockNumber);
   const credited = await findPayment(context.store, exact);
   if (credited !== undefined) return answerForRecorded(credited, session, exact, head, pending);
 
@@ -153,6 +158,16 @@ export async function submitTransactionHash(
   const payment = await recordTransfer(context.store, { transfer: exact, network, head });
   wakeWorker(DISPATCHER_NAME);
   return answerForRecorded(payment, session, exact, head, pending);
+}
+
+/**
+ * The indexed head of a chain, at least the block of a transfer the index holds: the
+ * head is cached for a few milliseconds and Ponder moves its checkpoint after the
+ * block's rows are readable, so a fresh transfer may be a block ahead of the cached head.
+ */
+async function indexedHeadAtLeast(context: AppContext, chainId: number, blockNumber: bigint): Promise<bigint> {
+  const head = (await context.indexed.heads()).get(chainId)?.blockNumber;
+  return head === undefined || head < blockNumber ? blockNumber : head;
 }
 
 /** The transfers of a transaction the index does not hold, from one cached receipt look-up. */
