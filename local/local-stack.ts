@@ -161,6 +161,8 @@ export async function startLocalStack(options: {
     let restarts = 0;
     /** Processes stopped on purpose (restartService, stop): their exit is not a failure. */
     const stoppedOnPurpose = new WeakSet<PonderProcess>();
+    /** Bumped by every restartService(): a supervisor's restart begun before it gives way. */
+    let generation = 0;
     const start = () => startPonder({ root: PROJECT_ROOT, port, env, inheritOutput: options.inheritOutput });
     // The service exits by itself when it cannot go on (its indexer watchdog exits with
     // code 75 when the index stays behind the chain; Ponder does on a fatal error): like
@@ -168,11 +170,14 @@ export async function startLocalStack(options: {
     const supervise = (service: PonderProcess) => {
       service.process.once("exit", async (code, signal) => {
         if (stopping || stoppedOnPurpose.has(service)) return;
+        // A restartService() meanwhile supersedes this restart: its process is the service.
+        const generationAtExit = generation;
+        const superseded = () => stopping || generation !== generationAtExit;
         console.error(JSON.stringify({ level: "warn", msg: "The service exited; starting it again", code, signal }));
-        for (let attempt = 0; !stopping; attempt++) {
+        for (let attempt = 0; !superseded(); attempt++) {
           try {
             const restarted = await start();
-            if (stopping) return void (await restarted.stop());
+            if (superseded()) return void (await restarted.stop());
             ponder = restarted;
             restarts++;
             supervise(restarted);
@@ -219,6 +224,7 @@ export async function startLocalStack(options: {
       },
       serviceEnv,
       async restartService(extraEnv = {}) {
+        generation++;
         stoppedOnPurpose.add(ponder);
         await ponder.stop();
         env = { ...serviceEnv, ...extraEnv };
