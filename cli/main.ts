@@ -4,7 +4,7 @@ import { ProblemError } from "../api/http/problem.js";
 import { type CommandContext, commands, UsageError } from "./commands.js";
 
 /**
- * The operator CLI (SPEC section 12): `npx settlement <command>`. It works on the
+ * The operator CLI (docs/deploy.md): `npx settlement <command>`. It works on the
  * store the environment configures (STORE_URL or `<DATA_DIR>/app.sqlite`) and
  * records each change in the audit log as actor `operator`.
  *

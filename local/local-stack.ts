@@ -30,7 +30,7 @@ import { findFreePort } from "./ports.js";
 
 export const PROJECT_ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
-/** `.data/local.json` (SPEC section 9): everything a tool needs to drive the local stack. */
+/** `.data/local.json` (described in README.md): everything a tool needs to drive the local stack. */
 export type LocalJson = {
   baseUrl: string;
   /** `local`, or in fork mode the network forked (`base`, `base-sepolia`). */

@@ -157,7 +157,7 @@ describe("attacks on settlement: each fails and changes nothing", () => {
       expect(payment).toMatchObject({ status: "unresolved", reason: "unmatched", session_id: null });
       const before = await snapshot(session.id);
       await expectRejected(await submitHash(stack, session.clientToken, paid.hash), 422, "wrong_amount", "wrong_amount");
-      // SPEC section 11: the session stays as it was, but the submitted transfer is now
+      // docs/hosted-checkout.md: the session stays as it was, but the submitted transfer is now
       // linked to it (underpaid/overpaid) and reported again with the session's fields.
       const after = await snapshot(session.id);
       expect(after).toEqual({ ...before, payments: before.payments + 1, events: before.events + 1 });

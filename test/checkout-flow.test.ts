@@ -17,8 +17,8 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-describe("commerce checkout, seed section 3", () => {
-  it("creates a session with the SPEC section 4 shape and a sub-cent reference", async () => {
+describe("commerce checkout, docs/quick-start.md", () => {
+  it("creates a session with the docs/quick-start.md shape and a sub-cent reference", async () => {
     const session = await createSession(stack, { totalPriceUsdc: "25000000" });
     expect(session).toMatchObject({ status: "awaiting_payment", network: "local", chainId: 31337 });
     expect(session.clientToken).toMatch(/^ct_/);

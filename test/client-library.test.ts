@@ -344,7 +344,7 @@ describe("constructEvent", () => {
   });
 });
 
-describe("event receiver (seed section 6)", () => {
+describe("event receiver (docs/events.md)", () => {
   const secret = "whsec_receiver";
   const signedRequest = (event: SettlementEvent, key = secret) => {
     const body = JSON.stringify(event);

@@ -11,7 +11,7 @@ import { createSession } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
 
-// The console (SPEC section 13) in headless Chromium, driven through its own screens
+// The console (docs/console.md) in headless Chromium, driven through its own screens
 // with an injected EIP-1193 wallet whose keys stay in this process: every role signs
 // in with SIWE, and every action goes through the service's API routes.
 

@@ -10,7 +10,7 @@ import { adminWallet, api, expectJson, openOffering, portalWallet, registerIssue
 import { startTestStack, type TestStack } from "./support/test-stack.js";
 
 // The console's investor purchase screen, "Pay from a connected wallet, no ETH needed"
-// (SPEC section 14), in headless Chromium with an injected EIP-1193 wallet whose key
+// (docs/gasless.md), in headless Chromium with an injected EIP-1193 wallet whose key
 // stays in this process and whose address holds USDC but no ETH at all. The investor
 // meets what a real one does: the wallet on another network, a signature declined in
 // the wallet, a refusal from the service, a relayed payment pending, then settled.

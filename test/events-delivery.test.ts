@@ -330,7 +330,10 @@ describe("ordering and recovery", () => {
     }
   });
 
-  it("loses nothing and marks nothing delivered that was not when the service is killed mid-burst", async () => {
+  // A kill and a restart that waits for Ponder's /ready: under CI's load that alone can take a minute.
+  it("loses nothing and marks nothing delivered that was not when the service is killed mid-burst", {
+    timeout: 240_000,
+  }, async () => {
     const hook = await receiver({ responder: () => ({ status: 200, delayMs: 25 }) });
     await createEndpoint(hook.url());
     const keys = Array.from({ length: 10 }, (_, index) => `ord_burst_${index}`);

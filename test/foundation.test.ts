@@ -28,7 +28,7 @@ async function transfersByHash(hash: string): Promise<TransferPage> {
 }
 
 describe("local stack", () => {
-  it("writes .data/local.json with everything SPEC section 9 lists", () => {
+  it("writes .data/local.json with everything the README lists", () => {
     const local = JSON.parse(readFileSync(join(stack.dataDir, "local.json"), "utf8"));
     expect(Object.keys(local).sort()).toEqual(
       ["accounts", "admin", "baseUrl", "chainId", "contracts", "network", "partner", "rpcUrl"].sort(),

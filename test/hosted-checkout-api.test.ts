@@ -11,7 +11,7 @@ import { createSession, outboxEvents, publicPost, readOrder, sessionBody, submit
 import { adminWallet, api, expectJson, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
-// SPEC section 11 through the real API: the hosted url, every creation rule, metadata
+// docs/hosted-checkout.md through the real API: the hosted url, every creation rule, metadata
 // everywhere, branding, unresolved payments linked to their session and resolved by
 // their own partner only, and local-only test payments.
 

@@ -12,7 +12,7 @@ import { findFreePort } from "../local/ports.js";
 import { renderConfigurationDoc } from "../scripts/config-docs.js";
 import { settlement } from "./support/operator-cli.js";
 
-// Configuration validation (SPEC 12): fast, no indexer. One Anvil (chain 31337)
+// Configuration validation (docs/deploy.md): fast, no indexer. One Anvil (chain 31337)
 // answers the chain-id check as a node of the wrong network.
 let directory: string;
 let anvil: AnvilInstance;

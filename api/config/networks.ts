@@ -5,7 +5,7 @@ import { z } from "zod";
 import { NETWORK_NAMES } from "./variables.js";
 
 /**
- * Networks the service can settle on (SPEC section 2). This module is read by
+ * Networks the service can settle on (docs/configuration.md). This module is read by
  * `ponder.config.ts` (what to index) and by the API (what to settle) through
  * `config.ts`, so both always agree on tokens, recipients and confirmation depth.
  */

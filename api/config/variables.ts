@@ -3,7 +3,7 @@ import { z } from "zod";
 
 /**
  * Every environment variable the service, `ponder.config.ts`, the workers and the
- * operator CLI read, declared once (SPEC section 12). `config.ts` validates the
+ * operator CLI read, declared once (docs/deploy.md). `config.ts` validates the
  * environment against these declarations at start and `docs/configuration.md` is
  * generated from them (`npm run docs:config`), so the documentation cannot drift.
  *

@@ -6,7 +6,7 @@ import { bearerChallenge, challengeWith, REALMS } from "./www-authenticate.js";
 
 export type PartnerVariables = { partner: Partner };
 
-/** `Authorization: Bearer <API_KEY>` for partner server calls (SPEC section 4). */
+/** `Authorization: Bearer <API_KEY>` for partner server calls (docs/quick-start.md). */
 export function partnerAuth(store: Store) {
   return createMiddleware<{ Variables: PartnerVariables }>(async (c, next) => {
     const refuse = (detail: string, keyRefused = false) => {

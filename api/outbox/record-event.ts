@@ -16,7 +16,7 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** The envelope of seed 2.6; `data` amounts are decimal strings of USDC base units. */
+/** The envelope of docs/events.md; `data` amounts are decimal strings of USDC base units. */
 export type EventEnvelope = {
   id: string;
   type: EventType;
@@ -84,8 +84,7 @@ export async function recordEvent(
 }
 
 /**
- * Every event about an order carries the partner's `metadata` of its session (SPEC
- * section 11): the session the event names, else the order's latest session.
+ * Every event about an order carries the partner's `metadata` of its session (docs/hosted-checkout.md): the session the event names, else the order's latest session.
  */
 async function withMetadata(trx: Kysely<Database>, data: EventEnvelope["data"]): Promise<EventEnvelope["data"]> {
   if (data.metadata !== undefined) return data;

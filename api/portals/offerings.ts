@@ -11,7 +11,7 @@ import type { IssuerTable, OfferingStatus, OfferingTable } from "../store/portal
 import { appendAudit, type PortalActor } from "./audit-log.js";
 import { jurisdictionList } from "./eligibility.js";
 
-/** An offering as an issuer drafts it (SPEC 8.1), amounts already parsed. */
+/** An offering as an issuer drafts it (docs/portals.md), amounts already parsed. */
 export type OfferingInput = {
   name: string;
   description: string;

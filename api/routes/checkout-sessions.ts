@@ -25,7 +25,7 @@ const baseUnits = z
   .regex(/^[1-9]\d{0,17}$/, 'a positive integer of USDC base units (6 decimals) written as a string, e.g. "25000000" for 25 USDC')
   .openapi({ example: "25000000" });
 
-/** Seed 2.1, with the choices SPEC section 4 fixes. */
+/** docs/quick-start.md, with the choices docs/quick-start.md fixes. */
 export const CreateSessionBody = z
   .object({
     externalOrderId: z.string().min(1).max(200),

@@ -126,7 +126,7 @@ const redeliverRouteDef = createRoute({
   },
 });
 
-/** `/v1/events`: the partner's events, their deliveries, and redelivery (SPEC section 4 and 6). */
+/** `/v1/events`: the partner's events, their deliveries, and redelivery (docs/quick-start.md, docs/events.md). */
 export function eventsRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(listRouteDef, async (c) => {

@@ -51,7 +51,7 @@ const route = createRoute({
   },
 });
 
-/** `POST /v1/public/checkout/sessions/:id/authorizations` (SPEC section 14). */
+/** `POST /v1/public/checkout/sessions/:id/authorizations` (docs/gasless.md). */
 export function publicAuthorizationRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv>().openapi(route, async (c) => {
     const body = c.req.valid("json");

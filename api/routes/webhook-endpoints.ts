@@ -184,7 +184,7 @@ const testRouteDef = createRoute({
   },
 });
 
-/** `/v1/webhook-endpoints`: where a partner receives its signed events (SPEC section 4 and 6). */
+/** `/v1/webhook-endpoints`: where a partner receives its signed events (docs/quick-start.md, docs/events.md). */
 export function webhookEndpointsRoutes(context: AppContext) {
   const policy = { localMode: context.settings.localMode };
   const attemptTimeoutMs = context.settings.dispatcher.attemptTimeoutMs;

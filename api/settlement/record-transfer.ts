@@ -21,7 +21,7 @@ import { findPayment, forgetPendingPayment, insertPayment, movePayment } from ".
 
 export { findPayment } from "./payment-record.js";
 
-/** Why a transfer that reached a payment address did not settle a session (SPEC section 5, and ours). */
+/** Why a transfer that reached a payment address did not settle a session (docs/errors.md, and ours). */
 export type UnresolvedReason =
   | "unmatched"
   | "late"

@@ -52,7 +52,7 @@ async function paymentOwner(trx: Kysely<Database>, payment: PaymentTable): Promi
  * settles with that transfer (an underpaid one with `underpaid: true`) and the
  * partner hears `purchase.settled` with `resolution: "attached"`, in one
  * transaction. The order must belong to the partner whose address received the
- * money, whoever asks (SPEC section 11: an administrator follows the same rule);
+ * money, whoever asks (docs/hosted-checkout.md: an administrator follows the same rule);
  * with `partnerId` (the partner API) another partner's payment or order is not found.
  */
 export async function attachPaymentToOrder(

@@ -11,7 +11,7 @@ import { recordedTransferTo } from "./payment-record.js";
 import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
 import { linkSubmittedMismatch } from "./submitted-mismatch.js";
 
-/** Reasons a submitted hash does not pay the session (SPEC section 5, plus `wrong_payer` and `predates_session`). */
+/** Reasons a submitted hash does not pay the session (docs/errors.md, plus `wrong_payer` and `predates_session`). */
 export type RejectionReason =
   | "wrong_amount"
   | "late"

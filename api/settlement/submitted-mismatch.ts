@@ -5,7 +5,7 @@ import type { CheckoutSessionTable } from "../store/database.js";
 import { insertPayment, movePayment } from "./payment-record.js";
 import { decideTransfer, findPayment, recordUnresolvedEvent } from "./record-transfer.js";
 
-/** Why a transfer a customer submitted on a session does not pay it (SPEC section 11). */
+/** Why a transfer a customer submitted on a session does not pay it (docs/hosted-checkout.md). */
 export type SubmittedMismatchReason = "underpaid" | "overpaid";
 
 /**

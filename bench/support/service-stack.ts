@@ -65,7 +65,7 @@ export async function startBenchStack(options: { blockTime?: number; env?: NodeJ
 
 let sessionCounter = 0;
 
-/** A checkout-session creation body (seed 2.1) with a fresh order id and idempotency key. */
+/** A checkout-session creation body (docs/quick-start.md) with a fresh order id and idempotency key. */
 export function sessionBody(runId: string, totalPriceUsdc = "25000000") {
   const externalOrderId = `bench-${runId}-${++sessionCounter}`;
   return {

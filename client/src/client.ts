@@ -52,7 +52,7 @@ const path = (strings: TemplateStringsArray, ...ids: string[]) =>
   );
 
 /**
- * The partner client. Every method is one call of SPEC section 4 and throws a
+ * The partner client. Every method is one call of docs/quick-start.md and throws a
  * `SettlementApiError` (with the problem `code`) when the service refuses.
  */
 export function createClient(options: ClientOptions) {

@@ -48,7 +48,7 @@ export type CheckoutSession = Schemas["CheckoutSession"];
 export type CheckoutSessionStatus = CheckoutSession["status"];
 export type PaymentDetails = CheckoutSession["payment"];
 
-/** The creation answer (seed 2.2): hand `id` and `clientToken` to the browser component, nothing else. */
+/** The creation answer (docs/quick-start.md): hand `id` and `clientToken` to the browser component, nothing else. */
 export type CreatedCheckoutSession = ResponseBody<"/v1/checkout/sessions", "post", 201>;
 
 type CreateCheckoutSessionBody = RequestBody<"/v1/checkout/sessions", "post">;
@@ -124,7 +124,7 @@ export type FulfilOrderParams = RequestBody<"/v1/orders/{orderId}/fulfilment", "
 export type EventType = Schemas["EventEnvelope"]["type"];
 
 /**
- * The signed envelope of seed 2.6 (`EventEnvelope` in the document). Wider than the
+ * The signed envelope of docs/events.md (`EventEnvelope` in the document). Wider than the
  * document on purpose: types added after this version (and `webhook.test`) arrive as
  * plain strings, and `data` names the fields every event carries.
  */

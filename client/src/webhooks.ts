@@ -55,7 +55,7 @@ function isEnvelope(value: unknown): value is SettlementEvent {
 }
 
 /**
- * Where you keep the ids of events you have handled (seed section 6). Both calls
+ * Where you keep the ids of events you have handled (docs/events.md). Both calls
  * must be durable before they resolve.
  */
 export type ProcessedEventStore = {
@@ -79,7 +79,7 @@ export type EventHandlingResult =
   | { outcome: "failed"; status: 500; event: SettlementEvent; error: unknown };
 
 /**
- * The receiving rules of seed section 6: verify the signature before trusting
+ * The receiving rules of docs/events.md: verify the signature before trusting
  * anything; record the id before the effect; a duplicate answers 204 without
  * repeating the effect; mark the id processed after the effect. A failed effect
  * answers 500 so that the service delivers the event again.

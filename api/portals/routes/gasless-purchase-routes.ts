@@ -31,8 +31,7 @@ const GaslessPurchaseSchema = z
   .openapi("GaslessPurchase");
 
 /**
- * `POST /api/rwa/settlements/authorization`: the investor pays a purchase without gas (SPEC
- * section 14). `GET …/{purchaseId}` gives what the console signs against (the token's own
+ * `POST /api/rwa/settlements/authorization`: the investor pays a purchase without gas (docs/gasless.md). `GET …/{purchaseId}` gives what the console signs against (the token's own
  * domain, read by the service: the console never reads the chain) and the relay's progress.
  */
 export function gaslessPurchaseRoutes(context: AppContext) {

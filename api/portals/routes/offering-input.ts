@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import type { OfferingInput } from "../offerings.js";
 import { AddressSchema, IsoInstantSchema, JurisdictionSchema, UsdcAmountSchema } from "./schemas.js";
 
-/** An offering draft as SPEC 8.1 writes it, plus blocked jurisdictions and an accreditation requirement. */
+/** An offering draft as docs/portals.md writes it, plus blocked jurisdictions and an accreditation requirement. */
 export const OfferingBody = z
   .object({
     name: z.string().min(1).max(200),

@@ -16,7 +16,7 @@ import { purchaseRoutes } from "./purchase-routes.js";
 import { verifyRoutes } from "./verify-routes.js";
 
 /**
- * Everything under `/api` (SPEC section 8): sign-in for the three portals, the RWA
+ * Everything under `/api` (docs/portals.md): sign-in for the three portals, the RWA
  * families and the issuer and admin operations. Each route names the session role
  * it needs in its own `middleware`, so no prefix-wide guard can shadow sign-in.
  */

@@ -7,7 +7,7 @@ function sequenceColumnType(db: Kysely<unknown>) {
   return db.getExecutor().adapter instanceof SqliteAdapter ? sql`integer primary key autoincrement` : sql`bigserial primary key`;
 }
 
-/** Tables of the investor, issuer and admin portals (SPEC section 8). */
+/** Tables of the investor, issuer and admin portals (docs/portals.md). */
 export async function up(db: Kysely<unknown>): Promise<void> {
   // A sign-in challenge: the exact SIWE message we issued, single use.
   await db.schema

@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 
 // Landed migrations never change; add a new numbered file instead.
 
-/** Hosted checkout as a product (SPEC section 11): partner branding and the hosted options of a session. */
+/** Hosted checkout as a product (docs/hosted-checkout.md): partner branding and the hosted options of a session. */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable("partner_branding")

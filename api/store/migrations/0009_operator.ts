@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 
 // Landed migrations never change; add a new numbered file instead.
 
-/** Operating the service (SPEC sections 12 and 13): what the indexer watches. (Partner members: migration 0010.) */
+/** Operating the service (docs/deploy.md, docs/console.md): what the indexer watches. (Partner members: migration 0010.) */
 export async function up(db: Kysely<unknown>): Promise<void> {
   // The configuration the indexer last started with, per index schema: the payment
   // addresses it watches (an address added since shows `watching: false`) and a

@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 
 // Landed migrations never change; add a new numbered file instead.
 
-/** Console users of a partner (SPEC section 13): wallets that sign in to the partner portal. */
+/** Console users of a partner (docs/console.md): wallets that sign in to the partner portal. */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable("partner_member")

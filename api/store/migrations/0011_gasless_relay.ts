@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 
 // Landed migrations never change; add a new numbered file instead.
 
-/** Gasless payment (SPEC section 14): relayed EIP-3009 authorizations and the relayer's lease. */
+/** Gasless payment (docs/gasless.md): relayed EIP-3009 authorizations and the relayer's lease. */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable("relayed_authorization")

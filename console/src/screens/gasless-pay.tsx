@@ -8,7 +8,7 @@ import { useSession } from "../session";
 import { Address, ProblemBox, When } from "../ui";
 
 /**
- * "Pay from a connected wallet, no ETH needed" (EIP-3009, SPEC section 14): the
+ * "Pay from a connected wallet, no ETH needed" (EIP-3009, docs/gasless.md): the
  * investor's wallet signs a `TransferWithAuthorization` of exactly the purchase's
  * amount to its payment address, valid until the reservation ends, with a fresh
  * random nonce, against the token's own EIP-712 domain (which the service reads from

@@ -640,7 +640,7 @@ type BrandingData = {
   supportEmail: string | null;
 };
 
-/** What the hosted checkout and claim pages show of the partner (SPEC section 12). */
+/** What the hosted checkout and claim pages show of the partner (docs/deploy.md). */
 function Branding() {
   const { token } = useSession();
   const queryClient = useQueryClient();
