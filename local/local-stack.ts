@@ -163,40 +163,49 @@ export async function startLocalStack(options: {
     const stoppedOnPurpose = new WeakSet<PonderProcess>();
     /** Bumped by every restartService(): a supervisor's restart begun before it gives way. */
     let generation = 0;
+    /** The supervisor's restart under way, if any: a restartService() waits it out (one port, one service). */
+    let restarting: Promise<void> | undefined;
     const start = () => startPonder({ root: PROJECT_ROOT, port, env, inheritOutput: options.inheritOutput });
     // The service exits by itself when it cannot go on (its indexer watchdog exits with
     // code 75 when the index stays behind the chain; Ponder does on a fatal error): like
     // a process manager, start it again, with a growing pause while starts fail.
     const supervise = (service: PonderProcess) => {
-      service.process.once("exit", async (code, signal) => {
+      service.process.once("exit", (code, signal) => {
         if (stopping || stoppedOnPurpose.has(service)) return;
-        // A restartService() meanwhile supersedes this restart: its process is the service.
-        const generationAtExit = generation;
-        const superseded = () => stopping || generation !== generationAtExit;
-        console.error(JSON.stringify({ level: "warn", msg: "The service exited; starting it again", code, signal }));
-        for (let attempt = 0; !superseded(); attempt++) {
-          try {
-            const restarted = await start();
-            if (superseded()) return void (await restarted.stop());
-            ponder = restarted;
-            restarts++;
-            supervise(restarted);
-            options.onServiceRestart?.(restarted);
-            return;
-          } catch (error) {
-            const pause = Math.min(1_000 * 2 ** attempt, 30_000);
-            console.error(
-              JSON.stringify({
-                level: "error",
-                msg: "The service did not start again",
-                retryInMs: pause,
-                error: String(error).slice(0, 2000),
-              }),
-            );
-            await new Promise((resolve) => setTimeout(resolve, pause));
-          }
-        }
+        const restart = restartAfterExit(code, signal);
+        restarting = restart;
+        void restart.finally(() => {
+          if (restarting === restart) restarting = undefined;
+        });
       });
+    };
+    const restartAfterExit = async (code: number | null, signal: NodeJS.Signals | null) => {
+      // A restartService() meanwhile supersedes this restart: its process is the service.
+      const generationAtExit = generation;
+      const superseded = () => stopping || generation !== generationAtExit;
+      console.error(JSON.stringify({ level: "warn", msg: "The service exited; starting it again", code, signal }));
+      for (let attempt = 0; !superseded(); attempt++) {
+        try {
+          const restarted = await start();
+          if (superseded()) return void (await restarted.stop());
+          ponder = restarted;
+          restarts++;
+          supervise(restarted);
+          options.onServiceRestart?.(restarted);
+          return;
+        } catch (error) {
+          const pause = Math.min(1_000 * 2 ** attempt, 30_000);
+          console.error(
+            JSON.stringify({
+              level: "error",
+              msg: "The service did not start again",
+              retryInMs: pause,
+              error: String(error).slice(0, 2000),
+            }),
+          );
+          await new Promise((resolve) => setTimeout(resolve, pause));
+        }
+      }
     };
     let ponder = await start();
     supervise(ponder);
@@ -225,6 +234,8 @@ export async function startLocalStack(options: {
       serviceEnv,
       async restartService(extraEnv = {}) {
         generation++;
+        // Both would take the same port: let a restart the supervisor began give way first.
+        await restarting?.catch(() => undefined);
         stoppedOnPurpose.add(ponder);
         await ponder.stop();
         env = { ...serviceEnv, ...extraEnv };

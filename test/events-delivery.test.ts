@@ -368,7 +368,7 @@ describe("ordering and recovery", () => {
           .execute();
         return pending.length === 0 ? true : undefined;
       },
-      { timeoutMs: 60_000, what: "every delivery after the restart" },
+      { timeoutMs: 120_000, what: "every delivery after the restart" },
     );
     const acknowledged = new Set(hook.acknowledged.map((r) => r.eventId));
     for (const id of ids) expect(acknowledged.has(id)).toBe(true);
