@@ -1,62 +1,38 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Frame, type Page } from "playwright-core";
+import type { BrowserContext, Frame, Page } from "playwright-core";
 import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseUsdc } from "../client/src/index.js";
 import { type Shop, startShop } from "../examples/shop/shop.js";
+import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // A customer in headless Chromium (Debian's package, driven by playwright-core; no
 // browser is ever downloaded) buys from the sample shop, pays on Anvil and mints the
 // certificate with an injected EIP-1193 wallet whose keys stay in this process.
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "browser-e2e");
+const ARTIFACTS = freshArtifacts("browser-e2e");
 const BUYER_ACCOUNT = 5;
 
 let stack: TestStack;
 let shop: Shop;
 let context: BrowserContext;
-let userDataDir: string;
+let chromium: Chromium | undefined;
 const requestedUrls: string[] = [];
 const walletCalls: { method: string; params: unknown[] }[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: install Debian's package (apt-get update && apt-get install -y chromium); .ci/run does.`,
-    );
-  }
-  rmSync(ARTIFACTS, { recursive: true, force: true });
-  mkdirSync(ARTIFACTS, { recursive: true });
+  requireChromium();
   stack = await startTestStack();
   shop = await startShop({ local: stack.local, port: 0 });
-  userDataDir = mkdtempSync(join(tmpdir(), "chromium-e2e-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1100, height: 900 },
-  });
+  chromium = await launchChromium("e2e", { width: 1100, height: 900 });
+  context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
   await injectTestWallet(context);
 });
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  await chromium?.close();
   await shop?.stop();
   await stack?.stop();
 });
@@ -111,21 +87,9 @@ async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
 /** axe-core inside the page or frame; serious and critical violations fail the test. */
 async function audit(target: Page | Frame, name: string) {
-  await target.evaluate(axeSource);
-  const result = (await target.evaluate(() =>
-    (window as unknown as { axe: { run: (context: Document) => Promise<unknown> } }).axe.run(document),
-  )) as { violations: { id: string; impact: string | null; help: string; nodes: { target: unknown }[] }[] };
-  writeFileSync(join(ARTIFACTS, `axe-${name}.json`), JSON.stringify(result.violations, null, 2));
-  const blocking = result.violations
-    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-    .map(
-      (violation) =>
-        `${violation.id} (${violation.impact}): ${violation.help} at ${JSON.stringify(violation.nodes.map((n) => n.target))}`,
-    );
+  const blocking = await axeFindings(target, join(ARTIFACTS, `axe-${name}.json`), { blockingOnly: true });
   expect(blocking, `${name}: accessibility violations`).toEqual([]);
 }
 

@@ -1,12 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { type Address, createWalletClient, type Hex, http, isAddressEqual } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { verifySignature } from "../client/src/signature.js";
+import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
@@ -15,14 +14,13 @@ import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-re
 // with an injected EIP-1193 wallet whose keys stay in this process: every role signs
 // in with SIWE, and every action goes through the service's API routes.
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "console-e2e");
+const ARTIFACTS = freshArtifacts("console-e2e");
 const INVESTOR_ACCOUNT = 6;
 const CUSTOMER_ACCOUNT = 2;
 
 let stack: TestStack;
 let context: BrowserContext;
-let userDataDir: string;
+let chromium: Chromium | undefined;
 let receiver: WebhookReceiver;
 const requestedUrls: string[] = [];
 /** The wallet the injected provider signs with; each role's phase switches it. */
@@ -30,31 +28,11 @@ let walletKey: Hex;
 const walletCalls: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: install Debian's package (apt-get update && apt-get install -y chromium); .ci/run does.`,
-    );
-  }
-  rmSync(ARTIFACTS, { recursive: true, force: true });
-  mkdirSync(ARTIFACTS, { recursive: true });
+  requireChromium();
   stack = await startTestStack();
   receiver = await startWebhookReceiver();
-  userDataDir = mkdtempSync(join(tmpdir(), "chromium-console-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1280, height: 900 },
-  });
+  chromium = await launchChromium("console", { width: 1280, height: 900 });
+  context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
   await injectTestWallet(context);
 }, 240_000);
@@ -69,8 +47,7 @@ afterEach(async (test) => {
 });
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  await chromium?.close();
   await receiver?.close();
   await stack?.stop();
 });
@@ -129,20 +106,8 @@ async function injectTestWallet(browser: BrowserContext) {
   });
 }
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
 async function audit(page: Page, name: string) {
-  await page.evaluate(axeSource);
-  const result = (await page.evaluate(() =>
-    (window as unknown as { axe: { run: (context: Document) => Promise<unknown> } }).axe.run(document),
-  )) as { violations: { id: string; impact: string | null; help: string; nodes: { target: unknown }[] }[] };
-  writeFileSync(join(ARTIFACTS, `axe-${name}.json`), JSON.stringify(result.violations, null, 2));
-  const blocking = result.violations
-    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-    .map(
-      (violation) =>
-        `${violation.id} (${violation.impact}): ${violation.help} at ${JSON.stringify(violation.nodes.map((n) => n.target))}`,
-    );
+  const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}.json`), { blockingOnly: true });
   expect(blocking, `${name}: accessibility violations`).toEqual([]);
 }
 

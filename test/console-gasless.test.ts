@@ -1,11 +1,10 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { type Address, erc20Abi, isAddressEqual, parseEventLogs } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { adminWallet, api, expectJson, openOffering, portalWallet, registerIssuer, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
 
@@ -15,40 +14,23 @@ import { startTestStack, type TestStack } from "./support/test-stack.js";
 // meets what a real one does: the wallet on another network, a signature declined in
 // the wallet, a refusal from the service, a relayed payment pending, then settled.
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "console-gasless");
+const ARTIFACTS = freshArtifacts("console-gasless");
 const OTHER_CHAIN = 8453;
 
 let stack: TestStack;
 let context: BrowserContext;
-let userDataDir: string;
+let chromium: Chromium | undefined;
 const requestedUrls: string[] = [];
 const investor = privateKeyToAccount(generatePrivateKey());
 /** The injected wallet's state: the chain it is on, and whether the user declines the next signature. */
 const wallet = { chainId: 0, declineNextSignature: false, calls: [] as string[] };
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-  rmSync(ARTIFACTS, { recursive: true, force: true });
-  mkdirSync(ARTIFACTS, { recursive: true });
+  requireChromium();
   stack = await startTestStack();
   wallet.chainId = stack.chain.id;
-  userDataDir = mkdtempSync(join(tmpdir(), "chromium-console-gasless-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1280, height: 900 },
-  });
+  chromium = await launchChromium("console-gasless", { width: 1280, height: 900 });
+  context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
   await injectWallet(context);
 }, 240_000);
@@ -62,8 +44,7 @@ afterEach(async (test) => {
 });
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  await chromium?.close();
   await stack?.stop();
 });
 
@@ -142,21 +123,12 @@ async function injectWallet(browser: BrowserContext) {
   });
 }
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
 /** The screen at 1280 and 390 px: a screenshot of each and axe-core on each (serious and critical findings fail). */
 async function capture(page: Page, name: string) {
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     await page.screenshot({ path: join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
-    await page.evaluate(axeSource);
-    const result = (await page.evaluate(() =>
-      (window as unknown as { axe: { run: (context: Document) => Promise<unknown> } }).axe.run(document),
-    )) as { violations: { id: string; impact: string | null; help: string; nodes: { target: unknown }[] }[] };
-    writeFileSync(join(ARTIFACTS, `axe-${name}-${width}.json`), JSON.stringify(result.violations, null, 2));
-    const blocking = result.violations
-      .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-      .map((violation) => `${violation.id}: ${violation.help} at ${JSON.stringify(violation.nodes.map((n) => n.target))}`);
+    const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}-${width}.json`), { blockingOnly: true });
     expect(blocking, `${name} at ${width} px`).toEqual([]);
   }
   await page.setViewportSize({ width: 1280, height: 900 });

@@ -1,12 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { type Address, erc20Abi, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { createSession, readOrder, readSession } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
@@ -15,21 +14,18 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 // authorization in an injected EIP-1193 wallet; the service relays it and the session
 // settles from the index.
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "gasless-browser");
+const ARTIFACTS = freshArtifacts("gasless-browser");
 
 let stack: TestStack;
 let context: BrowserContext;
-let userDataDir: string;
+let chromium: Chromium | undefined;
 let shopPage: Server;
 let shopOrigin: string;
 const payer = privateKeyToAccount(generatePrivateKey());
 const walletCalls: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-  rmSync(ARTIFACTS, { recursive: true, force: true });
-  mkdirSync(ARTIFACTS, { recursive: true });
+  requireChromium();
   stack = await startTestStack();
   // The shop's page: it frames the hosted checkout through the component, nothing else.
   shopPage = createServer((request, response) => {
@@ -45,28 +41,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => shopPage.listen(0, "127.0.0.1", resolve));
   shopOrigin = `http://127.0.0.1:${(shopPage.address() as AddressInfo).port}`;
-  userDataDir = mkdtempSync(join(tmpdir(), "chromium-gasless-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1000, height: 1100 },
-  });
+  chromium = await launchChromium("gasless", { width: 1000, height: 1100 });
+  context = chromium.context;
   await injectWallet(context);
 }, 300_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  await chromium?.close();
   await new Promise((resolve) => shopPage?.close(resolve));
   await stack?.stop();
 });

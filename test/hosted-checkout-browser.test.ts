@@ -1,10 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page, type Request } from "playwright-core";
+import type { BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { createSession, readOrder } from "./support/checkout-helpers.js";
 import { expectJson } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
@@ -14,23 +12,20 @@ import { startTestStack, type TestStack } from "./support/test-stack.js";
 // state shows. Every state is screenshotted at 1280 and 390 px into test-artifacts/
 // (not committed) and audited with axe-core.
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "hosted-checkout");
+const ARTIFACTS = freshArtifacts("hosted-checkout");
 const WIDE = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
 
 let stack: TestStack;
 let context: BrowserContext;
-let userDataDir: string;
+let chromium: Chromium | undefined;
 let shopServer: Server;
 let shopOrigin: string;
 const requests: Request[] = [];
 const tokens: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium`);
-  rmSync(ARTIFACTS, { recursive: true, force: true });
-  mkdirSync(ARTIFACTS, { recursive: true });
+  requireChromium();
   stack = await startTestStack({ env: { LOCAL_CONFIRMATIONS: "2" } });
   // The shop's own pages (successUrl, cancelUrl) on another origin.
   shopServer = createServer((request, response) => {
@@ -64,22 +59,8 @@ beforeAll(async () => {
   });
   await expectJson(uploaded, 200);
 
-  userDataDir = mkdtempSync(join(tmpdir(), "chromium-hosted-"));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: WIDE,
-  });
+  chromium = await launchChromium("hosted", WIDE);
+  context = chromium.context;
   context.on("request", (request) => requests.push(request));
 }, 240_000);
 
@@ -100,13 +81,10 @@ afterAll(async () => {
   for (const request of requests.filter((r) => new URL(r.url()).origin === shopOrigin)) {
     expect(request.isNavigationRequest()).toBe(true);
   }
-  await context?.close();
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  await chromium?.close();
   await new Promise((resolve) => shopServer?.close(resolve));
   await stack?.stop();
 });
-
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 /** Screenshots at 1280 and 390 px; at 390 nothing may overflow sideways; axe finds no violation at either. */
 async function captureState(page: Page, name: string) {
@@ -119,15 +97,8 @@ async function captureState(page: Page, name: string) {
     await page.screenshot({ path: join(ARTIFACTS, `${name}-${label}.png`), fullPage: true });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow, `${name} at ${label} px overflows sideways`).toBeLessThanOrEqual(0);
-    await page.evaluate(axeSource);
-    const result = (await page.evaluate(() =>
-      (window as unknown as { axe: { run: (context: Document) => Promise<unknown> } }).axe.run(document),
-    )) as { violations: { id: string; impact: string | null; help: string; nodes: { target: unknown }[] }[] };
-    writeFileSync(join(ARTIFACTS, `axe-${name}-${label}.json`), JSON.stringify(result.violations, null, 2));
-    expect(
-      result.violations.map((v) => `${v.id} (${v.impact}): ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`),
-      `${name} at ${label} px: accessibility violations`,
-    ).toEqual([]);
+    const violations = await axeFindings(page, join(ARTIFACTS, `axe-${name}-${label}.json`), { blockingOnly: false });
+    expect(violations, `${name} at ${label} px: accessibility violations`).toEqual([]);
   }
   await page.setViewportSize(WIDE);
 }
