@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ProblemError } from "../api/http/problem.js";
 import { PROBLEM_CODES, type ProblemCode, problemStatuses } from "../api/http/problem-catalogue.js";
+import { renderErrorsDoc } from "../scripts/errors-docs.js";
 
 /**
  * The registry in api/http/problem-catalogue.ts is the one source of problem codes.
@@ -70,8 +71,9 @@ describe("problem registry", () => {
     expect(unused).toEqual([]);
   });
 
-  it("docs/errors.md lists every registered code at its statuses", () => {
+  it("docs/errors.md is what `npm run docs:errors` generates, a row for every registered code", () => {
     const guide = readFileSync(join(root, "docs/errors.md"), "utf8");
+    expect(guide).toBe(renderErrorsDoc(guide));
     const missing = PROBLEM_CODES.filter((code) => !guide.includes(`| \`${code}\` | ${problemStatuses(code).join(", ")} |`));
     expect(missing).toEqual([]);
   });
