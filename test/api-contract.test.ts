@@ -1,13 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { BaseResolver, createConfig, lintDocument, Source } from "@redocly/openapi-core";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { documentedCodes, type OpenApiDocument } from "../api/http/openapi-contract.js";
 import { PROBLEM_CODES } from "../api/http/problem-catalogue.js";
+import { axeFindings, freshArtifacts, launchChromium } from "./support/browser.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
 
 // The API contract against the running service: the served document is valid (swagger-parser,
@@ -17,8 +15,7 @@ import { startTestStack, type TestStack } from "./support/test-stack.js";
 // Scalar reference at /docs renders from our own origin only (Chromium, axe-core, screenshots
 // at 1280 and 390 px in test-artifacts/api-docs/, not committed).
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(process.cwd(), "test-artifacts", "api-docs");
+const ARTIFACTS = freshArtifacts("api-docs");
 
 let stack: TestStack;
 let openApi: OpenApiDocument;
@@ -224,24 +221,8 @@ describe("problem type links and /docs", () => {
   });
 
   it("renders the Scalar reference from our own origin (Chromium), with no accessibility violation", async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing`);
-    rmSync(ARTIFACTS, { recursive: true, force: true });
-    mkdirSync(ARTIFACTS, { recursive: true });
-    const userDataDir = mkdtempSync(join(tmpdir(), "chromium-docs-"));
-    const browser = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    const chromium = await launchChromium("docs");
+    const browser = chromium.context;
     try {
       const origin = new URL(base()).origin;
       const requested: string[] = [];
@@ -257,10 +238,12 @@ describe("problem type links and /docs", () => {
       await page.goto(`${base()}/docs`, { waitUntil: "networkidle" });
       await page.screenshot({ path: join(ARTIFACTS, "docs-loaded.png") });
       writeFileSync(join(ARTIFACTS, "console-errors.json"), JSON.stringify(consoleErrors, null, 2));
-      await page.getByRole("heading", { name: /Partner API/ }).first().waitFor({ timeout: 30_000 });
+      await page
+        .getByRole("heading", { name: /Partner API/ })
+        .first()
+        .waitFor({ timeout: 30_000 });
       const outside = requested.filter((url) => !url.startsWith(origin) && !url.startsWith("data:") && !url.startsWith("blob:"));
       expect(outside).toEqual([]);
-      const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
       for (const [label, viewport] of [
         ["1280", { width: 1280, height: 900 }],
         ["390", { width: 390, height: 844 }],
@@ -268,24 +251,13 @@ describe("problem type links and /docs", () => {
         await page.setViewportSize(viewport);
         await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => resolve(undefined))));
         await page.screenshot({ path: join(ARTIFACTS, `docs-${label}.png`) });
-        await page.evaluate(axeSource);
-        const result = (await page.evaluate(() =>
-          (window as unknown as { axe: { run: (context: Document, options: unknown) => Promise<unknown> } }).axe.run(document, {
-            resultTypes: ["violations"],
-          }),
-        )) as { violations: { id: string; impact: string | null; help: string; nodes: { target: unknown }[] }[] };
-        writeFileSync(join(ARTIFACTS, `axe-docs-${label}.json`), JSON.stringify(result.violations, null, 2));
-        const serious = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-        expect(
-          serious.map((v) => `${v.id} (${v.impact}): ${v.help}`),
-          `/docs at ${label} px`,
-        ).toEqual([]);
+        const serious = await axeFindings(page, join(ARTIFACTS, `axe-docs-${label}.json`), { blockingOnly: true });
+        expect(serious, `/docs at ${label} px`).toEqual([]);
       }
       await page.goto(`${base()}/docs/problems#problem-session_expired`);
       await page.screenshot({ path: join(ARTIFACTS, "problems-1280.png") });
     } finally {
-      await browser.close();
-      rmSync(userDataDir, { recursive: true, force: true });
+      await chromium.close();
     }
   });
 });
