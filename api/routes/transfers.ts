@@ -1,12 +1,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
-import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
-import { problems } from "../http/problem.js";
-import { confirmationsOf } from "../indexed/confirmations.js";
-import { paymentAddressesOf } from "../partners/api-keys.js";
+import { listTransfers } from "../indexed/list-transfers.js";
 import type { AppEnv } from "./app-env.js";
 
 const blockNumber = z
@@ -55,17 +51,6 @@ export const TransferSchema = z
   })
   .openapi("Transfer");
 
-/** Chain id and log index are 32-bit columns in the index; a block number stays within 64 bits. */
-const INT32_MAX = 2_147_483_647;
-const cursorSchema = z.object({
-  c: z.number().int().min(1).max(INT32_MAX),
-  b: z
-    .string()
-    .regex(/^\d{1,19}$/)
-    .refine((value) => BigInt(value) <= 2n ** 63n - 1n),
-  l: z.number().int().min(0).max(INT32_MAX),
-});
-
 const route = createRoute({
   method: "get",
   path: "/",
@@ -84,57 +69,7 @@ const route = createRoute({
 
 export function transfersRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(route, async (c) => {
-    const query = c.req.valid("query");
-    const partner = c.get("partner");
-    const networks = query.network === undefined ? context.networks : context.networks.filter((n) => n.name === query.network);
-    if (networks.length === 0)
-      throw problems.invalidRequest(`\`network\` must be one of ${context.networks.map((n) => n.name).join(", ")}.`);
-
-    const own = (await paymentAddressesOf(context.store, partner.id)).filter((row) =>
-      networks.some((network) => network.chainId === row.chain_id),
-    );
-    const recipients =
-      query.to === undefined
-        ? own.map((row) => row.address)
-        : own.map((row) => row.address).filter((a) => a === query.to?.toLowerCase());
-    if (recipients.length === 0) return c.json({ data: [], nextCursor: null }, 200);
-
-    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, cursorSchema);
-    const rows = await context.indexed.transfers({
-      chainIds: networks.map((network) => network.chainId),
-      transactionHash: query.txHash as `0x${string}` | undefined,
-      from: query.from as `0x${string}` | undefined,
-      to: recipients as `0x${string}`[],
-      fromBlock: query.fromBlock,
-      toBlock: query.toBlock,
-      after: after && { chainId: after.c, blockNumber: BigInt(after.b), logIndex: after.l },
-      limit: query.limit + 1,
-    });
-    const { page, last } = splitPage(rows, query.limit);
-    const heads = await context.indexed.heads();
-    return c.json(
-      {
-        data: page.map((transfer) => {
-          const head = heads.get(transfer.chainId)?.blockNumber ?? transfer.blockNumber;
-          return {
-            network: networks.find((network) => network.chainId === transfer.chainId)?.name ?? String(transfer.chainId),
-            chainId: transfer.chainId,
-            transactionHash: transfer.transactionHash,
-            logIndex: transfer.logIndex,
-            blockNumber: transfer.blockNumber.toString(),
-            blockHash: transfer.blockHash,
-            blockTimestamp: new Date(Number(transfer.blockTimestamp) * 1000).toISOString(),
-            token: checksum(transfer.token),
-            from: checksum(transfer.from),
-            to: checksum(transfer.to),
-            amount: transfer.value.toString(),
-            confirmations: confirmationsOf(transfer, head),
-          };
-        }),
-        nextCursor:
-          last === undefined ? null : encodeCursor({ c: last.chainId, b: last.blockNumber.toString(), l: last.logIndex }),
-      },
-      200,
-    );
+    const page = await listTransfers(context, { partnerId: c.get("partner").id, ...c.req.valid("query") });
+    return c.json(page, 200);
   });
 }
