@@ -204,6 +204,40 @@ describe("reconciliation feed", () => {
     expect(await (await stack.partnerFetch(`/v1/events/${third.id}`)).json()).toEqual(third);
     await expectProblem(await stack.partnerFetch("/v1/events?type=nope"), 400, "invalid_request");
   });
+
+  it("pages by `cursor` like every list; a cursor naming no event of the partner is invalid_cursor", async () => {
+    const first = await produce(stack.local.partner.id, "ord_paged", "purchase.settled");
+    const second = await produce(stack.local.partner.id, "ord_paged", "reward.claimed");
+    const third = await produce(stack.local.partner.id, "ord_paged", "order.fulfilled");
+    const theirs = await produce(otherPartnerId, "ord_paged_other");
+
+    const page1 = await (await stack.partnerFetch(`/v1/events?after=${first.id}&limit=1`)).json();
+    expect(page1).toEqual({ data: [second], nextCursor: second.id });
+    const page2 = await (await stack.partnerFetch(`/v1/events?cursor=${page1.nextCursor}&limit=1`)).json();
+    expect(page2.data).toEqual([third]);
+    expect(page2.nextCursor === null || typeof page2.nextCursor === "string").toBe(true);
+
+    // Every page of the whole feed by `cursor` alone: each event once, in order.
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor === null ? "limit=2" : `limit=2&cursor=${cursor}`;
+      const page = (await (await stack.partnerFetch(`/v1/events?${query}`)).json()) as {
+        data: { id: string }[];
+        nextCursor: string | null;
+      };
+      seen.push(...page.data.map((event) => event.id));
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    expect(seen.slice(-3)).toEqual([first.id, second.id, third.id]);
+    expect(new Set(seen).size).toBe(seen.length);
+
+    await expectProblem(await stack.partnerFetch(`/v1/events?cursor=${theirs.id}`), 400, "invalid_cursor");
+    await expectProblem(await stack.partnerFetch("/v1/events?cursor=evt_made_up"), 400, "invalid_cursor");
+    await expectProblem(await asOther(`/v1/events?cursor=${first.id}`), 400, "invalid_cursor");
+    await expectProblem(await asOther(`/v1/events?after=${first.id}`), 400, "invalid_request");
+    await expectProblem(await stack.partnerFetch(`/v1/events?after=${first.id}&cursor=${second.id}`), 400, "invalid_request");
+  });
 });
 
 describe("outside local mode", () => {

@@ -53,23 +53,49 @@ export function splitPage<row>(rows: readonly row[], limit: number): { page: row
 export type Page<item> = { data: item[]; nextCursor: string | null };
 
 /**
+ * How a list reads its cursors. Usually the cursor carries the key of the page's last
+ * row (`key` validates it, `keyOf` names it). A list whose cursor *names* a row
+ * instead (`GET /v1/events`: the cursor is an event id, which partners also store and
+ * pass as `after`) resolves it: `resolveCursor` looks the key up (undefined when the
+ * cursor names no row of this list, which is `invalid_cursor`), and `cursorOf` gives
+ * the cursor of a page's last row.
+ */
+type CursorOf<row, key> =
+  | { key: z.ZodType<key>; keyOf: (row: row) => key; resolveCursor?: never; cursorOf?: never }
+  | {
+      resolveCursor: (cursor: string) => Promise<key | undefined>;
+      cursorOf: (row: row) => string;
+      key?: never;
+      keyOf?: never;
+    };
+
+/**
  * The one paging helper of every list (docs/architecture.md, "Routes and lists"):
  * `?cursor=&limit=` in, `{ data, nextCursor }` out. `fetch` reads up to `take` rows
  * after the decoded key (undefined on the first page), in the list's order;
  * `keyOf` names the key of a row, which becomes the opaque cursor of the next page.
  * A cursor that does not decode to `key` is `invalid_cursor` (400).
  */
-export async function keysetPage<row, key, item = row>(params: {
-  cursor: string | undefined;
-  limit: number;
-  key: z.ZodType<key>;
-  fetch: (after: key | undefined, take: number) => Promise<readonly row[]>;
-  keyOf: (row: row) => key;
-  view?: (rows: row[]) => item[] | Promise<item[]>;
-}): Promise<Page<item>> {
-  const after = params.cursor === undefined ? undefined : (decodeCursor(params.cursor, params.key) as key);
+export async function keysetPage<row, key, item = row>(
+  params: {
+    cursor: string | undefined;
+    limit: number;
+    fetch: (after: key | undefined, take: number) => Promise<readonly row[]>;
+    view?: (rows: row[]) => item[] | Promise<item[]>;
+  } & CursorOf<row, key>,
+): Promise<Page<item>> {
+  const after = params.cursor === undefined ? undefined : await readCursor(params.cursor, params);
   const rows = await params.fetch(after, params.limit + 1);
   const { page, last } = splitPage(rows, params.limit);
   const data = params.view === undefined ? (page as unknown as item[]) : await params.view(page);
-  return { data, nextCursor: last === undefined ? null : encodeCursor(params.keyOf(last)) };
+  if (last === undefined) return { data, nextCursor: null };
+  return { data, nextCursor: params.cursorOf === undefined ? encodeCursor(params.keyOf(last)) : params.cursorOf(last) };
+}
+
+async function readCursor<row, key>(cursor: string, reader: CursorOf<row, key>): Promise<key> {
+  if (reader.resolveCursor === undefined) return decodeCursor(cursor, reader.key) as key;
+  if (cursor.length > MAX_CURSOR_LENGTH) throw invalidCursor();
+  const key = await reader.resolveCursor(cursor);
+  if (key === undefined) throw invalidCursor();
+  return key;
 }

@@ -54,11 +54,21 @@ const listRouteDef = createRoute({
   summary: "Your events in the order they were recorded (reconciliation)",
   description:
     "Pass the id of the last event you processed as `after` to get what came since. `nextCursor` is set when more events " +
-    "follow this page. Every event ever recorded for you is here, whether or not a webhook delivered it.",
+    "follow this page; pass it back as `cursor` (like every list) or as `after` (it is the id of the page's last event). " +
+    "Every event ever recorded for you is here, whether or not a webhook delivered it.",
   security: [{ apiKey: [] }],
   request: {
     query: z.object({
-      after: z.string().max(100).optional().openapi({ description: "An event id" }),
+      after: z
+        .string()
+        .max(100)
+        .optional()
+        .openapi({ description: "The id of one of your events (`invalid_request` otherwise); not with `cursor`" }),
+      cursor: z
+        .string()
+        .max(500)
+        .optional()
+        .openapi({ description: "`nextCursor` of the previous page; anything else is `invalid_cursor`" }),
       type: z.enum(EVENT_TYPES).optional(),
       limit: z.coerce.number().int().min(1).max(500).default(100),
     }),
