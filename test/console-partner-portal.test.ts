@@ -237,3 +237,38 @@ describe("partner portal: branding and the webhook test event", () => {
     }
   });
 });
+
+describe("partner members list: paged like every list", () => {
+  it("pages with limit and cursor, each member once, and refuses a crafted cursor", async () => {
+    const asRival = (path: string) => api(stack, "GET", path, { headers: { Authorization: `Bearer ${rival.apiKey}` } });
+    for (let i = 0; i < 3; i++) {
+      const wallet = portalWallet(generatePrivateKey());
+      await expectJson(
+        await api(stack, "POST", "/v1/members", {
+          headers: { Authorization: `Bearer ${rival.apiKey}` },
+          json: { address: wallet.address },
+        }),
+        201,
+      );
+    }
+    const all = await expectJson(await asRival("/v1/members"), 200);
+    expect(all.data.length).toBeGreaterThanOrEqual(3);
+    expect(all.nextCursor).toBeNull();
+
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await expectJson(await asRival(`/v1/members?limit=1${cursor === null ? "" : `&cursor=${cursor}`}`), 200);
+      expect(page.data).toHaveLength(1);
+      paged.push(page.data[0].address);
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor !== null && pages < 200);
+    expect(paged).toEqual(all.data.map((m: { address: string }) => m.address));
+
+    const crafted = Buffer.from(JSON.stringify({ t: 1e300, a: "0x00" })).toString("base64url");
+    expect((await expectJson(await asRival(`/v1/members?cursor=${crafted}`), 400)).code).toBe("invalid_cursor");
+    expect((await expectJson(await asRival("/v1/members?limit=0"), 400)).code).toBe("invalid_request");
+  });
+});

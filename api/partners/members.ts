@@ -1,5 +1,7 @@
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
+import { z } from "zod";
+import { keysetPage, type Page } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { type AuditActor, appendAudit, type PortalActor } from "../portals/audit-log.js";
 import type { Database } from "../store/database.js";
@@ -84,6 +86,33 @@ export async function listMembers(db: Kysely<Database>, params: { partnerId: str
     .orderBy("created_at")
     .orderBy("address")
     .execute();
+}
+
+/**
+ * A page of the partner's members, oldest first, keyset-paged on (created_at, address).
+ * The default page holds every member a partner may have (`MAX_MEMBERS_PER_PARTNER`),
+ * so a caller that never passes `limit` still sees them all.
+ */
+export async function pageOfMembers(
+  db: Kysely<Database>,
+  params: { partnerId: string; cursor?: string; limit?: number },
+): Promise<Page<ReturnType<typeof memberView>>> {
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit ?? MAX_MEMBERS_PER_PARTNER,
+    key: z.object({ t: z.number().int().min(0), a: z.string().regex(/^0x[0-9a-f]{40}$/) }),
+    fetch: (after, take) => {
+      let query = db.selectFrom("partner_member").selectAll().where("partner_id", "=", params.partnerId);
+      if (after !== undefined) {
+        query = query.where((eb) =>
+          eb.or([eb("created_at", ">", after.t), eb.and([eb("created_at", "=", after.t), eb("address", ">", after.a)])]),
+        );
+      }
+      return query.orderBy("created_at").orderBy("address").limit(take).execute();
+    },
+    keyOf: (row) => ({ t: Number(row.created_at), a: row.address }),
+    view: (rows) => rows.map(memberView),
+  });
 }
 
 export async function removeMember(store: Store, actor: PortalActor, params: { partnerId: string; address: string }) {

@@ -2,7 +2,14 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../app-context.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
-import { addMember, listMembers, MEMBER_ROLES, memberView, removeMember } from "../partners/members.js";
+import {
+  addMember,
+  MAX_MEMBERS_PER_PARTNER,
+  MEMBER_ROLES,
+  memberView,
+  pageOfMembers,
+  removeMember,
+} from "../partners/members.js";
 import type { PortalActor } from "../portals/audit-log.js";
 import type { PortalSession } from "../portals/portal-sessions.js";
 import { AddressSchema, jsonBody, jsonResponse, problemResponses } from "../portals/routes/schemas.js";
@@ -13,6 +20,14 @@ const MemberSchema = z
   .openapi("PartnerMember");
 const AddBody = z.object({ address: AddressSchema, role: z.enum(MEMBER_ROLES).default("member") }).strict();
 const AddressParam = z.object({ address: AddressSchema });
+const MembersQuery = z.object({
+  cursor: z
+    .string()
+    .max(500)
+    .optional()
+    .openapi({ description: "`nextCursor` of the previous page; anything else is `invalid_cursor`" }),
+  limit: z.coerce.number().int().min(1).max(MAX_MEMBERS_PER_PARTNER).default(MAX_MEMBERS_PER_PARTNER),
+});
 
 type Env = AppEnv & { Variables: PartnerVariables & { portalSession?: PortalSession } };
 
@@ -41,13 +56,14 @@ export function memberRoutes(context: AppContext, security: Record<string, strin
         tags,
         security,
         summary: "List the partner's console members",
-        responses: { 200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.null() })) },
+        description: "Oldest first. A page holds every member by default (a partner has at most 100).",
+        request: { query: MembersQuery },
+        responses: {
+          200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.string().nullable() })),
+          ...problemResponses,
+        },
       }),
-      async (c) =>
-        c.json(
-          { data: (await listMembers(context.store, { partnerId: c.get("partner").id })).map(memberView), nextCursor: null },
-          200,
-        ),
+      async (c) => c.json(await pageOfMembers(context.store, { partnerId: c.get("partner").id, ...c.req.valid("query") }), 200),
     )
     .openapi(
       createRoute({
