@@ -1,4 +1,5 @@
-import { request as httpRequest } from "node:http";
+import { readFileSync } from "node:fs";
+import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { type Address, getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession, readOrder, submitHash } from "./support/checkout-helpers.js";
@@ -35,7 +36,10 @@ async function expectProblem(response: Response, status: number, code: string) {
 }
 
 /** A request with its path sent byte for byte (fetch would resolve dot segments before sending). */
-function rawGet(path: string, headers: Record<string, string>): Promise<{ status: number; type: string; body: string }> {
+function rawGet(
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; type: string; body: string; headers: IncomingHttpHeaders }> {
   const target = new URL(stack.ponder.baseUrl);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: target.hostname, port: target.port, path, method: "GET", headers }, (res) => {
@@ -44,7 +48,9 @@ function rawGet(path: string, headers: Record<string, string>): Promise<{ status
       res.on("data", (chunk) => {
         body += chunk;
       });
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, type: String(res.headers["content-type"]), body }));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, type: String(res.headers["content-type"]), body, headers: res.headers }),
+      );
     });
     req.on("error", reject);
     req.end();
@@ -301,5 +307,69 @@ describe("payments, events and addresses", () => {
     expect(again.status).toBe(200);
     expect((await again.json()).fulfilment).toEqual(order.fulfilment);
     expect(payer).toBe(getAddress(payer));
+  });
+});
+
+describe("static files: the console build and the hosted assets", () => {
+  it("serves the console's index with no-store and its hashed assets for good, under the console's policy", async () => {
+    const index = await rawGet("/console/anywhere/deep", {});
+    expect({ status: index.status, type: index.type }).toEqual({ status: 200, type: "text/html; charset=utf-8" });
+    expect(index.headers["cache-control"]).toBe("no-store");
+    expect(index.headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(index.headers["x-frame-options"]).toBe("DENY");
+    expect(index.headers["x-content-type-options"]).toBe("nosniff");
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(index.body)?.[1] as string;
+    const asset = await rawGet(script, {});
+    expect({ status: asset.status, type: asset.type }).toEqual({ status: 200, type: "text/javascript; charset=utf-8" });
+    expect(asset.headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+    expect(asset.headers["content-security-policy"]).toContain("script-src 'self'");
+    expect(Number(asset.headers["content-length"])).toBe(Buffer.byteLength(asset.body));
+  });
+
+  it("refuses to climb out of the console's assets, and answers 404 problem+json for what is not there", async () => {
+    for (const path of [
+      "/console/assets/..%2f..%2f..%2fbuild.ts",
+      "/console/assets/..%2F..%2F..%2Fpackage.json",
+      "/console/assets/%2e%2e%2f%2e%2e%2f%2e%2e%2fbuild.ts",
+      "/console/assets/..%5c..%5c..%5cbuild.ts",
+      "/console/assets/nothing.js",
+      "/console/assets/",
+    ]) {
+      const answer = await rawGet(path, {});
+      expect({ path, status: answer.status, type: answer.type }).toEqual({ path, status: 404, type: "application/problem+json" });
+      expect(JSON.parse(answer.body).code).toBe("not_found");
+    }
+    // Dot segments, also as %2e, are resolved before routing: this is /build.ts, which no route serves.
+    const climbed = await rawGet("/console/assets/%2e%2e/%2e%2e/%2e%2e/build.ts", {});
+    expect(climbed.status).toBe(404);
+    expect(climbed.body).not.toContain("currentConsoleBuild");
+  });
+
+  it("serves only the listed hosted assets, byte for byte, with their cross-origin headers", async () => {
+    for (const [name, type] of [
+      ["checkout-component.js", "text/javascript; charset=utf-8"],
+      ["hosted.css", "text/css; charset=utf-8"],
+    ] as const) {
+      const asset = await rawGet(`/assets/${name}`, {});
+      expect({ status: asset.status, type: asset.type }).toEqual({ status: 200, type });
+      expect(asset.body).toBe(readFileSync(new URL(`../api/hosted/assets/${name}`, import.meta.url), "utf8"));
+      expect(asset.headers["cache-control"]).toBe("public, max-age=300");
+      expect(asset.headers["x-content-type-options"]).toBe("nosniff");
+      expect(asset.headers["cross-origin-resource-policy"]).toBe("cross-origin");
+    }
+    for (const path of [
+      "/assets/..%2fpages.ts",
+      "/assets/%2e%2e%2fpages.ts",
+      "/assets/..%2f..%2f..%2fpackage.json",
+      "/assets/assets.ts",
+      "/assets/nothing.js",
+    ]) {
+      const answer = await rawGet(path, {});
+      expect({ path, status: answer.status, type: answer.type }).toEqual({ path, status: 404, type: "application/problem+json" });
+    }
+    // Dot segments are resolved before routing: this is /package.json, which no route serves.
+    const climbed = await rawGet("/assets/../package.json", {});
+    expect(climbed.status).toBe(404);
+    expect(climbed.body).not.toContain('"name"');
   });
 });

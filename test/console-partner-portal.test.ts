@@ -259,9 +259,12 @@ describe("partner members list: paged like every list", () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page = await expectJson(await asRival(`/v1/members?limit=1${cursor === null ? "" : `&cursor=${cursor}`}`), 200);
+      const page: { data: { address: string }[]; nextCursor: string | null } = await expectJson(
+        await asRival(`/v1/members?limit=1${cursor === null ? "" : `&cursor=${cursor}`}`),
+        200,
+      );
       expect(page.data).toHaveLength(1);
-      paged.push(page.data[0].address);
+      paged.push(...page.data.map((m) => m.address));
       cursor = page.nextCursor;
       pages++;
     } while (cursor !== null && pages < 200);

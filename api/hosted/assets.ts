@@ -1,11 +1,9 @@
-import { readFileSync } from "node:fs";
-
-const CONTENT_TYPES = { js: "text/javascript; charset=utf-8", css: "text/css; charset=utf-8" } as const;
+import { fileURLToPath } from "node:url";
 
 /**
  * The hosted pages' own script and style, plus the partner-facing component
- * (`/assets/checkout-component.js`). Plain browser files beside this module, read
- * once; nothing is fetched from anywhere else.
+ * (`/assets/checkout-component.js`). Plain browser files beside this module;
+ * only these names are served, nothing is fetched from anywhere else.
  */
 export const HOSTED_ASSETS = [
   "checkout-component.js",
@@ -17,16 +15,10 @@ export const HOSTED_ASSETS = [
 ] as const;
 export type HostedAssetName = (typeof HOSTED_ASSETS)[number];
 
-const cache = new Map<HostedAssetName, { body: string; contentType: string }>();
+/** The directory of the hosted assets, absolute (`api/hosted/assets/`). */
+export const HOSTED_ASSETS_DIR = fileURLToPath(new URL("./assets/", import.meta.url));
 
-export function hostedAsset(name: string): { body: string; contentType: string } | undefined {
-  if (!(HOSTED_ASSETS as readonly string[]).includes(name)) return undefined;
-  const asset = name as HostedAssetName;
-  let loaded = cache.get(asset);
-  if (loaded === undefined) {
-    const extension = asset.endsWith(".css") ? "css" : "js";
-    loaded = { body: readFileSync(new URL(`./assets/${asset}`, import.meta.url), "utf8"), contentType: CONTENT_TYPES[extension] };
-    cache.set(asset, loaded);
-  }
-  return loaded;
+/** The asset of that name, or undefined for any other name (a path, a file beside them that is not listed). */
+export function hostedAssetName(name: string): HostedAssetName | undefined {
+  return HOSTED_ASSETS.find((asset) => asset === name);
 }

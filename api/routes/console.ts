@@ -1,43 +1,49 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join, normalize } from "node:path";
+import { join, relative } from "node:path";
+import { serveStatic } from "@hono/node-server/serve-static";
 import { Hono } from "hono";
 import { currentConsoleBuild } from "../../console/build.js";
 import { consoleHeaders } from "../hosted/security-headers.js";
 import { problemResponse, problems } from "../http/problem.js";
 
-const CONTENT_TYPES: Record<string, string> = {
-  js: "text/javascript; charset=utf-8",
-  css: "text/css; charset=utf-8",
-  svg: "image/svg+xml",
-  png: "image/png",
-  html: "text/html; charset=utf-8",
-};
+/** `serveStatic` calls `next` when it has no file; here that means "answer 404". */
+const noFile = async () => {};
 
 /**
- * `GET /console` and everything under it: the built single-page app. Hashed assets
- * are cached for good; any other path answers `index.html` (the app routes itself).
+ * `GET /console` and everything under it: the built single-page app, served by
+ * `@hono/node-server`'s `serveStatic` (content type from the extension, length,
+ * `HEAD` and ranges; a path with a `..` segment, also percent-encoded, is refused).
+ * Hashed assets are cached for good; any other path answers `index.html` with
+ * `no-store` (the app routes itself). `serveStatic` takes a root relative to the
+ * working directory, and the build directory can change between requests (a newer
+ * build is renamed into place), so the root is worked out per request: the service
+ * may be started from any directory.
  */
 export function consoleRoutes() {
   const app = new Hono();
-  app.get("/*", consoleHeaders, (c) => {
+  app.get("/*", consoleHeaders, async (c) => {
     const dir = currentConsoleBuild();
     if (dir === undefined) {
       return problemResponse(c, problems.notFound("The console build (run `npm start`, which builds it)"));
     }
-    const rest = c.req.path.replace(/^\/console\/?/, "");
-    if (rest.startsWith("assets/")) {
-      const file = normalize(join(dir, rest));
-      if (!file.startsWith(join(dir, "assets")) || !existsSync(file)) return problemResponse(c, problems.notFound(c.req.path));
-      const extension = file.slice(file.lastIndexOf(".") + 1);
-      return c.body(readFileSync(file), 200, {
-        "Content-Type": CONTENT_TYPES[extension] ?? "application/octet-stream",
-        "Cache-Control": "public, max-age=31536000, immutable",
-      });
+    // "." when started from the build directory itself: an empty root would make the path absolute.
+    const root = relative(process.cwd(), dir) || ".";
+    if (c.req.path.startsWith("/console/assets/")) {
+      const asset = await serveStatic({
+        root,
+        rewriteRequestPath: (path) => path.replace(/^\/console/, ""),
+        onFound: (_path, found) => {
+          found.header("Cache-Control", "public, max-age=31536000, immutable");
+        },
+      })(c, noFile);
+      return asset ?? problemResponse(c, problems.notFound(c.req.path));
     }
-    return c.body(readFileSync(join(dir, "index.html"), "utf8"), 200, {
-      "Content-Type": CONTENT_TYPES.html as string,
-      "Cache-Control": "no-store",
-    });
+    const index = await serveStatic({
+      path: join(root, "index.html"),
+      onFound: (_path, found) => {
+        found.header("Cache-Control", "no-store");
+      },
+    })(c, noFile);
+    return index ?? problemResponse(c, problems.notFound("The console build (run `npm start`, which builds it)"));
   });
   return app;
 }

@@ -1,8 +1,10 @@
+import { join, relative } from "node:path";
+import { serveStatic } from "@hono/node-server/serve-static";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { paymentView } from "../checkout/session-view.js";
-import { hostedAsset } from "../hosted/assets.js";
+import { HOSTED_ASSETS_DIR, hostedAssetName } from "../hosted/assets.js";
 import { checkoutPage, claimPage } from "../hosted/pages.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { hostedPageHeaders } from "../hosted/security-headers.js";
@@ -64,16 +66,22 @@ export function hostedPageRoutes(context: AppContext) {
     return c.html(claimPage({ sessionId, clientToken }), 200, noStore);
   });
 
-  app.get("/assets/:name", (c) => {
-    const asset = hostedAsset(c.req.param("name"));
-    if (asset === undefined) throw problems.notFound(`Asset ${c.req.param("name").slice(0, 100)}`);
-    return c.body(asset.body, 200, {
-      "Content-Type": asset.contentType,
-      "Cache-Control": "public, max-age=300",
-      "X-Content-Type-Options": "nosniff",
-      // The component script is loaded by partner pages on other origins.
-      "Cross-Origin-Resource-Policy": "cross-origin",
-    });
+  // Only the listed names, each a file of HOSTED_ASSETS_DIR; serveStatic takes a root
+  // relative to the working directory, worked out per request so any start directory works.
+  app.get("/assets/:name", async (c) => {
+    const name = hostedAssetName(c.req.param("name"));
+    if (name === undefined) throw problems.notFound(`Asset ${c.req.param("name").slice(0, 100)}`);
+    const served = await serveStatic({
+      path: join(relative(process.cwd(), HOSTED_ASSETS_DIR) || ".", name),
+      onFound: (_path, found) => {
+        found.header("Cache-Control", "public, max-age=300");
+        found.header("X-Content-Type-Options", "nosniff");
+        // The component script is loaded by partner pages on other origins.
+        found.header("Cross-Origin-Resource-Policy", "cross-origin");
+      },
+    })(c, async () => {});
+    if (served === undefined) throw problems.notFound(`Asset ${name}`);
+    return served;
   });
 
   const page = (path: string, summary: string, description: string) =>
