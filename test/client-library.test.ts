@@ -260,6 +260,9 @@ describe("partner operations against the running service", () => {
       expect(iterated).toEqual(all.data.map((event) => event.id));
       const afterFirst = await client.events.list({ after: all.data[0]!.id, limit: 500 });
       expect(afterFirst.data.map((event) => event.id)).toEqual(iterated.slice(1));
+      const resumed: string[] = [];
+      for await (const event of client.events.iterate({ after: all.data[0]!.id, limit: 1 })) resumed.push(event.id);
+      expect(resumed).toEqual(iterated.slice(1));
       expect(await client.events.retrieve(settled.id)).toEqual(settled);
 
       const deliveries = await waitFor(async () => {

@@ -58,10 +58,7 @@ export function memberRoutes(context: AppContext, security: Record<string, strin
         summary: "List the partner's console members",
         description: "Oldest first. A page holds every member by default (a partner has at most 100).",
         request: { query: MembersQuery },
-        responses: {
-          200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.string().nullable() })),
-          ...problemResponses,
-        },
+        responses: { 200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.string().nullable() })) },
       }),
       async (c) => c.json(await pageOfMembers(context.store, { partnerId: c.get("partner").id, ...c.req.valid("query") }), 200),
     )

@@ -79,11 +79,14 @@ export function createClient(options: ClientOptions) {
   }
 
   const events = {
-    /** One page of your events, oldest first; `after`: the id of the last event you processed. */
+    /**
+     * One page of your events, oldest first; `after`: the id of the last event you processed,
+     * or `cursor`: the `nextCursor` of the previous page (one of the two).
+     */
     list: (params: ListEventsParams = {}) => get<Page<SettlementEvent>>("/v1/events", params),
-    /** Every event after `after`, across pages (reconciliation). */
+    /** Every event after `after` (or `cursor`), across pages (reconciliation). */
     async *iterate(params: ListEventsParams = {}): AsyncGenerator<SettlementEvent> {
-      yield* paginate(await events.list(params), (cursor) => events.list({ ...params, after: cursor }));
+      yield* paginate(await events.list(params), (cursor) => events.list({ ...params, after: undefined, cursor }));
     },
     retrieve: (eventId: string) => get<SettlementEvent>(path`/v1/events/${eventId}`),
     /** One delivery per endpoint, with every attempt. */

@@ -130,7 +130,7 @@ export interface paths {
         };
         /**
          * Your events in the order they were recorded (reconciliation)
-         * @description Pass the id of the last event you processed as `after` to get what came since. `nextCursor` is set when more events follow this page. Every event ever recorded for you is here, whether or not a webhook delivered it.
+         * @description Pass the id of the last event you processed as `after` to get what came since. `nextCursor` is set when more events follow this page; pass it back as `cursor` (like every list) or as `after` (it is the id of the page's last event). Every event ever recorded for you is here, whether or not a webhook delivered it.
          */
         get: operations["getV1Events"];
         put?: never;
@@ -339,7 +339,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the partner's console members */
+        /**
+         * List the partner's console members
+         * @description Oldest first. A page holds every member by default (a partner has at most 100).
+         */
         get: operations["getV1Members"];
         put?: never;
         /** Register a wallet as a console member of the partner */
@@ -458,7 +461,7 @@ export interface paths {
         };
         /**
          * Your events in the order they were recorded (reconciliation)
-         * @description Pass the id of the last event you processed as `after` to get what came since. `nextCursor` is set when more events follow this page. Every event ever recorded for you is here, whether or not a webhook delivered it.
+         * @description Pass the id of the last event you processed as `after` to get what came since. `nextCursor` is set when more events follow this page; pass it back as `cursor` (like every list) or as `after` (it is the id of the page's last event). Every event ever recorded for you is here, whether or not a webhook delivered it.
          */
         get: operations["getApiPartnerEvents"];
         put?: never;
@@ -667,7 +670,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the partner's console members */
+        /**
+         * List the partner's console members
+         * @description Oldest first. A page holds every member by default (a partner has at most 100).
+         */
         get: operations["getApiPartnerMembers"];
         put?: never;
         /** Register a wallet as a console member of the partner */
@@ -3558,8 +3564,10 @@ export interface operations {
     getV1Events: {
         parameters: {
             query?: {
-                /** @description An event id */
+                /** @description The id of one of your events (`invalid_request` otherwise); not with `cursor` */
                 after?: string;
+                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
+                cursor?: string;
                 type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled";
                 limit?: number;
             };
@@ -4881,7 +4889,11 @@ export interface operations {
     };
     getV1Members: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4896,7 +4908,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["PartnerMember"][];
-                        nextCursor: null;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
                     };
                 };
             };
@@ -5866,8 +5890,10 @@ export interface operations {
     getApiPartnerEvents: {
         parameters: {
             query?: {
-                /** @description An event id */
+                /** @description The id of one of your events (`invalid_request` otherwise); not with `cursor` */
                 after?: string;
+                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
+                cursor?: string;
                 type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled";
                 limit?: number;
             };
@@ -7345,7 +7371,11 @@ export interface operations {
     };
     getApiPartnerMembers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7360,7 +7390,19 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["PartnerMember"][];
-                        nextCursor: null;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
                     };
                 };
             };
