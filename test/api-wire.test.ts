@@ -201,6 +201,26 @@ describe("payments, events and addresses", () => {
     }
     // Refused: something that is not an address.
     await expectProblem(await withKey("/v1/transfers?to=0x1234"), 400, "invalid_request");
+    // Paged by its cursor, the same transfers in the same order; a crafted cursor is refused.
+    const everyTransfer = (await (await withKey("/v1/transfers?limit=500")).json()) as {
+      data: { transactionHash: string; logIndex: number }[];
+      nextCursor: string | null;
+    };
+    expect(everyTransfer.nextCursor).toBeNull();
+    const walked: { transactionHash: string; logIndex: number }[] = [];
+    let transferCursor: string | null = null;
+    do {
+      const page: typeof everyTransfer = await (
+        await withKey(`/v1/transfers?limit=1${transferCursor === null ? "" : `&cursor=${transferCursor}`}`)
+      ).json();
+      walked.push(...page.data);
+      transferCursor = page.nextCursor;
+    } while (transferCursor !== null);
+    expect(walked).toEqual(everyTransfer.data);
+    for (const crafted of [{ c: 1e300, b: "1", l: 0 }, { c: 31337, b: "18446744073709551616", l: 0 }, { c: 1 }, "x"]) {
+      const cursor = Buffer.from(JSON.stringify(crafted)).toString("base64url");
+      await expectProblem(await withKey(`/v1/transfers?cursor=${cursor}`), 400, "invalid_cursor");
+    }
 
     const events = (await (await withKey("/v1/events?limit=100")).json()).data as {
       type: string;
