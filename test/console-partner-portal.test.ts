@@ -270,6 +270,21 @@ describe("partner members list: paged like every list", () => {
     } while (cursor !== null && pages < 200);
     expect(paged).toEqual(all.data.map((m: { address: string }) => m.address));
 
+    // The admin portal's view of the same list pages the same way.
+    const byAdmin: string[] = [];
+    let adminCursor: string | null = null;
+    do {
+      const path = `/api/admin/partners/${rival.id}/members?limit=2${adminCursor === null ? "" : `&cursor=${adminCursor}`}`;
+      const page: { data: { address: string }[]; nextCursor: string | null } = await expectJson(
+        await api(stack, "GET", path, { token: adminToken }),
+        200,
+      );
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      byAdmin.push(...page.data.map((m) => m.address));
+      adminCursor = page.nextCursor;
+    } while (adminCursor !== null && byAdmin.length < 200);
+    expect(byAdmin).toEqual(paged);
+
     const crafted = Buffer.from(JSON.stringify({ t: 1e300, a: "0x00" })).toString("base64url");
     expect((await expectJson(await asRival(`/v1/members?cursor=${crafted}`), 400)).code).toBe("invalid_cursor");
     expect((await expectJson(await asRival("/v1/members?limit=0"), 400)).code).toBe("invalid_request");

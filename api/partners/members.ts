@@ -78,6 +78,7 @@ export async function addMember(
   });
 }
 
+/** Every member of the partner, oldest first (the operator's CLI; a partner has at most 100). */
 export async function listMembers(db: Kysely<Database>, params: { partnerId: string }): Promise<PartnerMemberTable[]> {
   return db
     .selectFrom("partner_member")

@@ -20,7 +20,8 @@ const MemberSchema = z
   .openapi("PartnerMember");
 const AddBody = z.object({ address: AddressSchema, role: z.enum(MEMBER_ROLES).default("member") }).strict();
 const AddressParam = z.object({ address: AddressSchema });
-const MembersQuery = z.object({
+/** `?cursor=&limit=` of a members list; the default page holds every member a partner may have. */
+export const MembersQuery = z.object({
   cursor: z
     .string()
     .max(500)

@@ -1,7 +1,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import { addMember, listMembers, MEMBER_ROLES, memberView } from "../../partners/members.js";
+import { addMember, MEMBER_ROLES, memberView, pageOfMembers } from "../../partners/members.js";
 import type { AppEnv } from "../../routes/app-env.js";
+import { MembersQuery } from "../../routes/members.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import { AddressSchema, IdParam, jsonBody, jsonResponse, problemResponses } from "./schemas.js";
 
@@ -21,17 +22,14 @@ export function adminMemberRoutes(context: AppContext) {
         security,
         middleware: [adminOnly] as const,
         summary: "A partner's console members",
-        request: { params: IdParam },
+        request: { params: IdParam, query: MembersQuery },
         responses: {
-          200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.null() })),
+          200: jsonResponse("Members", z.object({ data: z.array(MemberSchema), nextCursor: z.string().nullable() })),
           ...problemResponses,
         },
       }),
       async (c) =>
-        c.json(
-          { data: (await listMembers(context.store, { partnerId: c.req.valid("param").id })).map(memberView), nextCursor: null },
-          200,
-        ),
+        c.json(await pageOfMembers(context.store, { partnerId: c.req.valid("param").id, ...c.req.valid("query") }), 200),
     )
     .openapi(
       createRoute({

@@ -17045,7 +17045,11 @@ export interface operations {
     };
     getApiAdminPartnersByIdMembers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path: {
                 id: string;
@@ -17068,11 +17072,11 @@ export interface operations {
                             role: "admin" | "member";
                             createdAt: string;
                         }[];
-                        nextCursor: null;
+                        nextCursor: string | null;
                     };
                 };
             };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -17080,7 +17084,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request";
+                        code?: "invalid_request" | "invalid_cursor";
                     };
                 };
             };
