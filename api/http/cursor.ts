@@ -73,8 +73,10 @@ type CursorOf<row, key> =
  * The one paging helper of every list (docs/architecture.md, "Routes and lists"):
  * `?cursor=&limit=` in, `{ data, nextCursor }` out. `fetch` reads up to `take` rows
  * after the decoded key (undefined on the first page), in the list's order;
- * `keyOf` names the key of a row, which becomes the opaque cursor of the next page.
- * A cursor that does not decode to `key` is `invalid_cursor` (400).
+ * `keyOf` names the key of a row, which becomes the opaque cursor of the next page
+ * (or `resolveCursor` and `cursorOf`, for a cursor that names a row: see `CursorOf`).
+ * A cursor that does not decode to `key`, or that `resolveCursor` cannot resolve,
+ * is `invalid_cursor` (400).
  */
 export async function keysetPage<row, key, item = row>(
   params: {
