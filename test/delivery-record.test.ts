@@ -8,6 +8,7 @@ import {
   deliveryMayMove,
   enqueueDeliveries,
   findDelivery,
+  listDeliveries,
   newDelivery,
   nextAfterAttempt,
   recordAttempt,
@@ -249,5 +250,35 @@ describe("the webhook delivery record on SQLite", () => {
     await expect(cancelEndpointDeliveries(store, { endpointId: lane.endpointId, now: 1 })).rejects.toThrow(
       /inside the caller's transaction/,
     );
+  });
+});
+
+describe("the admin's list of deliveries", () => {
+  it("pages every delivery once, newest first, and refuses a cursor it did not issue", async () => {
+    const { partnerId, endpointId } = await seedEndpoint();
+    // Two deliveries in the same millisecond: the id breaks the tie, so paging neither repeats nor skips.
+    const seeded = [
+      await seedDelivery({ partnerId, endpointId, now: 5_000 }),
+      await seedDelivery({ partnerId, endpointId, now: 6_000 }),
+      await seedDelivery({ partnerId, endpointId, now: 6_000 }),
+    ];
+    const whole = await listDeliveries(store, { partnerId, limit: 500 });
+    expect(whole.nextCursor).toBeNull();
+    expect(new Set(whole.data.map((delivery) => delivery.id))).toEqual(new Set(seeded.map((delivery) => delivery.id)));
+    expect(whole.data.at(-1)?.id).toBe(seeded[0]?.id);
+
+    const paged: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await listDeliveries(store, { partnerId, limit: 1, cursor });
+      expect(page.data.length).toBeLessThanOrEqual(1);
+      paged.push(...page.data.map((delivery) => delivery.id));
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+    expect(paged).toEqual(whole.data.map((delivery) => delivery.id));
+
+    await expect(listDeliveries(store, { partnerId, cursor: "not-ours" })).rejects.toMatchObject({ code: "invalid_cursor" });
+    const forged = Buffer.from(JSON.stringify({ t: 1e300, i: "x" })).toString("base64url");
+    await expect(listDeliveries(store, { partnerId, cursor: forged })).rejects.toMatchObject({ code: "invalid_cursor" });
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Expression, type ExpressionBuilder, type Kysely, type SqlBool, sql } from "kysely";
 import { z } from "zod";
-import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
+import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
@@ -182,31 +182,32 @@ export async function listDeliveries(
   store: Store,
   params: { partnerId?: string; status?: WebhookDeliveryStatus; cursor?: string; limit?: number },
 ): Promise<{ data: (Delivery & { partnerId: string; eventType: string })[]; nextCursor: string | null }> {
-  const limit = Math.min(Math.max(params.limit ?? 100, 1), 500);
   let query = deliveriesWithUrl(store)
     .innerJoin("event", "event.id", "webhook_delivery.event_id")
     .select("event.type as event_type");
   if (params.partnerId !== undefined) query = query.where("webhook_delivery.partner_id", "=", params.partnerId);
   if (params.status !== undefined) query = query.where("webhook_delivery.status", "=", params.status);
-  if (params.cursor !== undefined) {
-    const after = decodeCursor(params.cursor, adminCursor);
-    query = query.where((eb) =>
-      eb.or([
-        eb("webhook_delivery.created_at", "<", after.t),
-        eb.and([eb("webhook_delivery.created_at", "=", after.t), eb("webhook_delivery.id", "<", after.i)]),
-      ]),
-    );
-  }
-  const rows = await query
-    .orderBy("webhook_delivery.created_at", "desc")
-    .orderBy("webhook_delivery.id", "desc")
-    .limit(limit + 1)
-    .execute();
-  const { page, last } = splitPage(rows, limit);
-  return {
-    data: page.map((row) => ({ ...toDelivery(row), partnerId: row.partner_id, eventType: row.event_type })),
-    nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.created_at), i: last.id }),
-  };
+  return keysetPage({
+    cursor: params.cursor,
+    limit: Math.min(Math.max(params.limit ?? 100, 1), 500),
+    key: adminCursor,
+    fetch: (after, take) =>
+      (after === undefined
+        ? query
+        : query.where((eb) =>
+            eb.or([
+              eb("webhook_delivery.created_at", "<", after.t),
+              eb.and([eb("webhook_delivery.created_at", "=", after.t), eb("webhook_delivery.id", "<", after.i)]),
+            ]),
+          )
+      )
+        .orderBy("webhook_delivery.created_at", "desc")
+        .orderBy("webhook_delivery.id", "desc")
+        .limit(take)
+        .execute(),
+    keyOf: (row) => ({ t: Number(row.created_at), i: row.id }),
+    view: (rows) => rows.map((row) => ({ ...toDelivery(row), partnerId: row.partner_id, eventType: row.event_type })),
+  });
 }
 
 /** A delivery as the domain sees it: epoch milliseconds, numbers as numbers. */
