@@ -3,7 +3,7 @@ import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { findSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
-import { findOrder } from "../orders/order-record.js";
+import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { Database } from "../store/database.js";
 import { creditedPaymentsBetween, movePayment, type Payment, relocatePayment, reorgedPayments } from "./payment-record.js";
@@ -138,7 +138,7 @@ async function recordReorgEvent(
   const data = {
     externalOrderId: paid?.session.external_order_id,
     orderId: paid?.order.id,
-    purchaseId: paid?.order.purchase_id,
+    purchaseId: paid?.order.purchaseId,
     sessionId: paid?.session.id,
     transactionHash: payment.transactionHash,
     logIndex: payment.logIndex,
@@ -166,7 +166,7 @@ async function recordReorgEvent(
 /** The session a payment paid and its order, when it names one. */
 async function sessionAndOrder(trx: Kysely<Database>, sessionId: string | null) {
   const session = sessionId === null ? undefined : await findSession(trx, sessionId);
-  const order = session === undefined ? undefined : await findOrder(trx, session.order_id);
+  const [order] = session === undefined ? [] : await purchaseIdsOfOrders(trx, [session.order_id]);
   return session === undefined || order === undefined ? undefined : { session, order };
 }
 
