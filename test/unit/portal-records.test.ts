@@ -26,14 +26,14 @@ import {
   toPayment,
 } from "../../api/settlement/payment-record.js";
 import { recordTransfer } from "../../api/settlement/record-transfer.js";
-import { migrateStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
+import { migrateStore, openPgliteStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
 import { TransitionRefused } from "../../api/store/transition-table.js";
 
 /**
  * The payment and RWA purchase records read their rows into domain types in one
  * converter each (bigint money, checksummed addresses, epoch milliseconds), and keep
  * addresses and hashes lower case in the store whatever case a caller gives.
- * No chain, no indexer: a real SQLite store, transfers given as the index would hold them.
+ * No chain, no indexer: real SQLite and Postgres (PGlite) stores, transfers given as the index would hold them.
  */
 
 const PAY_TO = "0x00000000000000000000000000000000000000aa";
@@ -56,12 +56,7 @@ const network: NetworkConfig = {
   relayerPrivateKey: undefined,
 };
 
-let dir: string;
-let store: Store;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "portal-records-"));
-  store = openSqliteStore(join(dir, "app.sqlite"));
+async function seed(store: Store) {
   await migrateStore(store);
   const now = Date.now();
   await store.insertInto("partner").values({ id: "ptr_a", name: "A", created_at: now }).execute();
@@ -114,12 +109,7 @@ beforeAll(async () => {
       updated_at: now,
     })
     .execute();
-});
-
-afterAll(async () => {
-  await store?.destroy();
-  rmSync(dir, { recursive: true, force: true });
-});
+}
 
 describe("payment record converter", () => {
   it("reads money and blocks as bigint, addresses checksummed, the block's seconds as epoch milliseconds", () => {
@@ -176,36 +166,7 @@ describe("payment record converter", () => {
   });
 });
 
-describe("RWA purchase record", () => {
-  const purchase = (id: string, overrides: Partial<Purchase> = {}): Purchase => ({
-    id,
-    offeringId: "off_a",
-    investor: INVESTOR,
-    recipient: INVESTOR,
-    units: 2,
-    unitPriceUsdc: 1_000_000n,
-    totalPriceUsdc: 2_000_000n,
-    network: "local",
-    chainId: 31337,
-    sessionId: null,
-    expiresAt: Date.now() - 60_000,
-    releasedAt: null,
-    createdAt: Date.now(),
-    ...overrides,
-  });
-
-  it("stores addresses lower case and reads back the same Purchase, found by its investor in any case", async () => {
-    const written = purchase("pur_roundtrip");
-    await store.transaction().execute((trx) => insertPurchase(trx, written));
-    const row = await store.selectFrom("rwa_purchase").selectAll().where("id", "=", written.id).executeTakeFirstOrThrow();
-    expect(row.investor).toBe(INVESTOR.toLowerCase());
-    expect(row.total_price_usdc).toBe("2000000");
-    expect(await findPurchase(store, written.id)).toEqual(written);
-    const upper = `0x${INVESTOR.slice(2).toUpperCase()}`;
-    expect(await findInvestorPurchase(store, { investor: upper, purchaseId: written.id })).toEqual(written);
-    expect(await findInvestorPurchase(store, { investor: PAYER, purchaseId: written.id })).toBeUndefined();
-  });
-
+describe("RWA purchase record converter", () => {
   it("converts Postgres int8 strings in one place", () => {
     const row = {
       id: "pur_pg",
@@ -238,98 +199,150 @@ describe("RWA purchase record", () => {
       createdAt: 1_789_999_999_000,
     });
   });
-
-  it("an unpaid purchase counts against its investor until released, and is released once", async () => {
-    const held = purchase("pur_release");
-    await store.transaction().execute((trx) => insertPurchase(trx, held));
-    const before = await countUnpaidPurchases(store, { offeringId: "off_a", investor: INVESTOR });
-    const candidates = await releaseCandidates(store, { offeringIds: ["off_a"], expiredBefore: Date.now(), limit: 10 });
-    expect(candidates.find((candidate) => candidate.id === held.id)).toEqual({
-      id: held.id,
-      chainId: 31337,
-      expiresAt: held.expiresAt,
-      sessionId: null,
-      sessionStatus: null,
-    });
-    const now = Date.now();
-    expect(await store.transaction().execute((trx) => releasePurchase(trx, { purchase: held, now }))).toBe(true);
-    // Read as held, released meanwhile: the guard answers false.
-    expect(await store.transaction().execute((trx) => releasePurchase(trx, { purchase: held, now }))).toBe(false);
-    const released = await findPurchase(store, held.id);
-    expect(released?.releasedAt).toBe(now);
-    await expect(store.transaction().execute((trx) => releasePurchase(trx, { purchase: released!, now }))).rejects.toThrow(
-      TransitionRefused,
-    );
-    expect(await countUnpaidPurchases(store, { offeringId: "off_a", investor: INVESTOR.toLowerCase() })).toBe(before - 1);
-    const after = await releaseCandidates(store, { offeringIds: ["off_a"], expiredBefore: Date.now(), limit: 10 });
-    expect(after.map((candidate) => candidate.id)).not.toContain(held.id);
-  });
 });
 
-describe("payment record reads", () => {
-  let txCounter = 0;
-  function transfer(value: bigint, blockNumber: bigint): IndexedTransfer {
-    txCounter++;
-    return {
+const dialects: Array<[string, (dir: string) => Store]> = [
+  ["SQLite", (dir) => openSqliteStore(join(dir, "app.sqlite"))],
+  ["Postgres (PGlite)", (dir) => openPgliteStore(join(dir, "pg"))],
+];
+
+describe.each(dialects)("on %s", (_name, open) => {
+  let dir: string;
+  let store: Store;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "portal-records-"));
+    store = open(dir);
+    await seed(store);
+  });
+
+  afterAll(async () => {
+    await store?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe("RWA purchase record", () => {
+    const purchase = (id: string, overrides: Partial<Purchase> = {}): Purchase => ({
+      id,
+      offeringId: "off_a",
+      investor: INVESTOR,
+      recipient: INVESTOR,
+      units: 2,
+      unitPriceUsdc: 1_000_000n,
+      totalPriceUsdc: 2_000_000n,
+      network: "local",
       chainId: 31337,
-      transactionHash: `0x${(txCounter + 0xabc000).toString(16).padStart(64, "0")}` as Hex,
-      logIndex: 0,
-      token: USDC as Address,
-      from: PAYER as Address,
-      to: PAY_TO as Address,
-      value,
-      blockNumber,
-      blockHash: `0x${(txCounter + 0xdef000).toString(16).padStart(64, "0")}` as Hex,
-      blockTimestamp: BigInt(Math.floor(Date.now() / 1000) + 1),
-      transactionIndex: 0,
-    };
-  }
-
-  it("a settled payment is read as Payment, found by its hash in any case, and reorged through its domain key", async () => {
-    const created = await store.transaction().execute((trx) =>
-      createSessionInTransaction(
-        trx,
-        { networks: [network] },
-        {
-          partnerId: "ptr_a",
-          kind: "commerce",
-          externalOrderId: "order-portal-records",
-          externalProductId: "sku",
-          productName: "Tee",
-          productCategory: "apparel",
-          quantity: 1,
-          totalPriceUsdc: 7_000_000n,
-          shippingRequired: false,
-          certificateEnabled: false,
-        },
-      ),
-    );
-    const paid = transfer(BigInt(created.session.amount_due), 300n);
-    expect((await recordTransfer(store, { transfer: paid, network, head: 310n })).status).toBe("settled");
-
-    const [payment] = await payingPaymentsOfSessions(store, [created.session.id]);
-    expect(payment).toMatchObject({
-      sessionId: created.session.id,
-      status: "settled",
-      amount: BigInt(created.session.amount_due),
-      from: getAddress(PAYER),
-      to: getAddress(PAY_TO),
-      blockNumber: 300n,
-      minedAt: Number(paid.blockTimestamp) * 1000,
+      sessionId: null,
+      expiresAt: Date.now() - 60_000,
+      releasedAt: null,
+      createdAt: Date.now(),
+      ...overrides,
     });
 
-    const upper = `0x${paid.transactionHash.slice(2).toUpperCase()}` as Hex;
-    expect(await purchaseIdsPaidBy(store, upper)).toEqual([created.purchaseId]);
+    it("stores addresses lower case and reads back the same Purchase, found by its investor in any case", async () => {
+      const written = purchase("pur_roundtrip");
+      await store.transaction().execute((trx) => insertPurchase(trx, written));
+      const row = await store.selectFrom("rwa_purchase").selectAll().where("id", "=", written.id).executeTakeFirstOrThrow();
+      expect(row.investor).toBe(INVESTOR.toLowerCase());
+      expect(row.total_price_usdc).toBe("2000000");
+      expect(await findPurchase(store, written.id)).toEqual(written);
+      const upper = `0x${INVESTOR.slice(2).toUpperCase()}`;
+      expect(await findInvestorPurchase(store, { investor: upper, purchaseId: written.id })).toEqual(written);
+      expect(await findInvestorPurchase(store, { investor: PAYER, purchaseId: written.id })).toBeUndefined();
+    });
 
-    expect((await reorgedPayments(store)).count).toBe(0);
-    const moved = await store
-      .transaction()
-      .execute((trx) => movePayment(trx, { payment: payment!, transition: "reorg", now: Date.now() }));
-    expect(moved).toBe(true);
-    const reorged = await reorgedPayments(store);
-    expect(reorged.count).toBe(1);
-    expect(reorged.last).toMatchObject({ status: "reorged", transactionHash: paid.transactionHash, orderId: created.orderId });
-    // A settled payment no longer: it stops showing as the session's settlement.
-    expect(await payingPaymentsOfSessions(store, [created.session.id])).toEqual([]);
+    it("an unpaid purchase counts against its investor until released, and is released once", async () => {
+      const held = purchase("pur_release");
+      await store.transaction().execute((trx) => insertPurchase(trx, held));
+      const before = await countUnpaidPurchases(store, { offeringId: "off_a", investor: INVESTOR });
+      const candidates = await releaseCandidates(store, { offeringIds: ["off_a"], expiredBefore: Date.now(), limit: 10 });
+      expect(candidates.find((candidate) => candidate.id === held.id)).toEqual({
+        id: held.id,
+        chainId: 31337,
+        expiresAt: held.expiresAt,
+        sessionId: null,
+        sessionStatus: null,
+      });
+      const now = Date.now();
+      expect(await store.transaction().execute((trx) => releasePurchase(trx, { purchase: held, now }))).toBe(true);
+      // Read as held, released meanwhile: the guard answers false.
+      expect(await store.transaction().execute((trx) => releasePurchase(trx, { purchase: held, now }))).toBe(false);
+      const released = await findPurchase(store, held.id);
+      expect(released?.releasedAt).toBe(now);
+      await expect(store.transaction().execute((trx) => releasePurchase(trx, { purchase: released!, now }))).rejects.toThrow(
+        TransitionRefused,
+      );
+      expect(await countUnpaidPurchases(store, { offeringId: "off_a", investor: INVESTOR.toLowerCase() })).toBe(before - 1);
+      const after = await releaseCandidates(store, { offeringIds: ["off_a"], expiredBefore: Date.now(), limit: 10 });
+      expect(after.map((candidate) => candidate.id)).not.toContain(held.id);
+    });
+  });
+
+  describe("payment record reads", () => {
+    let txCounter = 0;
+    function transfer(value: bigint, blockNumber: bigint): IndexedTransfer {
+      txCounter++;
+      return {
+        chainId: 31337,
+        transactionHash: `0x${(txCounter + 0xabc000).toString(16).padStart(64, "0")}` as Hex,
+        logIndex: 0,
+        token: USDC as Address,
+        from: PAYER as Address,
+        to: PAY_TO as Address,
+        value,
+        blockNumber,
+        blockHash: `0x${(txCounter + 0xdef000).toString(16).padStart(64, "0")}` as Hex,
+        blockTimestamp: BigInt(Math.floor(Date.now() / 1000) + 1),
+        transactionIndex: 0,
+      };
+    }
+
+    it("a settled payment is read as Payment, found by its hash in any case, and reorged through its domain key", async () => {
+      const created = await store.transaction().execute((trx) =>
+        createSessionInTransaction(
+          trx,
+          { networks: [network] },
+          {
+            partnerId: "ptr_a",
+            kind: "commerce",
+            externalOrderId: "order-portal-records",
+            externalProductId: "sku",
+            productName: "Tee",
+            productCategory: "apparel",
+            quantity: 1,
+            totalPriceUsdc: 7_000_000n,
+            shippingRequired: false,
+            certificateEnabled: false,
+          },
+        ),
+      );
+      const paid = transfer(BigInt(created.session.amount_due), 300n);
+      expect((await recordTransfer(store, { transfer: paid, network, head: 310n })).status).toBe("settled");
+
+      const [payment] = await payingPaymentsOfSessions(store, [created.session.id]);
+      expect(payment).toMatchObject({
+        sessionId: created.session.id,
+        status: "settled",
+        amount: BigInt(created.session.amount_due),
+        from: getAddress(PAYER),
+        to: getAddress(PAY_TO),
+        blockNumber: 300n,
+        minedAt: Number(paid.blockTimestamp) * 1000,
+      });
+
+      const upper = `0x${paid.transactionHash.slice(2).toUpperCase()}` as Hex;
+      expect(await purchaseIdsPaidBy(store, upper)).toEqual([created.purchaseId]);
+
+      expect((await reorgedPayments(store)).count).toBe(0);
+      const moved = await store
+        .transaction()
+        .execute((trx) => movePayment(trx, { payment: payment!, transition: "reorg", now: Date.now() }));
+      expect(moved).toBe(true);
+      const reorged = await reorgedPayments(store);
+      expect(reorged.count).toBe(1);
+      expect(reorged.last).toMatchObject({ status: "reorged", transactionHash: paid.transactionHash, orderId: created.orderId });
+      // A settled payment no longer: it stops showing as the session's settlement.
+      expect(await payingPaymentsOfSessions(store, [created.session.id])).toEqual([]);
+    });
   });
 });
