@@ -11,11 +11,15 @@ import {
   findInvestorPurchase,
   findPurchase,
   insertPurchase,
+  offeringsOfOrders,
   type Purchase,
   type RwaPurchaseRow,
   releaseCandidates,
   releasePurchase,
+  settledPurchasesOfOffering,
+  settledUnitsOfExhaustedOfferings,
   toPurchase,
+  unpaidUnitsOfUnverified,
 } from "../../api/portals/purchase-record.js";
 import {
   movePayment,
@@ -296,6 +300,59 @@ describe.each(dialects)("on %s", (_name, open) => {
         transactionIndex: 0,
       };
     }
+
+    it("a paid RWA purchase leaves the unpaid holds and joins the holder register, its order's offering and the sold-out totals", async () => {
+      const created = await store.transaction().execute((trx) =>
+        createSessionInTransaction(
+          trx,
+          { networks: [network] },
+          {
+            partnerId: "ptr_a",
+            kind: "rwa",
+            externalOrderId: "pur_paid",
+            externalProductId: "off_a",
+            productName: "Bond A",
+            productCategory: "rwa",
+            quantity: 3,
+            totalPriceUsdc: 3_000_000n,
+            shippingRequired: false,
+            certificateEnabled: false,
+          },
+        ),
+      );
+      const bought: Purchase = {
+        id: "pur_paid",
+        offeringId: "off_a",
+        investor: INVESTOR,
+        recipient: INVESTOR,
+        units: 3,
+        unitPriceUsdc: 1_000_000n,
+        totalPriceUsdc: 3_000_000n,
+        network: "local",
+        chainId: 31337,
+        sessionId: created.session.id,
+        expiresAt: Number(created.session.expires_at),
+        releasedAt: null,
+        createdAt: Date.now(),
+      };
+      await store.transaction().execute((trx) => insertPurchase(trx, bought));
+      const heldBefore = await unpaidUnitsOfUnverified(store, "off_a");
+      expect(await settledPurchasesOfOffering(store, "off_a")).toEqual([]);
+
+      const paid = transfer(BigInt(created.session.amount_due), 400n);
+      expect((await recordTransfer(store, { transfer: paid, network, head: 410n })).status).toBe("settled");
+
+      expect(await unpaidUnitsOfUnverified(store, "off_a")).toBe(heldBefore - 3);
+      expect(await settledPurchasesOfOffering(store, "off_a")).toEqual([bought]);
+      expect(await offeringsOfOrders(store, [created.orderId])).toEqual([
+        { orderId: created.orderId, offeringId: "off_a", offeringName: "Bond A", issuerName: "Issuer A" },
+      ]);
+      expect(await settledUnitsOfExhaustedOfferings(store, ["off_a"])).toEqual([]);
+      await store.updateTable("offering").set({ units_available: 0 }).where("id", "=", "off_a").execute();
+      expect(await settledUnitsOfExhaustedOfferings(store, ["off_a"])).toEqual([
+        { offeringId: "off_a", totalUnits: 100, settledUnits: 3 },
+      ]);
+    });
 
     it("a settled payment is read as Payment, found by its hash in any case, and reorged through its domain key", async () => {
       const created = await store.transaction().execute((trx) =>
