@@ -298,3 +298,16 @@ export async function expireSession(
   });
   return true;
 }
+
+// Reads used by the portals and the reorg watch.
+
+/** These sessions, in no particular order (an id that names none is skipped). */
+export async function sessionsByIds(db: Kysely<Database>, sessionIds: readonly string[]): Promise<CheckoutSession[]> {
+  if (sessionIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("id", "in", [...sessionIds])
+    .execute();
+  return rows.map(toCheckoutSession);
+}

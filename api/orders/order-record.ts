@@ -98,3 +98,30 @@ export async function fulfilOrderRecord(
     .executeTakeFirst();
   return updated.numUpdatedRows === 1n;
 }
+
+// Reads used by the portals and the reorg watch.
+
+/** An order's on-chain purchase id (bytes32 hex) and status. */
+export type OrderPurchaseId = { id: string; purchaseId: string; status: OrderStatus };
+
+/** The orders of these on-chain purchase ids (public certificate verification). */
+export async function ordersOfPurchaseIds(db: Kysely<Database>, purchaseIds: readonly string[]): Promise<OrderPurchaseId[]> {
+  if (purchaseIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("orders")
+    .select(["id", "purchase_id", "status"])
+    .where("purchase_id", "in", [...purchaseIds])
+    .execute();
+  return rows.map((row) => ({ id: row.id, purchaseId: row.purchase_id, status: row.status }));
+}
+
+/** These orders' on-chain purchase ids (a purchase shows its order's). */
+export async function purchaseIdsOfOrders(db: Kysely<Database>, orderIds: readonly string[]): Promise<OrderPurchaseId[]> {
+  if (orderIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("orders")
+    .select(["id", "purchase_id", "status"])
+    .where("id", "in", [...orderIds])
+    .execute();
+  return rows.map((row) => ({ id: row.id, purchaseId: row.purchase_id, status: row.status }));
+}

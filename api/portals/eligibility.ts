@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { getAddress } from "viem";
+import { type Address, getAddress } from "viem";
 import { z } from "zod";
 import { keysetPage } from "../http/cursor.js";
 import type { Database } from "../store/database.js";
@@ -35,6 +35,17 @@ export function eligibilityView(address: string, record: InvestorEligibilityTabl
 
 export async function findEligibility(db: Kysely<Database>, address: string): Promise<InvestorEligibilityTable | undefined> {
   return db.selectFrom("investor_eligibility").selectAll().where("address", "=", address.toLowerCase()).executeTakeFirst();
+}
+
+/** The compliance records of these wallets, by checksummed address (a wallet without one is absent). */
+export async function eligibilityOfWallets(
+  db: Kysely<Database>,
+  addresses: readonly string[],
+): Promise<Map<Address, InvestorEligibilityTable>> {
+  if (addresses.length === 0) return new Map();
+  const lowered = [...new Set(addresses.map((address) => address.toLowerCase()))];
+  const rows = await db.selectFrom("investor_eligibility").selectAll().where("address", "in", lowered).execute();
+  return new Map(rows.map((row) => [getAddress(row.address), row]));
 }
 
 /** The compliance record as the admin sets it (KYC status, jurisdiction, accreditation). Freezing is separate. */

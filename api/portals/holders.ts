@@ -1,8 +1,10 @@
-import { getAddress } from "viem";
+import type { Address } from "viem";
 import type { Store } from "../store/open-store.js";
+import { eligibilityOfWallets } from "./eligibility.js";
+import { settledPurchasesOfOffering } from "./purchase-record.js";
 
 export type Holder = {
-  investor: string;
+  investor: Address;
   units: number;
   totalPaidUsdc: string;
   purchases: number;
@@ -17,39 +19,30 @@ export type Holder = {
  * Money is summed as bigint here, not in SQL, so no dialect rounds it.
  */
 export async function listHolders(store: Store, offeringId: string): Promise<Holder[]> {
-  const rows = await store
-    .selectFrom("rwa_purchase")
-    .innerJoin("checkout_session", "checkout_session.id", "rwa_purchase.session_id")
-    .leftJoin("investor_eligibility", "investor_eligibility.address", "rwa_purchase.investor")
-    .select([
-      "rwa_purchase.investor",
-      "rwa_purchase.units",
-      "rwa_purchase.total_price_usdc",
-      "investor_eligibility.kyc_status",
-      "investor_eligibility.jurisdiction",
-      "investor_eligibility.frozen_at",
-    ])
-    .where("rwa_purchase.offering_id", "=", offeringId)
-    .where("checkout_session.status", "=", "settled")
-    .orderBy("rwa_purchase.investor")
-    .execute();
-  const holders = new Map<string, Holder & { paid: bigint }>();
-  for (const row of rows) {
-    const holder = holders.get(row.investor) ?? {
-      investor: getAddress(row.investor),
+  const purchases = await settledPurchasesOfOffering(store, offeringId);
+  if (purchases.length === 0) return [];
+  const compliance = await eligibilityOfWallets(
+    store,
+    purchases.map((purchase) => purchase.investor),
+  );
+  const holders = new Map<Address, Holder & { paid: bigint }>();
+  for (const purchase of purchases) {
+    const facts = compliance.get(purchase.investor);
+    const holder = holders.get(purchase.investor) ?? {
+      investor: purchase.investor,
       units: 0,
       totalPaidUsdc: "0",
       purchases: 0,
-      kycStatus: row.kyc_status ?? "pending",
-      jurisdiction: row.jurisdiction ?? null,
-      frozen: row.frozen_at != null,
+      kycStatus: facts?.kyc_status ?? "pending",
+      jurisdiction: facts?.jurisdiction ?? null,
+      frozen: facts?.frozen_at != null,
       paid: 0n,
     };
-    holder.units += row.units;
+    holder.units += purchase.units;
     holder.purchases += 1;
-    holder.paid += BigInt(row.total_price_usdc);
+    holder.paid += purchase.totalPriceUsdc;
     holder.totalPaidUsdc = holder.paid.toString();
-    holders.set(row.investor, holder);
+    holders.set(purchase.investor, holder);
   }
   return [...holders.values()].map(({ paid: _paid, ...holder }) => holder);
 }

@@ -1,78 +1,94 @@
 import { randomUUID } from "node:crypto";
-import { type Address, getAddress, type Hex } from "viem";
+import { getAddress, type Hex, isAddressEqual } from "viem";
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
+import { type Certificate, certificatesOfOrders } from "../certificates/certificate-record.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { createSessionInTransaction } from "../checkout/create-session.js";
-import { findSession } from "../checkout/session-record.js";
-import { paymentView } from "../checkout/session-view.js";
+import {
+  type CheckoutSession,
+  type CheckoutSessionRow,
+  findSession,
+  sessionsByIds,
+  toCheckoutSession,
+} from "../checkout/session-record.js";
+import { eip681Uri } from "../checkout/session-view.js";
+import { checksum } from "../checksum-address.js";
 import type { NetworkName } from "../config/networks.js";
 import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
+import { USDC_DECIMALS } from "../money.js";
+import { purchaseIdsOfOrders } from "../orders/order-record.js";
+import { payingPaymentsOfSessions } from "../settlement/payment-record.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
-import type { CertificateTable, CheckoutSessionTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
-import type { RwaPurchaseTable } from "../store/portal-tables.js";
 import { findEligibility, ineligibilityReasons } from "./eligibility.js";
 import { findOffering, issuerOfOffering } from "./offerings.js";
 import type { PortalSettings } from "./portal-settings.js";
-import { findInvestorPurchase, insertPurchase, listPurchases } from "./purchase-record.js";
+import { findInvestorPurchase, insertPurchase, listPurchases, type Purchase, reservationOf } from "./purchase-record.js";
 import { offeringNotOpen, reconcileOfferings, reserveUnits } from "./reservations.js";
 
 /** A purchase with what the payment engine knows about it. */
 export type PurchaseRecord = {
-  purchase: RwaPurchaseTable;
+  purchase: Purchase;
   offeringName: string;
-  session: CheckoutSessionTable | undefined;
+  session: CheckoutSession | undefined;
   /** bytes32 purchase id of the order; the certificate's token id is uint256 of it. */
   onchainPurchaseId: string | null;
   settlement: { transactionHash: string; status: string } | null;
-  certificate: CertificateTable | undefined;
+  certificate: Certificate | undefined;
 };
 
 export function purchaseView(record: PurchaseRecord, options: { frozen?: boolean } = {}) {
   const { purchase, session } = record;
-  const payment = session === undefined ? null : paymentView(session);
   return {
     id: purchase.id,
     status: session?.status ?? ("expired" as const),
-    offering: { id: purchase.offering_id, name: record.offeringName },
-    investor: getAddress(purchase.investor),
-    recipient: getAddress(purchase.recipient),
+    offering: { id: purchase.offeringId, name: record.offeringName },
+    investor: purchase.investor,
+    recipient: purchase.recipient,
     units: purchase.units,
-    unitPriceUsdc: purchase.unit_price_usdc,
-    totalPriceUsdc: purchase.total_price_usdc,
+    unitPriceUsdc: purchase.unitPriceUsdc.toString(),
+    totalPriceUsdc: purchase.totalPriceUsdc.toString(),
     network: purchase.network,
-    chainId: purchase.chain_id,
-    expiresAt: new Date(Number(session?.expires_at ?? purchase.expires_at)).toISOString(),
-    reservation: purchase.released_at === null ? ("held" as const) : ("released" as const),
-    payment: payment && {
-      tokenAddress: getAddress(payment.tokenAddress),
-      recipient: getAddress(payment.recipient),
-      amount: payment.amount,
-      totalPriceUsdc: payment.totalPriceUsdc,
-      chainId: purchase.chain_id,
-      decimals: payment.decimals,
-      uri: payment.uri,
-    },
+    chainId: purchase.chainId,
+    expiresAt: new Date(session?.expiresAt ?? purchase.expiresAt).toISOString(),
+    reservation: reservationOf(purchase),
+    payment: session === undefined ? null : paymentOf(session, purchase.chainId),
     settlement: record.settlement,
     onchainPurchaseId: record.onchainPurchaseId,
     certificate: certificateView(record, options.frozen ?? false),
-    createdAt: new Date(Number(purchase.created_at)).toISOString(),
+    createdAt: new Date(purchase.createdAt).toISOString(),
+  };
+}
+
+/** What the investor's wallet must send: the session's token, address and exact amount, and its EIP-681 link. */
+function paymentOf(session: CheckoutSession, chainId: number) {
+  const tokenAddress = checksum(session.tokenAddress);
+  const recipient = checksum(session.paymentAddress);
+  const amount = session.amountDue.toString();
+  return {
+    tokenAddress,
+    recipient,
+    amount,
+    totalPriceUsdc: session.totalPriceUsdc.toString(),
+    chainId,
+    decimals: USDC_DECIMALS as 6,
+    uri: eip681Uri({ token: tokenAddress, chainId: session.chainId, recipient, amount }),
   };
 }
 
 function certificateView(record: PurchaseRecord, frozen: boolean) {
-  const enabled = record.session?.certificate_enabled === 1;
-  if (!enabled) return null;
+  if (record.session?.certificateEnabled !== true) return null;
   const certificate = record.certificate;
   return {
     status: certificate?.status ?? ("not_requested" as const),
     frozen,
-    tokenId: certificate?.token_id ?? (record.onchainPurchaseId === null ? null : BigInt(record.onchainPurchaseId).toString()),
-    contract: certificate === undefined ? null : getAddress(certificate.contract_address),
-    owner: certificate?.buyer == null ? null : getAddress(certificate.buyer),
-    mintTransactionHash: certificate?.mint_transaction_hash ?? null,
+    tokenId:
+      certificate?.tokenId.toString() ?? (record.onchainPurchaseId === null ? null : BigInt(record.onchainPurchaseId).toString()),
+    contract: certificate?.contract ?? null,
+    owner: certificate?.buyer ?? null,
+    mintTransactionHash: certificate?.mintTransactionHash ?? null,
   };
 }
 
@@ -162,23 +178,24 @@ export async function startPurchase(
       // What the engine fingerprints for idempotency: JSON-safe (no bigint).
       requestBody: { offeringId: offering.id, purchaseId, units: params.units, totalPriceUsdc: total.toString() },
     });
-    const purchase: RwaPurchaseTable = {
+    const session = toCheckoutSession(created.session);
+    const purchase: Purchase = {
       id: purchaseId,
-      offering_id: offering.id,
-      investor,
-      recipient,
+      offeringId: offering.id,
+      investor: checksum(investor),
+      recipient: checksum(recipient),
       units: params.units,
-      unit_price_usdc: offering.unit_price_usdc,
-      total_price_usdc: total.toString(),
+      unitPriceUsdc: BigInt(offering.unit_price_usdc),
+      totalPriceUsdc: total,
       network: offering.network,
-      chain_id: offering.chain_id,
-      session_id: created.session.id,
-      expires_at: Number(created.session.expires_at),
-      released_at: null,
-      created_at: now,
+      chainId: offering.chain_id,
+      sessionId: session.id,
+      expiresAt: session.expiresAt,
+      releasedAt: null,
+      createdAt: now,
     };
     await insertPurchase(trx, purchase);
-    return { purchase, created };
+    return { purchase, created: { ...created, session } };
   });
   return {
     purchase,
@@ -191,37 +208,27 @@ export async function startPurchase(
 }
 
 /** Loads purchases with their sessions, orders, payments and certificates (a handful of batched reads). */
-export async function loadPurchaseRecords(store: Store, purchases: RwaPurchaseTable[]): Promise<PurchaseRecord[]> {
+export async function loadPurchaseRecords(store: Store, purchases: Purchase[]): Promise<PurchaseRecord[]> {
   if (purchases.length === 0) return [];
-  const sessionIds = purchases.map((purchase) => purchase.session_id).filter((id): id is string => id !== null);
-  const offeringIds = [...new Set(purchases.map((purchase) => purchase.offering_id))];
+  const sessionIds = purchases.map((purchase) => purchase.sessionId).filter((id): id is string => id !== null);
+  const offeringIds = [...new Set(purchases.map((purchase) => purchase.offeringId))];
   const [sessions, offerings, payments] = await Promise.all([
-    sessionIds.length === 0 ? [] : store.selectFrom("checkout_session").selectAll().where("id", "in", sessionIds).execute(),
+    sessionsByIds(store, sessionIds),
     store.selectFrom("offering").select(["id", "name"]).where("id", "in", offeringIds).execute(),
-    sessionIds.length === 0
-      ? []
-      : store
-          .selectFrom("payment")
-          .select(["session_id", "transaction_hash", "status"])
-          .where("session_id", "in", sessionIds)
-          .where("status", "in", ["pending", "settled"])
-          .execute(),
+    payingPaymentsOfSessions(store, sessionIds),
   ]);
-  const orderIds = sessions.map((session) => session.order_id);
-  const [orders, certificates] = await Promise.all([
-    orderIds.length === 0 ? [] : store.selectFrom("orders").select(["id", "purchase_id"]).where("id", "in", orderIds).execute(),
-    orderIds.length === 0 ? [] : store.selectFrom("certificate").selectAll().where("order_id", "in", orderIds).execute(),
-  ]);
+  const orderIds = sessions.map((session) => session.orderId);
+  const [orders, certificates] = await Promise.all([purchaseIdsOfOrders(store, orderIds), certificatesOfOrders(store, orderIds)]);
   return purchases.map((purchase) => {
-    const session = sessions.find((candidate) => candidate.id === purchase.session_id);
-    const payment = payments.find((candidate) => candidate.session_id === purchase.session_id);
+    const session = sessions.find((candidate) => candidate.id === purchase.sessionId);
+    const payment = payments.find((candidate) => candidate.sessionId === purchase.sessionId);
     return {
       purchase,
       session,
-      offeringName: offerings.find((offering) => offering.id === purchase.offering_id)?.name ?? "",
-      onchainPurchaseId: orders.find((order) => order.id === session?.order_id)?.purchase_id ?? null,
-      settlement: payment === undefined ? null : { transactionHash: payment.transaction_hash, status: payment.status },
-      certificate: certificates.find((certificate) => certificate.order_id === session?.order_id),
+      offeringName: offerings.find((offering) => offering.id === purchase.offeringId)?.name ?? "",
+      onchainPurchaseId: orders.find((order) => order.id === session?.orderId)?.purchaseId ?? null,
+      settlement: payment === undefined ? null : { transactionHash: payment.transactionHash, status: payment.status },
+      certificate: certificates.find((certificate) => certificate.orderId === session?.orderId),
     };
   });
 }
@@ -229,14 +236,14 @@ export async function loadPurchaseRecords(store: Store, purchases: RwaPurchaseTa
 export { listPurchases } from "./purchase-record.js";
 
 /** The investor's own purchase; anyone else's is "not found". */
-export async function ownPurchase(store: Store, investor: string, purchaseId: string): Promise<RwaPurchaseTable> {
+export async function ownPurchase(store: Store, investor: string, purchaseId: string): Promise<Purchase> {
   const purchase = await findInvestorPurchase(store, { investor, purchaseId });
   if (purchase === undefined) throw problems.notFound(`Purchase ${purchaseId}`);
   return purchase;
 }
 
-export async function sessionOf(store: Store, purchase: RwaPurchaseTable): Promise<CheckoutSessionTable> {
-  const session = purchase.session_id === null ? undefined : await findSession(store, purchase.session_id);
+export async function sessionOf(store: Store, purchase: Purchase): Promise<CheckoutSessionRow> {
+  const session = purchase.sessionId === null ? undefined : await findSession(store, purchase.sessionId);
   if (session === undefined) {
     throw new ProblemError({
       status: 409,
@@ -263,7 +270,7 @@ export async function submitWalletSettlement(
   const session = await sessionOf(context.store, purchase);
   const result = await submitTransactionHash(context, { session, transactionHash: params.transactionHash });
   if (result.status === "settled") {
-    await reconcileOfferings(context, { offeringIds: [purchase.offering_id], releaseGraceMs: settings.releaseGraceMs });
+    await reconcileOfferings(context, { offeringIds: [purchase.offeringId], releaseGraceMs: settings.releaseGraceMs });
   }
   return { purchaseId: purchase.id, ...result };
 }
@@ -283,20 +290,20 @@ export async function claimPurchaseCertificate(
       detail: "A compliance officer froze this wallet; certificates cannot be claimed until it is unfrozen.",
     });
   }
-  if (params.walletAddress !== undefined && params.walletAddress.toLowerCase() !== purchase.recipient) {
+  if (params.walletAddress !== undefined && !isAddressEqual(checksum(params.walletAddress), purchase.recipient)) {
     throw new ProblemError({
       status: 409,
       code: "recipient_mismatch",
       title: "The certificate goes to the recipient chosen at checkout",
-      detail: `This purchase's certificate is bound to ${getAddress(purchase.recipient)}.`,
+      detail: `This purchase's certificate is bound to ${purchase.recipient}.`,
     });
   }
   // The recipient is judged again when the voucher is issued: a freeze or a lost
   // KYC after the purchase must stop the certificate too.
-  const offering = await findOffering(context.store, purchase.offering_id);
+  const offering = await findOffering(context.store, purchase.offeringId);
   if (offering !== undefined) await refuseIneligibleRecipient(context.store, { recipient: purchase.recipient, offering });
   const session = await sessionOf(context.store, purchase);
-  return claimCertificate(context, { orderId: session.order_id, walletAddress: getAddress(purchase.recipient) as Address });
+  return claimCertificate(context, { orderId: session.order_id, walletAddress: purchase.recipient });
 }
 
 /** The certificate's wallet must pass the offering's rules as an investor would (frozen, KYC, jurisdiction, accreditation). */
@@ -329,7 +336,7 @@ export function pageOfPurchases(
     key: z.object({ t: z.number().int(), id: z.string() }),
     fetch: (after, take) =>
       listPurchases(store, { investor: params.investor, offeringId: params.offeringId, after, limit: take }),
-    keyOf: (row) => ({ t: Number(row.created_at), id: row.id }),
+    keyOf: (purchase) => ({ t: purchase.createdAt, id: purchase.id }),
     view: async (rows) =>
       (await loadPurchaseRecords(store, rows)).map((record) => purchaseView(record, { frozen: params.frozen })),
   });

@@ -3,7 +3,14 @@ import type { AppContext } from "../app-context.js";
 import { ProblemError } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { OfferingTable } from "../store/portal-tables.js";
-import { findPurchase, releasePurchase } from "./purchase-record.js";
+import {
+  countUnpaidPurchases,
+  findPurchase,
+  releaseCandidates,
+  releasePurchase,
+  settledUnitsOfExhaustedOfferings,
+  unpaidUnitsOfUnverified,
+} from "./purchase-record.js";
 
 /**
  * Takes `units` from an offering for one investor, or throws. Two guarded UPDATEs
@@ -79,19 +86,8 @@ async function assertHoldCaps(
   params: { offering: OfferingTable; investor: string; units: number },
 ): Promise<void> {
   const { offering } = params;
-  const unpaid = trx
-    .selectFrom("rwa_purchase")
-    .leftJoin("checkout_session", "checkout_session.id", "rwa_purchase.session_id")
-    .where("rwa_purchase.offering_id", "=", offering.id)
-    .where("rwa_purchase.released_at", "is", null)
-    .where((eb) =>
-      eb.or([eb("rwa_purchase.session_id", "is", null), eb("checkout_session.status", "in", ["awaiting_payment", "expired"])]),
-    );
-  const mine = await unpaid
-    .select((eb) => eb.fn.countAll<number>().as("open"))
-    .where("rwa_purchase.investor", "=", params.investor)
-    .executeTakeFirstOrThrow();
-  if (Number(mine.open) >= MAX_OPEN_PURCHASES_PER_INVESTOR) {
+  const open = await countUnpaidPurchases(trx, { offeringId: offering.id, investor: params.investor });
+  if (open >= MAX_OPEN_PURCHASES_PER_INVESTOR) {
     throw new ProblemError({
       status: 409,
       code: "too_many_open_purchases",
@@ -106,15 +102,9 @@ async function assertHoldCaps(
     .where("address", "=", params.investor)
     .executeTakeFirst();
   if (eligibility?.kyc_status === "approved") return;
-  const held = await unpaid
-    .leftJoin("investor_eligibility", "investor_eligibility.address", "rwa_purchase.investor")
-    .select((eb) => eb.fn.sum<number | string | null>("rwa_purchase.units").as("units"))
-    .where((eb) =>
-      eb.or([eb("investor_eligibility.kyc_status", "is", null), eb("investor_eligibility.kyc_status", "!=", "approved")]),
-    )
-    .executeTakeFirstOrThrow();
+  const held = await unpaidUnitsOfUnverified(trx, offering.id);
   const cap = Math.max(offering.max_units_per_investor, Math.ceil((offering.total_units * UNVERIFIED_HOLD_PERCENT) / 100));
-  if (Number(held.units ?? 0) + params.units > cap) {
+  if (held + params.units > cap) {
     throw new ProblemError({
       status: 409,
       code: "unverified_hold_limit",
@@ -138,18 +128,18 @@ export function offeringNotOpen(status: string): ProblemError {
 /** Gives a purchase's units back to its offering, once (the guarded UPDATE on `released_at`). */
 export async function releasePurchaseUnits(trx: Kysely<Database>, purchaseId: string, now = Date.now()): Promise<boolean> {
   const purchase = await findPurchase(trx, purchaseId);
-  if (purchase === undefined || purchase.released_at !== null) return false;
+  if (purchase === undefined || purchase.releasedAt !== null) return false;
   if (!(await releasePurchase(trx, { purchase, now }))) return false;
   await trx
     .updateTable("offering")
     .set({ units_available: sql<number>`units_available + ${purchase.units}` })
-    .where("id", "=", purchase.offering_id)
+    .where("id", "=", purchase.offeringId)
     .execute();
   await trx
     .updateTable("offering_position")
     .set({ units: sql<number>`units - ${purchase.units}` })
-    .where("offering_id", "=", purchase.offering_id)
-    .where("investor", "=", purchase.investor)
+    .where("offering_id", "=", purchase.offeringId)
+    .where("investor", "=", purchase.investor.toLowerCase())
     .execute();
   return true;
 }
@@ -167,25 +157,17 @@ export async function reconcileOfferings(
 ): Promise<void> {
   const now = params.now ?? Date.now();
   const heads = await context.indexed.heads();
-  let query = context.store
-    .selectFrom("rwa_purchase")
-    .leftJoin("checkout_session", "checkout_session.id", "rwa_purchase.session_id")
-    .select(["rwa_purchase.id", "rwa_purchase.chain_id", "rwa_purchase.expires_at", "rwa_purchase.session_id"])
-    .select("checkout_session.status as session_status")
-    .where("rwa_purchase.released_at", "is", null)
-    .where("rwa_purchase.expires_at", "<", now - params.releaseGraceMs)
-    // Paid and pending purchases keep their units for good; only these can give them back.
-    .where((eb) => eb.or([eb("rwa_purchase.session_id", "is", null), eb("checkout_session.status", "=", "expired")]))
-    .orderBy("rwa_purchase.expires_at")
-    .limit(500);
-  if (params.offeringIds !== undefined) query = query.where("rwa_purchase.offering_id", "in", params.offeringIds);
-  const candidates = await query.execute();
+  const candidates = await releaseCandidates(context.store, {
+    offeringIds: params.offeringIds,
+    expiredBefore: now - params.releaseGraceMs,
+    limit: 500,
+  });
   for (const candidate of candidates) {
-    const head = heads.get(candidate.chain_id);
-    const indexedPastExpiry = head !== undefined && Number(head.blockTimestamp) * 1000 > Number(candidate.expires_at);
+    const head = heads.get(candidate.chainId);
+    const indexedPastExpiry = head !== undefined && Number(head.blockTimestamp) * 1000 > candidate.expiresAt;
     // No session: a purchase of an earlier version whose session creation failed (it
     // then took its own transaction); nothing can pay it. Purchases now start with their session.
-    const unpayable = candidate.session_id === null || (candidate.session_status === "expired" && indexedPastExpiry);
+    const unpayable = candidate.sessionId === null || (candidate.sessionStatus === "expired" && indexedPastExpiry);
     if (unpayable) await context.store.transaction().execute((trx) => releasePurchaseUnits(trx, candidate.id, now));
   }
   await closeSoldOutOfferings(context.store, params.offeringIds, now);
@@ -193,23 +175,12 @@ export async function reconcileOfferings(
 
 /** An offering whose units are all paid for closes by itself. */
 async function closeSoldOutOfferings(db: Kysely<Database>, offeringIds: string[] | undefined, now: number) {
-  let query = db
-    .selectFrom("offering")
-    .innerJoin("rwa_purchase", "rwa_purchase.offering_id", "offering.id")
-    .innerJoin("checkout_session", "checkout_session.id", "rwa_purchase.session_id")
-    .select(["offering.id", "offering.total_units"])
-    .select((eb) => eb.fn.sum<number>("rwa_purchase.units").as("sold"))
-    .where("offering.status", "in", ["open", "paused"])
-    .where("offering.units_available", "=", 0)
-    .where("checkout_session.status", "=", "settled")
-    .groupBy(["offering.id", "offering.total_units"]);
-  if (offeringIds !== undefined) query = query.where("offering.id", "in", offeringIds);
-  for (const row of await query.execute()) {
-    if (Number(row.sold) < row.total_units) continue;
+  for (const offering of await settledUnitsOfExhaustedOfferings(db, offeringIds)) {
+    if (offering.settledUnits < offering.totalUnits) continue;
     await db
       .updateTable("offering")
       .set({ status: "closed", close_reason: "sold_out", paused_by: null, updated_at: now })
-      .where("id", "=", row.id)
+      .where("id", "=", offering.offeringId)
       .where("status", "in", ["open", "paused"])
       .execute();
   }

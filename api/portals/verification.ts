@@ -1,8 +1,12 @@
-import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
+import { type Address, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { certificatesOfOrders } from "../certificates/certificate-record.js";
+import { checksum } from "../checksum-address.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedCertificateMint } from "../indexed/indexed-chain.js";
+import { ordersOfPurchaseIds } from "../orders/order-record.js";
+import { purchaseIdsPaidBy } from "../settlement/payment-record.js";
+import { offeringsOfOrders } from "./purchase-record.js";
 
 export type CertificateVerification = {
   status: "valid" | "pending" | "revoked" | "mismatch";
@@ -32,33 +36,24 @@ export async function assessMints(
   const [revoked, heads, orders] = await Promise.all([
     context.indexed.revokedPurchaseIds(purchaseIds),
     context.indexed.heads(),
-    context.store.selectFrom("orders").select(["id", "purchase_id", "status"]).where("purchase_id", "in", purchaseIds).execute(),
+    ordersOfPurchaseIds(context.store, purchaseIds),
   ]);
   const orderIds = orders.map((order) => order.id);
-  const [certificates, rwa] = await Promise.all([
-    orderIds.length === 0 ? [] : certificatesOfOrders(context.store, orderIds),
-    orderIds.length === 0
-      ? []
-      : context.store
-          .selectFrom("checkout_session")
-          .innerJoin("rwa_purchase", "rwa_purchase.session_id", "checkout_session.id")
-          .innerJoin("offering", "offering.id", "rwa_purchase.offering_id")
-          .innerJoin("issuer", "issuer.id", "offering.issuer_id")
-          .select(["checkout_session.order_id", "offering.id as offering_id", "offering.name", "issuer.name as issuer_name"])
-          .where("checkout_session.order_id", "in", orderIds)
-          .execute(),
+  const [certificates, offerings] = await Promise.all([
+    certificatesOfOrders(context.store, orderIds),
+    offeringsOfOrders(context.store, orderIds),
   ]);
 
   return mints.map((mint) => {
     const network = context.networks.find((candidate) => candidate.chainId === mint.chainId);
     const head = heads.get(mint.chainId)?.blockNumber ?? mint.blockNumber;
     const confirmations = confirmationsOf(mint, head);
-    const order = orders.find((candidate) => candidate.purchase_id === mint.purchaseId);
+    const order = orders.find((candidate) => candidate.purchaseId === mint.purchaseId);
     const certificate = certificates.find((candidate) => candidate.orderId === order?.id);
-    const purchase = rwa.find((candidate) => candidate.order_id === order?.id);
+    const bought = offerings.find((candidate) => candidate.orderId === order?.id);
     const matches =
       network?.certificate !== undefined &&
-      network.certificate.toLowerCase() === mint.contract &&
+      isAddressEqual(network.certificate, mint.contract) &&
       order !== undefined &&
       order.status !== "awaiting_payment" &&
       mint.tokenId === BigInt(mint.purchaseId) &&
@@ -73,11 +68,11 @@ export async function assessMints(
     return {
       status,
       chainId: mint.chainId,
-      contract: getAddress(mint.contract),
+      contract: checksum(mint.contract),
       tokenId: mint.tokenId.toString(),
-      owner: getAddress(mint.buyer),
+      owner: checksum(mint.buyer),
       purchaseId: mint.purchaseId,
-      offering: purchase === undefined ? null : { id: purchase.offering_id, name: purchase.name, issuer: purchase.issuer_name },
+      offering: bought === undefined ? null : { id: bought.offeringId, name: bought.offeringName, issuer: bought.issuerName },
       mint: { transactionHash: mint.transactionHash, blockNumber: mint.blockNumber.toString(), confirmations },
     };
   });
@@ -89,21 +84,13 @@ export async function verifyTokenId(context: Pick<AppContext, "store" | "indexed
 
 /** A mint transaction, or the payment transaction of a purchase whose certificate was minted. */
 export async function verifyTransaction(context: Pick<AppContext, "store" | "indexed" | "networks">, transactionHash: Hex) {
-  const hash = transactionHash.toLowerCase() as Hex;
-  const mints = await context.indexed.certificateMints({ transactionHash: hash });
+  const mints = await context.indexed.certificateMints({ transactionHash });
   if (mints.length > 0) return assessMints(context, mints);
-  const paid = await context.store
-    .selectFrom("payment")
-    .innerJoin("checkout_session", "checkout_session.id", "payment.session_id")
-    .innerJoin("orders", "orders.id", "checkout_session.order_id")
-    .select("orders.purchase_id")
-    .where("payment.transaction_hash", "=", hash)
-    .where("payment.status", "=", "settled")
-    .execute();
-  if (paid.length === 0) return [];
-  return assessMints(context, await context.indexed.certificateMints({ purchaseIds: paid.map((row) => row.purchase_id as Hex) }));
+  const purchaseIds = await purchaseIdsPaidBy(context.store, transactionHash);
+  if (purchaseIds.length === 0) return [];
+  return assessMints(context, await context.indexed.certificateMints({ purchaseIds }));
 }
 
 export async function verifyWallet(context: Pick<AppContext, "store" | "indexed" | "networks">, address: Address) {
-  return assessMints(context, await context.indexed.certificateMints({ buyer: address.toLowerCase() as Address }));
+  return assessMints(context, await context.indexed.certificateMints({ buyer: address }));
 }

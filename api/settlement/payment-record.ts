@@ -1,4 +1,6 @@
 import type { Kysely } from "kysely";
+import type { Address, Hex } from "viem";
+import { checksum } from "../checksum-address.js";
 import type { Database, PaymentStatus, PaymentTable } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
 
@@ -8,6 +10,55 @@ import { ruleFor, type TransitionTable } from "../store/transition-table.js";
  * of `payment` goes through this module, inside the caller's transaction.
  */
 export type PaymentRow = PaymentTable;
+
+/**
+ * A payment as the domain reads it: money and block numbers as bigint, addresses in
+ * EIP-55 checksum case, instants as epoch milliseconds. The store keeps addresses and
+ * hashes lower case; only this module reads or writes them in that form.
+ */
+export type Payment = {
+  chainId: number;
+  transactionHash: Hex;
+  logIndex: number;
+  partnerId: string | null;
+  sessionId: string | null;
+  status: PaymentStatus;
+  reason: string | null;
+  from: Address;
+  to: Address;
+  amount: bigint;
+  blockNumber: bigint;
+  blockHash: Hex;
+  /** The block's timestamp, in epoch milliseconds (the chain counts seconds). */
+  minedAt: number;
+  resolution: string | null;
+  createdAt: number;
+  updatedAt: number;
+};
+
+/** The store holds hashes as the index wrote them: lower-case 0x-hex. */
+const hexOf = (value: string): Hex => value as Hex;
+
+export function toPayment(row: PaymentRow): Payment {
+  return {
+    chainId: Number(row.chain_id),
+    transactionHash: hexOf(row.transaction_hash),
+    logIndex: Number(row.log_index),
+    partnerId: row.partner_id,
+    sessionId: row.session_id,
+    status: row.status,
+    reason: row.reason,
+    from: checksum(row.from_address),
+    to: checksum(row.to_address),
+    amount: BigInt(row.amount),
+    blockNumber: BigInt(row.block_number),
+    blockHash: hexOf(row.block_hash),
+    minedAt: Number(row.block_timestamp) * 1000,
+    resolution: row.resolution,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
 
 /**
  * A payment's legal status changes. A `pending` payment whose transfer was reorged
@@ -40,11 +91,15 @@ export type PaymentTransition = keyof typeof paymentTransitions;
 
 export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
 
-const keyOf = (payment: Pick<PaymentRow, "chain_id" | "transaction_hash" | "log_index">): PaymentKey => ({
-  chainId: payment.chain_id,
-  transactionHash: payment.transaction_hash,
-  logIndex: payment.log_index,
-});
+/** A payment as read, by row (the settlement consumers still read rows) or by domain type. */
+type PaymentRead =
+  | Pick<PaymentRow, "chain_id" | "transaction_hash" | "log_index" | "status">
+  | Pick<Payment, "chainId" | "transactionHash" | "logIndex" | "status">;
+
+const keyOf = (payment: PaymentRead): PaymentKey =>
+  "chain_id" in payment
+    ? { chainId: payment.chain_id, transactionHash: payment.transaction_hash, logIndex: payment.log_index }
+    : { chainId: payment.chainId, transactionHash: payment.transactionHash.toLowerCase(), logIndex: payment.logIndex };
 
 export async function findPayment(db: Kysely<Database>, key: PaymentKey): Promise<PaymentRow | undefined> {
   return db
@@ -74,18 +129,21 @@ export async function insertPayment(trx: Kysely<Database>, payment: PaymentRow):
 export async function movePayment(
   trx: Kysely<Database>,
   params: {
-    payment: Pick<PaymentRow, "chain_id" | "transaction_hash" | "log_index" | "status">;
+    payment: PaymentRead;
     transition: PaymentTransition;
     now: number;
-    set?: Partial<Pick<PaymentRow, "reason" | "resolution" | "session_id" | "partner_id" | "block_number" | "block_hash">>;
+    set?: Partial<Pick<PaymentRow, "reason" | "resolution" | "session_id" | "partner_id">>;
+    /** The block it is mined in now (a reorg moved it). */
+    block?: { number: bigint; hash: Hex };
   },
 ): Promise<boolean> {
   const { payment, transition } = params;
   const rule = ruleFor<PaymentStatus, PaymentTransition>("payment", paymentTransitions, transition, payment.status);
   const key = keyOf(payment);
+  const block = params.block === undefined ? {} : blockColumns(params.block);
   let update = trx
     .updateTable("payment")
-    .set({ ...params.set, status: rule.to, updated_at: params.now })
+    .set({ ...params.set, ...block, status: rule.to, updated_at: params.now })
     .where("chain_id", "=", key.chainId)
     .where("transaction_hash", "=", key.transactionHash)
     .where("log_index", "=", key.logIndex)
@@ -107,17 +165,23 @@ export async function forgetPendingPayment(trx: Kysely<Database>, payment: Payme
   return removed.numDeletedRows === 1n;
 }
 
+const blockColumns = (block: { number: bigint; hash: Hex }) => ({
+  block_number: Number(block.number),
+  block_hash: block.hash.toLowerCase(),
+});
+
 /** A credited transfer re-mined in another block by a reorg: same status, new block. */
 export async function relocatePayment(
   db: Kysely<Database>,
-  params: { payment: PaymentRow; blockNumber: bigint; blockHash: string; now: number },
+  params: { payment: Payment; block: { number: bigint; hash: Hex }; now: number },
 ): Promise<void> {
+  const key = keyOf(params.payment);
   await db
     .updateTable("payment")
-    .set({ block_number: Number(params.blockNumber), block_hash: params.blockHash, updated_at: params.now })
-    .where("chain_id", "=", params.payment.chain_id)
-    .where("transaction_hash", "=", params.payment.transaction_hash)
-    .where("log_index", "=", params.payment.log_index)
+    .set({ ...blockColumns(params.block), updated_at: params.now })
+    .where("chain_id", "=", key.chainId)
+    .where("transaction_hash", "=", key.transactionHash)
+    .where("log_index", "=", key.logIndex)
     .where("status", "=", params.payment.status)
     .execute();
 }
@@ -157,8 +221,8 @@ export async function pendingPayments(db: Kysely<Database>, params: { chainId: n
 export async function creditedPaymentsBetween(
   db: Kysely<Database>,
   params: { chainId: number; fromBlock: bigint; toBlock: bigint; limit: number },
-) {
-  return db
+): Promise<Payment[]> {
+  const rows = await db
     .selectFrom("payment")
     .selectAll()
     .where("chain_id", "=", params.chainId)
@@ -167,6 +231,58 @@ export async function creditedPaymentsBetween(
     .where("block_number", "<=", Number(params.toBlock))
     .limit(params.limit)
     .execute();
+  return rows.map(toPayment);
+}
+
+/** For health: how many credited payments are off the chain now, and the latest of them with its order. */
+export async function reorgedPayments(
+  db: Kysely<Database>,
+): Promise<{ count: number; last: (Payment & { orderId: string | null }) | undefined }> {
+  const [count, last] = await Promise.all([
+    db
+      .selectFrom("payment")
+      .select((eb) => eb.fn.countAll<string | number>().as("n"))
+      .where("status", "=", "reorged")
+      .executeTakeFirst(),
+    db
+      .selectFrom("payment")
+      .leftJoin("checkout_session", "checkout_session.id", "payment.session_id")
+      .selectAll("payment")
+      .select("checkout_session.order_id")
+      .where("payment.status", "=", "reorged")
+      .orderBy("payment.updated_at", "desc")
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  return {
+    count: Number(count?.n ?? 0),
+    last: last === undefined ? undefined : { ...toPayment(last), orderId: last.order_id },
+  };
+}
+
+/** The payments that pay these sessions, pending or settled (a purchase shows its settlement). */
+export async function payingPaymentsOfSessions(db: Kysely<Database>, sessionIds: readonly string[]): Promise<Payment[]> {
+  if (sessionIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("payment")
+    .selectAll()
+    .where("session_id", "in", [...sessionIds])
+    .where("status", "in", ["pending", "settled"])
+    .execute();
+  return rows.map(toPayment);
+}
+
+/** The purchase ids (bytes32) of the orders a settled payment in this transaction paid (public verification). */
+export async function purchaseIdsPaidBy(db: Kysely<Database>, transactionHash: Hex): Promise<Hex[]> {
+  const rows = await db
+    .selectFrom("payment")
+    .innerJoin("checkout_session", "checkout_session.id", "payment.session_id")
+    .innerJoin("orders", "orders.id", "checkout_session.order_id")
+    .select("orders.purchase_id")
+    .where("payment.transaction_hash", "=", transactionHash.toLowerCase())
+    .where("payment.status", "=", "settled")
+    .execute();
+  return rows.map((row) => hexOf(row.purchase_id));
 }
 
 /** The recorded transfer of this hash that pays exactly `amount` to `to` (the hash submission's fast path). */

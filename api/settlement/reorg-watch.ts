@@ -1,11 +1,12 @@
 import type { Kysely } from "kysely";
 import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
+import { findSession, toCheckoutSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
+import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
-import type { Database, PaymentTable } from "../store/database.js";
-import { creditedPaymentsBetween, movePayment, relocatePayment } from "./payment-record.js";
+import type { Database } from "../store/database.js";
+import { creditedPaymentsBetween, movePayment, type Payment, relocatePayment, reorgedPayments } from "./payment-record.js";
 
 /**
  * How far below the indexed head credited payments are re-checked. Ponder rewrites
@@ -70,12 +71,12 @@ async function indexedBlockHashes(context: AppContext, network: NetworkConfig, f
 
 async function whereabouts(
   context: AppContext,
-  payment: PaymentTable,
+  payment: Payment,
   indexed: Map<string, { blockNumber: bigint; blockHash: Hex }>,
 ): Promise<Whereabouts> {
-  const found = indexed.get(`${payment.transaction_hash}:${payment.log_index}`);
+  const found = indexed.get(`${payment.transactionHash}:${payment.logIndex}`);
   if (found !== undefined) {
-    return found.blockHash === payment.block_hash && payment.status !== "reorged"
+    return found.blockHash === payment.blockHash && payment.status !== "reorged"
       ? { kind: "unchanged" }
       : { kind: "moved", blockNumber: found.blockNumber, blockHash: found.blockHash };
   }
@@ -83,20 +84,20 @@ async function whereabouts(
   if (payment.status === "reorged") return { kind: "gone" };
   // The index may be between removing a reorged block and adding its replacement;
   // the chain itself settles whether the transaction is still there.
-  const client = context.rpc.get(payment.chain_id);
+  const client = context.rpc.get(payment.chainId);
   if (client === undefined) return { kind: "unchanged" };
   const receipt = await client
-    .getTransactionReceipt({ hash: payment.transaction_hash as Hex })
+    .getTransactionReceipt({ hash: payment.transactionHash })
     .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : Promise.reject(error)));
   if (receipt === null || receipt.status !== "success") return { kind: "gone" };
-  return receipt.blockHash === payment.block_hash
+  return receipt.blockHash === payment.blockHash
     ? { kind: "unchanged" }
     : { kind: "moved", blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
 }
 
 async function markReorged(
   store: Kysely<Database>,
-  params: { payment: PaymentTable; network: NetworkConfig; now: number },
+  params: { payment: Payment; network: NetworkConfig; now: number },
 ): Promise<boolean> {
   const { payment, now } = params;
   return store.transaction().execute(async (trx) => {
@@ -109,65 +110,52 @@ async function markReorged(
 
 async function restorePayment(
   store: Kysely<Database>,
-  params: { payment: PaymentTable; where: Extract<Whereabouts, { kind: "moved" }>; network: NetworkConfig; now: number },
+  params: { payment: Payment; where: Extract<Whereabouts, { kind: "moved" }>; network: NetworkConfig; now: number },
 ): Promise<boolean> {
   const { payment, where, now } = params;
   // An attached payment's resolution note says so; anything else was settled by the matcher.
   const transition = payment.resolution?.startsWith("attached") ? "restore_attached" : "restore_settled";
   return store.transaction().execute(async (trx) => {
-    const restoredRow = await movePayment(trx, {
-      payment,
-      transition,
-      now,
-      set: { block_number: Number(where.blockNumber), block_hash: where.blockHash },
-    });
-    if (!restoredRow) return false;
-    const restored = { ...payment, block_number: Number(where.blockNumber), block_hash: where.blockHash };
+    const block = { number: where.blockNumber, hash: where.blockHash };
+    if (!(await movePayment(trx, { payment, transition, now, block }))) return false;
+    const restored = { ...payment, blockNumber: where.blockNumber, blockHash: where.blockHash };
     const data = await recordReorgEvent(trx, { payment: restored, network: params.network, now, type: "payment.restored" });
     console.warn(JSON.stringify({ level: "warn", msg: "a reorged payment is back on the chain", ...data }));
     return true;
   });
 }
 
-async function moveBlock(store: Kysely<Database>, payment: PaymentTable, where: Extract<Whereabouts, { kind: "moved" }>) {
-  await relocatePayment(store, { payment, blockNumber: where.blockNumber, blockHash: where.blockHash, now: Date.now() });
+async function moveBlock(store: Kysely<Database>, payment: Payment, where: Extract<Whereabouts, { kind: "moved" }>) {
+  await relocatePayment(store, { payment, block: { number: where.blockNumber, hash: where.blockHash }, now: Date.now() });
 }
 
 async function recordReorgEvent(
   trx: Kysely<Database>,
-  params: { payment: PaymentTable; network: NetworkConfig; now: number; type: "payment.reorged" | "payment.restored" },
+  params: { payment: Payment; network: NetworkConfig; now: number; type: "payment.reorged" | "payment.restored" },
 ) {
   const { payment } = params;
-  const session =
-    payment.session_id === null
-      ? undefined
-      : await trx
-          .selectFrom("checkout_session")
-          .innerJoin("orders", "orders.id", "checkout_session.order_id")
-          .select(["checkout_session.id", "checkout_session.external_order_id", "orders.id as order_id", "orders.purchase_id"])
-          .where("checkout_session.id", "=", payment.session_id)
-          .executeTakeFirst();
+  const paid = await sessionAndOrder(trx, payment.sessionId);
   const data = {
-    externalOrderId: session?.external_order_id,
-    orderId: session?.order_id,
-    purchaseId: session?.purchase_id,
-    sessionId: session?.id,
-    transactionHash: payment.transaction_hash,
-    logIndex: payment.log_index,
+    externalOrderId: paid?.session.externalOrderId,
+    orderId: paid?.order.id,
+    purchaseId: paid?.order.purchaseId,
+    sessionId: paid?.session.id,
+    transactionHash: payment.transactionHash,
+    logIndex: payment.logIndex,
     network: params.network.name,
-    chainId: payment.chain_id,
-    blockNumber: String(payment.block_number),
-    blockHash: payment.block_hash,
-    payer: checksum(payment.from_address),
-    recipient: checksum(payment.to_address),
-    amount: payment.amount,
+    chainId: payment.chainId,
+    blockNumber: payment.blockNumber.toString(),
+    blockHash: payment.blockHash,
+    payer: payment.from,
+    recipient: payment.to,
+    amount: payment.amount.toString(),
     detectedAt: new Date(params.now).toISOString(),
   };
-  if (payment.partner_id !== null) {
+  if (payment.partnerId !== null) {
     await recordEvent(trx, {
-      partnerId: payment.partner_id,
+      partnerId: payment.partnerId,
       type: params.type,
-      orderingKey: session?.order_id ?? `${payment.chain_id}:${payment.transaction_hash}:${payment.log_index}`,
+      orderingKey: paid?.order.id ?? `${payment.chainId}:${payment.transactionHash}:${payment.logIndex}`,
       now: params.now,
       data,
     });
@@ -175,42 +163,29 @@ async function recordReorgEvent(
   return data;
 }
 
+/** The session a payment paid and its order, when it names one. */
+async function sessionAndOrder(trx: Kysely<Database>, sessionId: string | null) {
+  const row = sessionId === null ? undefined : await findSession(trx, sessionId);
+  const session = row === undefined ? undefined : toCheckoutSession(row);
+  const [order] = session === undefined ? [] : await purchaseIdsOfOrders(trx, [session.orderId]);
+  return session === undefined || order === undefined ? undefined : { session, order };
+}
+
 /** For health: how many credited payments are currently off the chain, and the latest one. */
 export async function reorgSummary(store: Kysely<Database>) {
-  const [count, last] = await Promise.all([
-    store
-      .selectFrom("payment")
-      .select((eb) => eb.fn.countAll<string | number>().as("n"))
-      .where("status", "=", "reorged")
-      .executeTakeFirst(),
-    store
-      .selectFrom("payment")
-      .leftJoin("checkout_session", "checkout_session.id", "payment.session_id")
-      .select([
-        "payment.chain_id",
-        "payment.transaction_hash",
-        "payment.log_index",
-        "payment.block_number",
-        "payment.updated_at",
-        "checkout_session.order_id",
-      ])
-      .where("payment.status", "=", "reorged")
-      .orderBy("payment.updated_at", "desc")
-      .limit(1)
-      .executeTakeFirst(),
-  ]);
+  const { count, last } = await reorgedPayments(store);
   return {
-    settledPaymentsReorged: Number(count?.n ?? 0),
+    settledPaymentsReorged: count,
     last:
       last === undefined
         ? null
         : {
-            chainId: last.chain_id,
-            transactionHash: last.transaction_hash,
-            logIndex: last.log_index,
-            blockNumber: String(last.block_number),
-            orderId: last.order_id,
-            detectedAt: new Date(Number(last.updated_at)).toISOString(),
+            chainId: last.chainId,
+            transactionHash: last.transactionHash,
+            logIndex: last.logIndex,
+            blockNumber: last.blockNumber.toString(),
+            orderId: last.orderId,
+            detectedAt: new Date(last.updatedAt).toISOString(),
           },
   };
 }

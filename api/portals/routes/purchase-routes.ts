@@ -157,7 +157,7 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
         const frozen = (await findEligibility(context.store, address))?.frozen_at != null;
         const records = await loadPurchaseRecords(context.store, purchases);
         const data = records
-          .filter((record) => record.session?.status === "settled" && record.session.certificate_enabled === 1)
+          .filter((record) => record.session?.status === "settled" && record.session.certificateEnabled)
           .map((record) => {
             const view = purchaseView(record, { frozen });
             return {
