@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
-import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
+import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -440,14 +440,15 @@ export async function pageOfOfferings(
   db: Kysely<Database>,
   params: { statuses?: OfferingStatus[]; issuerId?: string; cursor?: string; limit: number },
 ) {
-  const { cursor, ...filter } = params;
-  const after = cursor === undefined ? undefined : decodeCursor(cursor, offeringCursor);
-  const rows = await listOfferings(db, { ...filter, after, limit: params.limit + 1 });
-  const { page, last } = splitPage(rows, params.limit);
-  return {
-    data: page.map((row) => offeringView(row.offering, row.issuer)),
-    nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.offering.created_at), id: last.offering.id }),
-  };
+  const { cursor, limit, ...filter } = params;
+  return keysetPage({
+    cursor,
+    limit,
+    key: offeringCursor,
+    fetch: (after, take) => listOfferings(db, { ...filter, after, limit: take }),
+    keyOf: (row) => ({ t: Number(row.offering.created_at), id: row.offering.id }),
+    view: (rows) => rows.map((row) => offeringView(row.offering, row.issuer)),
+  });
 }
 
 export async function issuerOfOffering(db: Kysely<Database>, offering: OfferingTable): Promise<IssuerTable> {
