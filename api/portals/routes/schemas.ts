@@ -35,8 +35,6 @@ export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
-const keysetCursor = z.object({ t: z.number().int(), id: z.string() });
-
 export const ProblemSchema = z
   .object({
     type: z.string(),
