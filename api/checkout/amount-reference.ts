@@ -141,13 +141,13 @@ export async function releaseUnusedReference(
 /** A transfer named this session: its reference is held for the session's whole late window again. */
 export async function holdReferenceForLateWindow(
   trx: Kysely<Database>,
-  session: { id: string; late_until: number },
+  session: { id: string; lateUntil: number },
 ): Promise<void> {
   await trx
     .updateTable("amount_reservation")
-    .set({ released_at: Number(session.late_until) })
+    .set({ released_at: session.lateUntil })
     .where("session_id", "=", session.id)
-    .where("released_at", "<", Number(session.late_until))
+    .where("released_at", "<", session.lateUntil)
     .execute();
 }
 

@@ -246,7 +246,7 @@ export function publicCheckoutRoutes(context: AppContext) {
         clientToken: body.clientToken,
         use: "claim",
       });
-      const claim = await claimCertificate(context, { orderId: session.order_id, walletAddress: body.walletAddress as Address });
+      const claim = await claimCertificate(context, { orderId: session.orderId, walletAddress: body.walletAddress as Address });
       return c.json(claim, 200);
     });
 }

@@ -137,8 +137,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function createSession(externalOrderId: string, total = 25_000_000n) {
-  return store.transaction().execute((trx) =>
+async function createSession(externalOrderId: string, total = 25_000_000n) {
+  const created = await store.transaction().execute((trx) =>
     createSessionInTransaction(
       trx,
       { networks: [network] },
@@ -156,6 +156,7 @@ function createSession(externalOrderId: string, total = 25_000_000n) {
       },
     ),
   );
+  return { ...created, session: created.checkoutSession };
 }
 
 /** A transfer as the index would hold it, mined now in `blockNumber`. */
@@ -226,7 +227,7 @@ describe("one order, one credit", () => {
   it("a payment attached by hand is refused while a payment of the order's session is confirming", async () => {
     const { session, orderId } = await createSession("order-pending-attach");
     // The customer's exact transfer, one confirmation of three: pending.
-    const exact = transfer(BigInt(session.amount_due), 100n);
+    const exact = transfer(session.amountDue, 100n);
     const pending = await recordTransfer(store, { transfer: exact, network, head: 100n });
     expect(pending.status).toBe("pending");
     expect((await getSession(store, session.id)).status).toBe("payment_pending");
@@ -258,7 +259,7 @@ describe("one order, one credit", () => {
     expect(await confirmPendingPayment(store, { payment: pending, stillIndexed: true, network, head: 102n })).toBe("settled");
     const order = await getOrder(store, orderId);
     expect(order.status).toBe("paid");
-    expect(order.settled_session_id).toBe(session.id);
+    expect(order.settledSessionId).toBe(session.id);
     expect((await getSession(store, session.id)).status).toBe("settled");
     const settledEvents = await store
       .selectFrom("event")
@@ -271,7 +272,7 @@ describe("one order, one credit", () => {
 
   it("a duplicate never expires the session that settled its order", async () => {
     const { session, orderId } = await createSession("order-duplicate-guard");
-    const paid = await recordTransfer(store, { transfer: transfer(BigInt(session.amount_due), 200n), network, head: 202n });
+    const paid = await recordTransfer(store, { transfer: transfer(session.amountDue, 200n), network, head: 202n });
     expect(paid.status).toBe("settled");
     const settled = await getSession(store, session.id);
     expect(settled.status).toBe("settled");
@@ -281,12 +282,12 @@ describe("one order, one credit", () => {
       .execute((trx) => moveSession(trx, { session: settled, transition: "reject_duplicate", now: Date.now() }));
     expect(moved).toBe(false);
     expect((await getSession(store, session.id)).status).toBe("settled");
-    expect((await getOrder(store, orderId)).settled_session_id).toBe(session.id);
+    expect((await getOrder(store, orderId)).settledSessionId).toBe(session.id);
   });
 
   it("a payment transition not in the table throws", async () => {
     const { session } = await createSession("order-payment-illegal");
-    const paid = await recordTransfer(store, { transfer: transfer(BigInt(session.amount_due), 300n), network, head: 310n });
+    const paid = await recordTransfer(store, { transfer: transfer(session.amountDue, 300n), network, head: 310n });
     expect(paid.status).toBe("settled");
     await expect(
       store.transaction().execute((trx) => movePayment(trx, { payment: paid, transition: "request_refund", now: Date.now() })),
