@@ -48,7 +48,11 @@ export async function authenticateClientToken(
   const found = await sessionOfClientToken(db, hashClientToken(params.clientToken));
   // An investor's purchase is paid and claimed through the investor portal only, where
   // the recipient fixed at checkout and the freeze apply; no browser token opens it.
-  if (found === undefined || (params.sessionId !== undefined && found.session.id !== params.sessionId) || found.session.kind === "rwa") {
+  if (
+    found === undefined ||
+    (params.sessionId !== undefined && found.session.id !== params.sessionId) ||
+    found.session.kind === "rwa"
+  ) {
     throw invalidToken();
   }
   const { session, tokenExpiresAt } = found;

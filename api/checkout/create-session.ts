@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Address } from "viem";
 import { type AppContext, enabledNetwork } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
 import type { NetworkConfig, NetworkName } from "../config/networks.js";
 import { ProblemError } from "../http/problem.js";
 import { findOrCreateOrder, getOrder } from "../orders/order-record.js";
-import { checksum } from "../checksum-address.js";
 import type { Database } from "../store/database.js";
 import { reserveAmount } from "./amount-reference.js";
 import { issueClientToken } from "./client-tokens.js";
@@ -194,7 +194,14 @@ export async function createSessionInTransaction(
   if (input.presentation !== undefined) await savePresentation(trx, sessionId, input.presentation);
   const clientToken = await issueClientToken(trx, { sessionId, expiresAt, now });
   await remember(sessionId);
-  return { session: row, checkoutSession: toCheckoutSession(row), clientToken, orderId: order.id, purchaseId: order.purchaseId, replayed: false };
+  return {
+    session: row,
+    checkoutSession: toCheckoutSession(row),
+    clientToken,
+    orderId: order.id,
+    purchaseId: order.purchaseId,
+    replayed: false,
+  };
 }
 
 function pickNetwork(networks: NetworkConfig[], name: NetworkName | undefined): NetworkConfig {

@@ -279,7 +279,9 @@ export async function sessionMetadata(
 ): Promise<Record<string, string> | null> {
   let select = db.selectFrom("checkout_session").select("metadata_json");
   select =
-    "sessionId" in of ? select.where("id", "=", of.sessionId) : select.where("order_id", "=", of.orderId).orderBy("created_at", "desc");
+    "sessionId" in of
+      ? select.where("id", "=", of.sessionId)
+      : select.where("order_id", "=", of.orderId).orderBy("created_at", "desc");
   const row = await select.limit(1).executeTakeFirst();
   return row?.metadata_json ? (JSON.parse(row.metadata_json) as Record<string, string>) : null;
 }
@@ -311,7 +313,10 @@ export async function partnerSessionsPage(
   const before = params.before;
   if (before !== undefined) {
     select = select.where((eb) =>
-      eb.or([eb("created_at", "<", before.createdAt), eb.and([eb("created_at", "=", before.createdAt), eb("id", "<", before.id)])]),
+      eb.or([
+        eb("created_at", "<", before.createdAt),
+        eb.and([eb("created_at", "=", before.createdAt), eb("id", "<", before.id)]),
+      ]),
     );
   }
   const rows = await select.orderBy("created_at", "desc").orderBy("id", "desc").limit(params.take).execute();

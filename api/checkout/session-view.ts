@@ -26,10 +26,7 @@ export function paymentView(input: SessionInput) {
 }
 
 /** The session as the partner backend and the hosted checkout see it (never a token). */
-export function sessionView(
-  session: CheckoutSession,
-  extra: { orderId: string; purchaseId: string; network?: NetworkConfig },
-) {
+export function sessionView(session: CheckoutSession, extra: { orderId: string; purchaseId: string; network?: NetworkConfig }) {
   return {
     id: session.id,
     status: session.status,

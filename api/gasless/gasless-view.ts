@@ -1,4 +1,4 @@
-import { type Address, getAddress } from "viem";
+import { getAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { asCheckoutSession, type SessionInput, sessionOwners } from "../checkout/session-record.js";
@@ -77,7 +77,7 @@ export async function relayerHealth(context: AppContext) {
       if (relayer === undefined) return [];
       return [
         relayer.client
-          .getBalance({ address: relayer.address as Address })
+          .getBalance({ address: relayer.address })
           .then((balance) => ({ balance, error: undefined as string | undefined }))
           .catch((error: unknown) => ({ balance: undefined, error: String(error) }))
           .then(({ balance }) => {

@@ -47,7 +47,6 @@ export async function listPayments(
       minedAt: new Date(payment.minedAt).toISOString(),
       resolution: payment.resolution,
     })),
-    nextCursor:
-      last === undefined ? null : encodeCursor({ t: last.createdAt, h: last.transactionHash, l: last.logIndex }),
+    nextCursor: last === undefined ? null : encodeCursor({ t: last.createdAt, h: last.transactionHash, l: last.logIndex }),
   };
 }

@@ -1,11 +1,11 @@
 import { type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { asCheckoutSession, type CheckoutSession, type SessionInput } from "../checkout/session-record.js";
 import { ProblemError } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
-import { asCheckoutSession, type CheckoutSession, type SessionInput } from "../checkout/session-record.js";
 import { wakeWorker } from "../workers/run-worker.js";
 import { recordedTransferTo } from "./payment-record.js";
 import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
@@ -185,7 +185,8 @@ async function transfersFromReceipt(
   const toRecipient = facts.transfers.filter((transfer) => isAddressEqual(transfer.to, session.paymentAddress));
   if (toRecipient.length > 0) return toRecipient;
   // Nothing to the session's address: say which mistake it most likely is.
-  if (facts.transfers.some((transfer) => isAddressEqual(transfer.token, session.tokenAddress))) throw paymentRejected("wrong_recipient");
+  if (facts.transfers.some((transfer) => isAddressEqual(transfer.token, session.tokenAddress)))
+    throw paymentRejected("wrong_recipient");
   throw paymentRejected(facts.transfers.length > 0 ? "wrong_token" : "not_found");
 }
 
