@@ -88,12 +88,12 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
     amountDue: transfer.value,
   });
   if (reservation === undefined) return { kind: "unresolved", reason: "unmatched", session: undefined };
-  const session = await getSession(trx, reservation.session_id);
+  const session = await getSession(trx, reservation.sessionId);
   const order = await getOrder(trx, session.orderId);
   const judged = judgeTransfer({
     minedAt: Number(transfer.blockTimestamp) * 1000,
     from: transfer.from,
-    referenceReleasedAt: Number(reservation.released_at),
+    referenceReleasedAt: reservation.releasedAt,
     session,
     orderTaken: order.settledSessionId !== null || (await orderHasPayingSession(trx, session.orderId)),
   });
