@@ -14,6 +14,7 @@ import {
   sessionTransitions,
   toCheckoutSession,
 } from "../../api/checkout/session-record.js";
+import { paymentView, sessionView } from "../../api/checkout/session-view.js";
 import type { NetworkConfig } from "../../api/config/networks.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
 import { getOrder, type OrderRow, ordersByIds, orderTransitions, toOrder } from "../../api/orders/order-record.js";
@@ -172,6 +173,26 @@ describe("row converters", () => {
     expect(session.certificateEnabled).toBe(true);
     expect(session.contact).toEqual({ email: "a@example.com" });
     expect(session.metadata).toEqual({ cart: "42" });
+  });
+
+  it("views answer the wire's forms (EIP-55, decimal strings, ISO times), from a session or a row the portals still hold", () => {
+    const row = sessionRow();
+    const session = toCheckoutSession(row);
+    expect(paymentView(row)).toEqual(paymentView(session));
+    expect(paymentView(session)).toMatchObject({
+      recipient: "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+      tokenAddress: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+      amount: "25000017",
+      totalPriceUsdc: "25000000",
+      uri: "ethereum:0x036CbD53842c5426634e7929541eC2318f3dCF7e@31337/transfer?address=0x8ba1f109551bD432803012645Ac136ddd64DBA72&uint256=25000017",
+    });
+    expect(sessionView(session, { orderId: "ord_row", purchaseId: "0x01" })).toMatchObject({
+      expiresAt: new Date(1_795_000_000_000).toISOString(),
+      createdAt: new Date(1_794_998_200_000).toISOString(),
+      shippingRequired: true,
+      certificate: { enabled: false },
+      product: { externalProductId: "sku", name: "Tee", category: "apparel", quantity: 2 },
+    });
   });
 
   it("an order row becomes an Order with epoch-ms instants", () => {
