@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
-import { type Address, getAddress, type Hex } from "viem";
+import type { Address, Hex } from "viem";
+import { checksum } from "../checksum-address.js";
 import type { Database, PaymentStatus, PaymentTable } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
 
@@ -215,8 +216,8 @@ function toRecordedPayment(row: PaymentRow): RecordedPayment {
     sessionId: row.session_id,
     status: row.status,
     reason: row.reason,
-    from: getAddress(row.from_address),
-    to: getAddress(row.to_address),
+    from: checksum(row.from_address),
+    to: checksum(row.to_address),
     amount: BigInt(row.amount),
     blockNumber: BigInt(row.block_number),
     minedAt: Number(row.block_timestamp) * 1000,
