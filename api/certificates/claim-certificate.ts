@@ -1,7 +1,9 @@
 import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
 import { certificateNftAbi } from "../../contracts/generated/index.js";
 import type { AppContext } from "../app-context.js";
+import { getSession } from "../checkout/session-record.js";
 import { ProblemError } from "../http/problem.js";
+import { findOrder, getOrder } from "../orders/order-record.js";
 import { findCertificate, transitionCertificate } from "./certificate-record.js";
 import { type CertificateVoucher, signCertificateVoucher } from "./voucher-typed-data.js";
 
@@ -37,7 +39,7 @@ export async function claimCertificate(
   const now = params.now ?? Date.now();
   const certificate = await findCertificate(context.store, params.orderId);
   if (certificate === undefined) {
-    const order = await context.store.selectFrom("orders").select("status").where("id", "=", params.orderId).executeTakeFirst();
+    const order = await findOrder(context.store, params.orderId);
     throw order?.status === "awaiting_payment" || order === undefined
       ? notAvailable("not_settled", "The purchase is not settled yet; a certificate can be claimed once it is.")
       : notAvailable("certificate_disabled", "This purchase does not include a certificate.");
@@ -57,18 +59,16 @@ export async function claimCertificate(
     });
   }
 
-  const order = await context.store.selectFrom("orders").selectAll().where("id", "=", params.orderId).executeTakeFirstOrThrow();
-  const session = await context.store
-    .selectFrom("checkout_session")
-    .selectAll()
-    .where("id", "=", order.settled_session_id ?? "")
-    .executeTakeFirstOrThrow();
+  // A certificate exists only for a settled order: its settling session names the product.
+  const order = await getOrder(context.store, params.orderId);
+  if (order.settledSessionId === null) throw new Error(`order ${order.id} has a certificate but no settled session`);
+  const session = await getSession(context.store, order.settledSessionId);
   const contract = certificate.contract;
   const voucher: CertificateVoucher = {
     buyer: getAddress(params.walletAddress),
     purchaseId: certificate.purchaseId,
     tokenURI: certificateMetadataUri({
-      productName: session.product_name,
+      productName: session.productName,
       purchaseId: certificate.purchaseId,
       chainId: certificate.chainId,
     }),

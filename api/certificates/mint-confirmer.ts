@@ -3,6 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { checksum } from "../checksum-address.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
+import { getOrder } from "../orders/order-record.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
@@ -82,20 +83,16 @@ export function mintConfirmer(context: AppContext, options: { intervalMs?: numbe
             now,
           });
           if (!updated.moved) return false;
-          const order = await trx
-            .selectFrom("orders")
-            .selectAll()
-            .where("id", "=", certificate.orderId)
-            .executeTakeFirstOrThrow();
+          const order = await getOrder(trx, certificate.orderId);
           await recordEvent(trx, {
-            partnerId: order.partner_id,
+            partnerId: order.partnerId,
             type: "certificate.minted",
             orderingKey: order.id,
             now,
             data: {
-              externalOrderId: order.external_order_id,
+              externalOrderId: order.externalOrderId,
               orderId: order.id,
-              purchaseId: order.purchase_id,
+              purchaseId: order.purchaseId,
               transactionHash: mint.transactionHash,
               network: network.name,
               chainId: network.chainId,

@@ -108,15 +108,17 @@ export async function reserveAmount(
 /** The reservation an exact amount on a payment address names, if any (released or not). */
 export async function findReservation(
   db: Kysely<Database>,
+  /** `paymentAddress` in any case (the store keeps lower case). */
   params: { chainId: number; paymentAddress: string; amountDue: bigint },
-): Promise<{ session_id: string; released_at: number } | undefined> {
-  return db
+): Promise<{ sessionId: string; releasedAt: number } | undefined> {
+  const row = await db
     .selectFrom("amount_reservation")
     .select(["session_id", "released_at"])
     .where("chain_id", "=", params.chainId)
-    .where("payment_address", "=", params.paymentAddress)
+    .where("payment_address", "=", params.paymentAddress.toLowerCase())
     .where("amount_due", "=", params.amountDue.toString())
     .executeTakeFirst();
+  return row === undefined ? undefined : { sessionId: row.session_id, releasedAt: Number(row.released_at) };
 }
 
 /**
@@ -141,13 +143,13 @@ export async function releaseUnusedReference(
 /** A transfer named this session: its reference is held for the session's whole late window again. */
 export async function holdReferenceForLateWindow(
   trx: Kysely<Database>,
-  session: { id: string; late_until: number },
+  session: { id: string; lateUntil: number },
 ): Promise<void> {
   await trx
     .updateTable("amount_reservation")
-    .set({ released_at: Number(session.late_until) })
+    .set({ released_at: session.lateUntil })
     .where("session_id", "=", session.id)
-    .where("released_at", "<", Number(session.late_until))
+    .where("released_at", "<", session.lateUntil)
     .execute();
 }
 

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import { ProblemError } from "../http/problem.js";
-import type { CheckoutSessionTable, Database } from "../store/database.js";
+import type { Database } from "../store/database.js";
+import { type CheckoutSession, sessionOfClientToken } from "./session-record.js";
 
 /**
  * Client tokens are the browser's credential for one session: random, stored as
@@ -42,22 +43,20 @@ export async function authenticateClientToken(
   db: Kysely<Database>,
   /** Without `sessionId` the token names its session (hash submission carries no session id). */
   params: { sessionId?: string; clientToken: string; use: ClientTokenUse; now?: number },
-): Promise<CheckoutSessionTable> {
+): Promise<CheckoutSession> {
   const now = params.now ?? Date.now();
-  const row = await db
-    .selectFrom("client_token")
-    .innerJoin("checkout_session", "checkout_session.id", "client_token.session_id")
-    .selectAll("checkout_session")
-    .select("client_token.expires_at as token_expires_at")
-    .where("client_token.token_hash", "=", hashClientToken(params.clientToken))
-    .executeTakeFirst();
+  const found = await sessionOfClientToken(db, hashClientToken(params.clientToken));
   // An investor's purchase is paid and claimed through the investor portal only, where
   // the recipient fixed at checkout and the freeze apply; no browser token opens it.
-  if (row === undefined || (params.sessionId !== undefined && row.id !== params.sessionId) || row.kind === "rwa") {
+  if (
+    found === undefined ||
+    (params.sessionId !== undefined && found.session.id !== params.sessionId) ||
+    found.session.kind === "rwa"
+  ) {
     throw invalidToken();
   }
-  const { token_expires_at, ...session } = row;
-  const live = now < Number(token_expires_at);
+  const { session, tokenExpiresAt } = found;
+  const live = now < tokenExpiresAt;
   if (!live && !(session.status === "settled" && params.use !== "write")) {
     throw new ProblemError({
       status: 410,

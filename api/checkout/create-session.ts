@@ -2,15 +2,25 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Address } from "viem";
 import { type AppContext, enabledNetwork } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
 import type { NetworkConfig, NetworkName } from "../config/networks.js";
 import { ProblemError } from "../http/problem.js";
 import { findOrCreateOrder, getOrder } from "../orders/order-record.js";
-import type { CheckoutSessionTable, Database } from "../store/database.js";
+import type { Database } from "../store/database.js";
 import { reserveAmount } from "./amount-reference.js";
 import { issueClientToken } from "./client-tokens.js";
 import { type HostedOptions, savePresentation } from "./hosted-options.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "./idempotency.js";
-import { expireSession, getSession, insertSession, openSessionsOfOrder, otherKindOfOrder } from "./session-record.js";
+import {
+  type CheckoutSession,
+  type CheckoutSessionRow,
+  expireSession,
+  findSession,
+  insertSession,
+  openSessionsOfOrder,
+  otherKindOfOrder,
+  toCheckoutSession,
+} from "./session-record.js";
 
 /** Sessions stay open 30 minutes unless the partner asks for 5 minutes to 24 hours. */
 export const DEFAULT_SESSION_SECONDS = 1_800;
@@ -43,7 +53,10 @@ export type CreateSessionInput = {
 };
 
 export type CreatedSession = {
-  session: CheckoutSessionTable;
+  /** The session as stored: api/portals' purchases still carry rows (converted with `toCheckoutSession`). */
+  session: CheckoutSessionRow;
+  /** The same session as the domain reads it. */
+  checkoutSession: CheckoutSession;
   clientToken: string;
   orderId: string;
   purchaseId: string;
@@ -108,9 +121,9 @@ export async function createSessionInTransaction(
   const order = await findOrCreateOrder(trx, { partnerId: input.partnerId, externalOrderId: input.externalOrderId, now });
   await refuseOtherKind(trx, { orderId: order.id, kind: input.kind });
 
-  if (order.settled_session_id !== null) {
-    await remember(order.settled_session_id);
-    return reissue(trx, { sessionId: order.settled_session_id, now, lifetimeMs, replayed: false });
+  if (order.settledSessionId !== null) {
+    await remember(order.settledSessionId);
+    return reissue(trx, { sessionId: order.settledSessionId, now, lifetimeMs, replayed: false });
   }
 
   const open = await openSessionsOfOrder(trx, order.id);
@@ -149,40 +162,46 @@ export async function createSessionInTransaction(
     releasedAt: lateUntil,
     now,
   });
-  const session: CheckoutSessionTable = {
+  const row = await insertSession(trx, {
     id: sessionId,
-    partner_id: input.partnerId,
-    order_id: order.id,
+    partnerId: input.partnerId,
+    orderId: order.id,
     kind: input.kind,
     status: "awaiting_payment",
     network: network.name,
-    chain_id: network.chainId,
-    token_address: network.usdc.toLowerCase(),
-    payment_address: reference.paymentAddress,
-    total_price_usdc: input.totalPriceUsdc.toString(),
-    amount_offset: reference.offset,
-    amount_due: reference.amountDue.toString(),
-    required_payer: input.requiredPayer?.toLowerCase() ?? null,
-    external_order_id: input.externalOrderId,
-    external_product_id: input.externalProductId,
-    product_name: input.productName,
-    product_category: input.productCategory,
+    chainId: network.chainId,
+    tokenAddress: checksum(network.usdc),
+    paymentAddress: checksum(reference.paymentAddress),
+    totalPriceUsdc: input.totalPriceUsdc,
+    amountOffset: reference.offset,
+    amountDue: reference.amountDue,
+    requiredPayer: input.requiredPayer === undefined ? null : checksum(input.requiredPayer),
+    externalOrderId: input.externalOrderId,
+    externalProductId: input.externalProductId,
+    productName: input.productName,
+    productCategory: input.productCategory,
     quantity: input.quantity,
-    shipping_required: input.shippingRequired ? 1 : 0,
-    certificate_enabled: input.certificateEnabled ? 1 : 0,
-    contact_json: null,
-    delivery_json: null,
-    metadata_json: input.metadata === undefined ? null : JSON.stringify(input.metadata),
-    expires_at: expiresAt,
-    late_until: lateUntil,
-    created_at: now,
-    updated_at: now,
-  };
-  await insertSession(trx, session);
+    shippingRequired: input.shippingRequired,
+    certificateEnabled: input.certificateEnabled,
+    contact: null,
+    delivery: null,
+    metadata: input.metadata === undefined ? null : (input.metadata as Record<string, string>),
+    expiresAt,
+    lateUntil,
+    createdAt: now,
+    updatedAt: now,
+  });
   if (input.presentation !== undefined) await savePresentation(trx, sessionId, input.presentation);
   const clientToken = await issueClientToken(trx, { sessionId, expiresAt, now });
   await remember(sessionId);
-  return { session, clientToken, orderId: order.id, purchaseId: order.purchase_id, replayed: false };
+  return {
+    session: row,
+    checkoutSession: toCheckoutSession(row),
+    clientToken,
+    orderId: order.id,
+    purchaseId: order.purchaseId,
+    replayed: false,
+  };
 }
 
 function pickNetwork(networks: NetworkConfig[], name: NetworkName | undefined): NetworkConfig {
@@ -222,10 +241,19 @@ async function reissue(
   trx: Kysely<Database>,
   params: { sessionId: string; now: number; lifetimeMs: number; replayed: boolean },
 ): Promise<CreatedSession> {
-  const session = await getSession(trx, params.sessionId);
-  const order = await getOrder(trx, session.order_id);
+  const row = await findSession(trx, params.sessionId);
+  if (row === undefined) throw new Error(`checkout session ${params.sessionId} not found`);
+  const session = toCheckoutSession(row);
+  const order = await getOrder(trx, session.orderId);
   // A fresh browser credential: tokens are stored hashed, so the first one cannot be read back.
-  const expiresAt = Math.max(Number(session.expires_at), session.status === "settled" ? params.now + params.lifetimeMs : 0);
+  const expiresAt = Math.max(session.expiresAt, session.status === "settled" ? params.now + params.lifetimeMs : 0);
   const clientToken = await issueClientToken(trx, { sessionId: session.id, expiresAt, now: params.now });
-  return { session, clientToken, orderId: order.id, purchaseId: order.purchase_id, replayed: params.replayed };
+  return {
+    session: row,
+    checkoutSession: session,
+    clientToken,
+    orderId: order.id,
+    purchaseId: order.purchaseId,
+    replayed: params.replayed,
+  };
 }

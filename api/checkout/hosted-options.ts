@@ -143,11 +143,15 @@ export async function readPresentation(db: Kysely<Database>, sessionId: string):
 }
 
 /** The hosted options as the partner sent them, with the placeholder substituted in the URLs. */
-export function presentationView(sessionId: string, row: SessionPresentationTable | undefined, metadataJson: string | null) {
+export function presentationView(
+  sessionId: string,
+  row: SessionPresentationTable | undefined,
+  metadata: Record<string, string> | null,
+) {
   return {
     successUrl: row?.success_url ? withSessionId(row.success_url, sessionId) : null,
     cancelUrl: row?.cancel_url ? withSessionId(row.cancel_url, sessionId) : null,
-    metadata: metadataJson === null ? {} : (JSON.parse(metadataJson) as Record<string, string>),
+    metadata: metadata ?? {},
     customer: row?.customer_json ? (JSON.parse(row.customer_json) as NonNullable<HostedOptions["customer"]>) : null,
     lineItems: row?.line_items_json ? (JSON.parse(row.line_items_json) as NonNullable<HostedOptions["lineItems"]>) : null,
   };

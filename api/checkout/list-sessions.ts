@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
+import { ordersByIds } from "../orders/order-record.js";
 import type { SessionStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
+import { partnerSessionsPage } from "./session-record.js";
 import { sessionView } from "./session-view.js";
 
 export const SESSION_STATUSES = [
@@ -22,42 +24,33 @@ export async function listCheckoutSessions(
   store: Store,
   params: { partnerId: string; status?: SessionStatus; cursor?: string; limit: number },
 ) {
-  let select = store
-    .selectFrom("checkout_session")
-    .innerJoin("orders", "orders.id", "checkout_session.order_id")
-    .selectAll("checkout_session")
-    .select([
-      "orders.purchase_id as order_purchase_id",
-      "orders.status as order_status",
-      "orders.fulfilled_at as order_fulfilled_at",
-    ])
-    .where("checkout_session.partner_id", "=", params.partnerId);
-  if (params.status !== undefined) select = select.where("checkout_session.status", "=", params.status);
-  if (params.cursor !== undefined) {
-    const before = decodeCursor(params.cursor, cursorSchema);
-    select = select.where((eb) =>
-      eb.or([
-        eb("checkout_session.created_at", "<", before.t),
-        eb.and([eb("checkout_session.created_at", "=", before.t), eb("checkout_session.id", "<", before.i)]),
-      ]),
-    );
-  }
-  const rows = await select
-    .orderBy("checkout_session.created_at", "desc")
-    .orderBy("checkout_session.id", "desc")
-    .limit(params.limit + 1)
-    .execute();
-  const { page, last } = splitPage(rows, params.limit);
+  const before = params.cursor === undefined ? undefined : decodeCursor(params.cursor, cursorSchema);
+  const sessions = await partnerSessionsPage(store, {
+    partnerId: params.partnerId,
+    status: params.status,
+    before: before === undefined ? undefined : { createdAt: before.t, id: before.i },
+    take: params.limit + 1,
+  });
+  const { page, last } = splitPage(sessions, params.limit);
+  const orders = await ordersByIds(
+    store,
+    page.map((session) => session.orderId),
+  );
   return {
-    data: page.map((row) => ({
-      ...sessionView(row, { orderId: row.order_id, purchaseId: row.order_purchase_id }),
-      kind: row.kind,
-      order: {
-        id: row.order_id,
-        status: row.order_status,
-        fulfilledAt: row.order_fulfilled_at === null ? null : new Date(Number(row.order_fulfilled_at)).toISOString(),
-      },
-    })),
-    nextCursor: last === undefined ? null : encodeCursor({ t: Number(last.created_at), i: last.id }),
+    data: page.map((session) => {
+      // Every session has its order (a foreign key): the row is read in the same request.
+      const order = orders.get(session.orderId);
+      if (order === undefined) throw new Error(`order ${session.orderId} of session ${session.id} not found`);
+      return {
+        ...sessionView(session, { orderId: order.id, purchaseId: order.purchaseId }),
+        kind: session.kind,
+        order: {
+          id: order.id,
+          status: order.status,
+          fulfilledAt: order.fulfilledAt === null ? null : new Date(order.fulfilledAt).toISOString(),
+        },
+      };
+    }),
+    nextCursor: last === undefined ? null : encodeCursor({ t: last.createdAt, i: last.id }),
   };
 }

@@ -4,11 +4,12 @@ import { findCertificate } from "../certificates/certificate-record.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { ProblemError } from "../http/problem.js";
 import { shownConfirmations } from "../indexed/confirmations.js";
+import { getOrder } from "../orders/order-record.js";
 import { readBranding } from "../partners/branding.js";
-import type { CheckoutSessionTable } from "../store/database.js";
+import { paymentOfSession, unresolvedPaymentOfSession } from "../settlement/payment-record.js";
 import type { Store } from "../store/open-store.js";
 import { presentationView, readPresentation } from "./hosted-options.js";
-import { getSession, saveCustomerDetails } from "./session-record.js";
+import { type CheckoutSession, getSession, saveCustomerDetails } from "./session-record.js";
 import { sessionView } from "./session-view.js";
 import { testPaymentsEnabled } from "./test-payment.js";
 
@@ -19,14 +20,14 @@ import { testPaymentsEnabled } from "./test-payment.js";
  */
 
 /** A session as it is now (after a write of the caller's moved it). */
-export const readSession = (store: Store, sessionId: string): Promise<CheckoutSessionTable> => getSession(store, sessionId);
+export const readSession = (store: Store, sessionId: string): Promise<CheckoutSession> => getSession(store, sessionId);
 
 /** The customer's contact and delivery details, taken only while the session awaits payment. */
 export async function recordCustomerDetails(
   store: Store,
-  session: CheckoutSessionTable,
+  session: CheckoutSession,
   details: { contact: unknown; delivery?: unknown },
-): Promise<CheckoutSessionTable> {
+): Promise<CheckoutSession> {
   if (session.status !== "awaiting_payment") {
     throw new ProblemError({
       status: 409,
@@ -35,7 +36,7 @@ export async function recordCustomerDetails(
       detail: `The session is ${session.status}.`,
     });
   }
-  if (session.shipping_required === 1 && details.delivery === undefined) {
+  if (session.shippingRequired && details.delivery === undefined) {
     throw new ProblemError({
       status: 400,
       code: "invalid_request",
@@ -53,55 +54,43 @@ export async function recordCustomerDetails(
 }
 
 /** The session as the customer sees it: no partner metadata, the payment's progress, the certificate. */
-export async function publicSessionView(context: AppContext, session: CheckoutSessionTable) {
-  // The order with the session's credited payment in one round trip; the certificate from its record.
-  const row = await context.store
-    .selectFrom("orders")
-    .leftJoin("payment", (join) =>
-      join.on("payment.session_id", "=", session.id).on("payment.status", "in", ["pending", "settled", "attached"]),
-    )
-    .select(["orders.id as order_id", "orders.purchase_id", "payment.transaction_hash", "payment.block_number"])
-    .where("orders.id", "=", session.order_id)
-    .executeTakeFirstOrThrow();
-  const certificate = await findCertificate(context.store, session.order_id);
+export async function publicSessionView(context: AppContext, session: CheckoutSession) {
+  const order = await getOrder(context.store, session.orderId);
+  // The payment that pays (or paid) the session, if any; the certificate from its record.
+  const payment = await paymentOfSession(context.store, { sessionId: session.id, statuses: ["pending", "settled", "attached"] });
+  const certificate = await findCertificate(context.store, session.orderId);
   const presentation = presentationView(session.id, await readPresentation(context.store, session.id), null);
-  const head = row.block_number == null ? undefined : (await context.indexed.heads()).get(session.chain_id)?.blockNumber;
+  const head = payment === undefined ? undefined : (await context.indexed.heads()).get(session.chainId)?.blockNumber;
   // A transfer submitted on this session that does not pay it (wrong amount, late): the customer is told what arrived.
-  const unresolved = await context.store
-    .selectFrom("payment")
-    .select(["transaction_hash", "amount", "reason", "status"])
-    .where("session_id", "=", session.id)
-    .where("status", "in", ["unresolved", "refund_requested"])
-    .orderBy("created_at", "desc")
-    .executeTakeFirst();
+  const unresolved = await unresolvedPaymentOfSession(context.store, session.id);
   return {
-    ...sessionView(session, { orderId: row.order_id, purchaseId: row.purchase_id }),
+    ...sessionView(session, { orderId: order.id, purchaseId: order.purchaseId }),
     // The customer sees where to go and what they buy; the partner's metadata stays between partner and service.
     successUrl: presentation.successUrl,
     cancelUrl: presentation.cancelUrl,
     customer: presentation.customer,
     lineItems: presentation.lineItems,
-    merchant: await readBranding(context.store, session.partner_id),
+    merchant: await readBranding(context.store, session.partnerId),
     // A recorded transfer is in a block, so at least 1, even when the cached head lags it.
-    confirmations: row.block_number == null ? null : shownConfirmations({ blockNumber: BigInt(row.block_number) }, head),
-    requiredConfirmations: networkByChainId(context, session.chain_id)?.confirmations ?? null,
+    confirmations: payment === undefined ? null : shownConfirmations({ blockNumber: payment.blockNumber }, head),
+    requiredConfirmations: networkByChainId(context, session.chainId)?.confirmations ?? null,
     unresolvedPayment:
       unresolved === undefined
         ? null
         : {
-            transactionHash: unresolved.transaction_hash,
-            amount: unresolved.amount,
-            expectedAmount: session.amount_due,
+            transactionHash: unresolved.transactionHash,
+            amount: unresolved.amount.toString(),
+            expectedAmount: session.amountDue.toString(),
             reason: unresolved.reason,
             status: unresolved.status,
           },
     testPayments: testPaymentsEnabled(context, session),
-    transactionHash: row.transaction_hash ?? null,
-    contactProvided: session.contact_json !== null,
-    deliveryProvided: session.delivery_json !== null,
+    transactionHash: payment?.transactionHash ?? null,
+    contactProvided: session.contact !== null,
+    deliveryProvided: session.delivery !== null,
     certificate: {
-      enabled: session.certificate_enabled === 1,
-      status: certificate?.status ?? (session.certificate_enabled === 1 ? "awaiting_wallet" : "not_requested"),
+      enabled: session.certificateEnabled,
+      status: certificate?.status ?? (session.certificateEnabled ? "awaiting_wallet" : "not_requested"),
       mintTransactionHash: certificate?.mintTransactionHash ?? null,
     },
     ...(await gaslessSessionView(context, session)),

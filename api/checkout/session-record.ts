@@ -1,4 +1,7 @@
 import type { Kysely } from "kysely";
+import type { Address } from "viem";
+import { checksum, checksumOrNull } from "../checksum-address.js";
+import { getOrder, type Order, orderIsCredited } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { CheckoutSessionTable, Database, SessionStatus } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
@@ -20,16 +23,24 @@ export type CheckoutSession = {
   status: SessionStatus;
   network: string;
   chainId: number;
-  /** Lower-case hex, as the index stores addresses. */
-  tokenAddress: string;
-  paymentAddress: string;
+  /** EIP-55; the store keeps lower case (compare with viem's `isAddressEqual`). */
+  tokenAddress: Address;
+  paymentAddress: Address;
   totalPriceUsdc: bigint;
   amountOffset: number;
   amountDue: bigint;
-  requiredPayer: string | null;
+  /** RWA: only a transfer from this wallet settles the session. */
+  requiredPayer: Address | null;
   externalOrderId: string;
+  externalProductId: string;
+  productName: string;
+  productCategory: string;
+  quantity: number;
   shippingRequired: boolean;
   certificateEnabled: boolean;
+  /** The customer's contact and delivery details, as given (null until given). */
+  contact: unknown;
+  delivery: unknown;
   metadata: Record<string, string> | null;
   expiresAt: number;
   lateUntil: number;
@@ -46,21 +57,71 @@ export function toCheckoutSession(row: CheckoutSessionRow): CheckoutSession {
     status: row.status,
     network: row.network,
     chainId: Number(row.chain_id),
-    tokenAddress: row.token_address,
-    paymentAddress: row.payment_address,
+    tokenAddress: checksum(row.token_address),
+    paymentAddress: checksum(row.payment_address),
     totalPriceUsdc: BigInt(row.total_price_usdc),
     amountOffset: Number(row.amount_offset),
     amountDue: BigInt(row.amount_due),
-    requiredPayer: row.required_payer,
+    requiredPayer: checksumOrNull(row.required_payer),
     externalOrderId: row.external_order_id,
+    externalProductId: row.external_product_id,
+    productName: row.product_name,
+    productCategory: row.product_category,
+    quantity: Number(row.quantity),
     shippingRequired: Number(row.shipping_required) === 1,
     certificateEnabled: Number(row.certificate_enabled) === 1,
+    contact: row.contact_json === null ? null : (JSON.parse(row.contact_json) as unknown),
+    delivery: row.delivery_json === null ? null : (JSON.parse(row.delivery_json) as unknown),
     metadata: row.metadata_json === null ? null : (JSON.parse(row.metadata_json) as Record<string, string>),
     expiresAt: Number(row.expires_at),
     lateUntil: Number(row.late_until),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
   };
+}
+
+/** A new session as the store keeps it: addresses lower case, flags 0/1. */
+function toSessionRow(session: CheckoutSession): CheckoutSessionRow {
+  return {
+    id: session.id,
+    partner_id: session.partnerId,
+    order_id: session.orderId,
+    kind: session.kind,
+    status: session.status,
+    network: session.network,
+    chain_id: session.chainId,
+    token_address: session.tokenAddress.toLowerCase(),
+    payment_address: session.paymentAddress.toLowerCase(),
+    total_price_usdc: session.totalPriceUsdc.toString(),
+    amount_offset: session.amountOffset,
+    amount_due: session.amountDue.toString(),
+    required_payer: session.requiredPayer?.toLowerCase() ?? null,
+    external_order_id: session.externalOrderId,
+    external_product_id: session.externalProductId,
+    product_name: session.productName,
+    product_category: session.productCategory,
+    quantity: session.quantity,
+    shipping_required: session.shippingRequired ? 1 : 0,
+    certificate_enabled: session.certificateEnabled ? 1 : 0,
+    contact_json: session.contact === null ? null : JSON.stringify(session.contact),
+    delivery_json: session.delivery === null ? null : JSON.stringify(session.delivery),
+    metadata_json: session.metadata === null ? null : JSON.stringify(session.metadata),
+    expires_at: session.expiresAt,
+    late_until: session.lateUntil,
+    created_at: session.createdAt,
+    updated_at: session.updatedAt,
+  };
+}
+
+/**
+ * A session as a caller may still hold it: the domain type, or a row that
+ * `api/portals` reads itself (converted here, once). Functions that api/portals calls
+ * with a session take this until the portals read `CheckoutSession` too.
+ */
+export type SessionInput = CheckoutSession | CheckoutSessionRow;
+
+export function asCheckoutSession(session: SessionInput): CheckoutSession {
+  return "partner_id" in session ? toCheckoutSession(session) : session;
 }
 
 /**
@@ -111,7 +172,7 @@ export type SessionTransition = keyof typeof sessionTransitions;
 export async function moveSession(
   trx: Kysely<Database>,
   params: {
-    session: Pick<CheckoutSessionRow, "id" | "status" | "order_id">;
+    session: Pick<CheckoutSession, "id" | "status" | "orderId">;
     transition: SessionTransition;
     now: number;
     /** Expiry moved to now: the session ended before its time (superseded, order settled). */
@@ -126,40 +187,38 @@ export async function moveSession(
     .where("id", "=", session.id)
     .where("status", "=", session.status);
   if (transition === "reject_duplicate") {
-    const order = await trx
-      .selectFrom("orders")
-      .select("settled_session_id")
-      .where("id", "=", session.order_id)
-      .executeTakeFirst();
-    if (order?.settled_session_id === session.id) return false;
+    const order = await getOrder(trx, session.orderId);
+    if (order.settledSessionId === session.id) return false;
   }
   if (transition === "attach") {
-    update = update.where((eb) =>
-      eb.not(
-        eb.exists(
-          eb
-            .selectFrom("orders")
-            .select("orders.id")
-            .where("orders.id", "=", session.order_id)
-            .where("orders.settled_session_id", "is not", null),
-        ),
-      ),
-    );
+    update = update.where((eb) => eb.not(orderIsCredited(eb, session.orderId)));
   }
   const result = await update.executeTakeFirst();
   return result.numUpdatedRows === 1n;
 }
 
-export async function insertSession(trx: Kysely<Database>, session: CheckoutSessionRow): Promise<void> {
-  await trx.insertInto("checkout_session").values(session).execute();
+/** Inserts a new session; answers the row as stored. */
+export async function insertSession(trx: Kysely<Database>, session: CheckoutSession): Promise<CheckoutSessionRow> {
+  const row = toSessionRow(session);
+  await trx.insertInto("checkout_session").values(row).execute();
+  return row;
 }
 
+/**
+ * The row as stored. Kept for `api/portals` (its purchases still carry rows), which
+ * converts with `toCheckoutSession`; everything else reads `getSession` / `findCheckoutSession`.
+ */
 export async function findSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSessionRow | undefined> {
   return db.selectFrom("checkout_session").selectAll().where("id", "=", sessionId).executeTakeFirst();
 }
 
-export async function getSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSessionRow> {
-  const session = await findSession(db, sessionId);
+export async function findCheckoutSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSession | undefined> {
+  const row = await findSession(db, sessionId);
+  return row === undefined ? undefined : toCheckoutSession(row);
+}
+
+export async function getSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSession> {
+  const session = await findCheckoutSession(db, sessionId);
   if (session === undefined) throw new Error(`checkout session ${sessionId} not found`);
   return session;
 }
@@ -168,23 +227,111 @@ export async function getSession(db: Kysely<Database>, sessionId: string): Promi
 export async function findPartnerSession(
   db: Kysely<Database>,
   params: { partnerId: string; sessionId: string },
-): Promise<CheckoutSessionRow | undefined> {
-  return db
+): Promise<CheckoutSession | undefined> {
+  const row = await db
     .selectFrom("checkout_session")
     .selectAll()
     .where("id", "=", params.sessionId)
     .where("partner_id", "=", params.partnerId)
     .executeTakeFirst();
+  return row === undefined ? undefined : toCheckoutSession(row);
+}
+
+/**
+ * The session a client token opens, with the token's own expiry (a token is stored
+ * hashed: `tokenHash` is its SHA-256).
+ */
+export async function sessionOfClientToken(
+  db: Kysely<Database>,
+  tokenHash: string,
+): Promise<{ session: CheckoutSession; tokenExpiresAt: number } | undefined> {
+  const row = await db
+    .selectFrom("client_token")
+    .innerJoin("checkout_session", "checkout_session.id", "client_token.session_id")
+    .selectAll("checkout_session")
+    .select("client_token.expires_at as token_expires_at")
+    .where("client_token.token_hash", "=", tokenHash)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  const { token_expires_at, ...session } = row;
+  return { session: toCheckoutSession(session), tokenExpiresAt: Number(token_expires_at) };
+}
+
+/** The session an order is read with: the one that settled it, else its latest. */
+export async function sessionOfOrder(
+  db: Kysely<Database>,
+  order: Pick<Order, "id" | "settledSessionId">,
+): Promise<CheckoutSession | undefined> {
+  if (order.settledSessionId !== null) return findCheckoutSession(db, order.settledSessionId);
+  const row = await db
+    .selectFrom("checkout_session")
+    .selectAll()
+    .where("order_id", "=", order.id)
+    .orderBy("created_at", "desc")
+    .executeTakeFirst();
+  return row === undefined ? undefined : toCheckoutSession(row);
+}
+
+/** The partner's metadata of a session, or of the order's latest session (null when it has none). */
+export async function sessionMetadata(
+  db: Kysely<Database>,
+  of: { sessionId: string } | { orderId: string },
+): Promise<Record<string, string> | null> {
+  let select = db.selectFrom("checkout_session").select("metadata_json");
+  select =
+    "sessionId" in of
+      ? select.where("id", "=", of.sessionId)
+      : select.where("order_id", "=", of.orderId).orderBy("created_at", "desc");
+  const row = await select.limit(1).executeTakeFirst();
+  return row?.metadata_json ? (JSON.parse(row.metadata_json) as Record<string, string>) : null;
+}
+
+/** The partner and order of each session named (the admin's list of relays). */
+export async function sessionOwners(
+  db: Kysely<Database>,
+  sessionIds: readonly string[],
+): Promise<Map<string, { partnerId: string; orderId: string }>> {
+  if (sessionIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom("checkout_session")
+    .select(["id", "partner_id", "order_id"])
+    .where("id", "in", [...new Set(sessionIds)])
+    .execute();
+  return new Map(rows.map((row) => [row.id, { partnerId: row.partner_id, orderId: row.order_id }]));
+}
+
+/**
+ * A partner's sessions, newest first (`createdAt`, then id, descending), after
+ * `before` when given; `take` rows at most.
+ */
+export async function partnerSessionsPage(
+  db: Kysely<Database>,
+  params: { partnerId: string; status?: SessionStatus; before?: { createdAt: number; id: string }; take: number },
+): Promise<CheckoutSession[]> {
+  let select = db.selectFrom("checkout_session").selectAll().where("partner_id", "=", params.partnerId);
+  if (params.status !== undefined) select = select.where("status", "=", params.status);
+  const before = params.before;
+  if (before !== undefined) {
+    select = select.where((eb) =>
+      eb.or([
+        eb("created_at", "<", before.createdAt),
+        eb.and([eb("created_at", "=", before.createdAt), eb("id", "<", before.id)]),
+      ]),
+    );
+  }
+  const rows = await select.orderBy("created_at", "desc").orderBy("id", "desc").limit(params.take).execute();
+  return rows.map(toCheckoutSession);
 }
 
 /** Sessions of the order that can still be paid or are confirming a payment. */
-export async function openSessionsOfOrder(db: Kysely<Database>, orderId: string): Promise<CheckoutSessionRow[]> {
-  return db
+export async function openSessionsOfOrder(db: Kysely<Database>, orderId: string): Promise<CheckoutSession[]> {
+  const rows = await db
     .selectFrom("checkout_session")
     .selectAll()
     .where("order_id", "=", orderId)
     .where("status", "in", ["awaiting_payment", "payment_pending"])
     .execute();
+  return rows.map(toCheckoutSession);
 }
 
 /** Whether a session of the order is confirming or has settled a payment (one order, one credit). */
@@ -216,8 +363,8 @@ export async function otherKindOfOrder(db: Kysely<Database>, params: { orderId: 
 export async function sessionForAttach(
   db: Kysely<Database>,
   params: { orderId: string; chainId: number; submittedOn: string | null },
-): Promise<CheckoutSessionRow | undefined> {
-  return db
+): Promise<CheckoutSession | undefined> {
+  const row = await db
     .selectFrom("checkout_session")
     .selectAll()
     .where("order_id", "=", params.orderId)
@@ -232,17 +379,22 @@ export async function sessionForAttach(
     )
     .orderBy("created_at", "desc")
     .executeTakeFirst();
+  return row === undefined ? undefined : toCheckoutSession(row);
 }
 
 /** Open sessions whose time is up, oldest first. */
-export async function sessionsDueForExpiry(db: Kysely<Database>, params: { now: number; limit: number }) {
-  return db
+export async function sessionsDueForExpiry(
+  db: Kysely<Database>,
+  params: { now: number; limit: number },
+): Promise<CheckoutSession[]> {
+  const rows = await db
     .selectFrom("checkout_session")
     .selectAll()
     .where("status", "=", "awaiting_payment")
     .where("expires_at", "<=", params.now)
     .limit(params.limit)
     .execute();
+  return rows.map(toCheckoutSession);
 }
 
 /** The customer's contact and delivery details, while the session can still be paid. */
@@ -265,7 +417,7 @@ export async function saveCustomerDetails(
 /** Closes an open session (at its expiry, or when a newer session replaces it) and tells the partner. */
 export async function expireSession(
   trx: Kysely<Database>,
-  params: { session: CheckoutSessionRow; now: number; reason: "expired" | "superseded" | "order_settled" },
+  params: { session: CheckoutSession; now: number; reason: "expired" | "superseded" | "order_settled" },
 ): Promise<boolean> {
   const { session, now } = params;
   if (session.status !== "awaiting_payment") return false;
@@ -273,27 +425,23 @@ export async function expireSession(
   if (!moved) return false;
   await releaseUnusedReference(trx, {
     sessionId: session.id,
-    endedAt: params.reason === "expired" ? Math.min(Number(session.expires_at), now) : now,
+    endedAt: params.reason === "expired" ? Math.min(session.expiresAt, now) : now,
   });
-  const order = await trx
-    .selectFrom("orders")
-    .select(["purchase_id"])
-    .where("id", "=", session.order_id)
-    .executeTakeFirstOrThrow();
+  const order = await getOrder(trx, session.orderId);
   await recordEvent(trx, {
-    partnerId: session.partner_id,
+    partnerId: session.partnerId,
     type: "session.expired",
-    orderingKey: session.order_id,
+    orderingKey: session.orderId,
     now,
     data: {
-      externalOrderId: session.external_order_id,
-      orderId: session.order_id,
-      purchaseId: order.purchase_id,
+      externalOrderId: session.externalOrderId,
+      orderId: session.orderId,
+      purchaseId: order.purchaseId,
       sessionId: session.id,
       reason: params.reason,
-      totalPriceUsdc: session.total_price_usdc,
-      amount: session.amount_due,
-      expiresAt: new Date(Math.min(Number(session.expires_at), now)).toISOString(),
+      totalPriceUsdc: session.totalPriceUsdc.toString(),
+      amount: session.amountDue.toString(),
+      expiresAt: new Date(Math.min(session.expiresAt, now)).toISOString(),
     },
   });
   return true;

@@ -4,7 +4,7 @@ import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { type SubmissionResult, submitTransactionHash } from "../settlement/submit-transaction-hash.js";
-import type { CheckoutSessionTable } from "../store/database.js";
+import type { CheckoutSession } from "./session-record.js";
 
 /** Anvil's well-known development mnemonic: its accounts hold test USDC on the local chain only. */
 const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
@@ -13,7 +13,7 @@ export const TEST_PAYER_INDEX = 9;
 const INDEX_WAIT_MS = 20_000;
 
 /** Test payments exist in local mode, on the local chain, and nowhere else: elsewhere the route is not found. */
-export function testPaymentsEnabled(context: Pick<AppContext, "settings">, session?: CheckoutSessionTable): boolean {
+export function testPaymentsEnabled(context: Pick<AppContext, "settings">, session?: CheckoutSession): boolean {
   return context.settings.localMode && (session === undefined || session.network === "local");
 }
 
@@ -35,11 +35,11 @@ let queue: Promise<unknown> = Promise.resolve();
  */
 export async function sendTestPayment(
   context: AppContext,
-  params: { session: CheckoutSessionTable; amount?: bigint; submit: boolean },
+  params: { session: CheckoutSession; amount?: bigint; submit: boolean },
 ): Promise<TestPaymentResult> {
   const { session } = params;
   if (!testPaymentsEnabled(context, session)) throw problems.notFound("Test payments");
-  const network = networkByChainId(context, session.chain_id);
+  const network = networkByChainId(context, session.chainId);
   if (network === undefined) throw problems.notFound("Test payments");
   if (session.status === "settled" || session.status === "expired") {
     throw new ProblemError({
@@ -49,7 +49,7 @@ export async function sendTestPayment(
       detail: `The session is ${session.status}.`,
     });
   }
-  const amount = params.amount ?? BigInt(session.amount_due);
+  const amount = params.amount ?? session.amountDue;
   const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: TEST_PAYER_INDEX });
   const chain = defineChain({
     id: network.chainId,
@@ -63,10 +63,10 @@ export async function sendTestPayment(
 
   const send = async () => {
     const hash = await wallet.writeContract({
-      address: session.token_address as Address,
+      address: session.tokenAddress,
       abi: erc20Abi,
       functionName: "transfer",
-      args: [session.payment_address as Address, amount],
+      args: [session.paymentAddress, amount],
     });
     await client.waitForTransactionReceipt({ hash, pollingInterval: 100 });
     return hash;

@@ -1,7 +1,7 @@
-import { type Address, getAddress } from "viem";
+import { getAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import type { CheckoutSessionTable } from "../store/database.js";
+import { asCheckoutSession, type SessionInput, sessionOwners } from "../checkout/session-record.js";
 import type { Store } from "../store/open-store.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { readTokenDomain } from "./eip3009.js";
@@ -40,16 +40,15 @@ export async function latestAuthorization(store: Store, sessionId: string) {
  * domain the wallet must sign against (read from the token itself), and the latest
  * relayed authorization with its outcome (a failed relay is reported here).
  */
-export async function gaslessSessionView(context: AppContext, session: CheckoutSessionTable) {
-  const network = networkByChainId(context, session.chain_id);
+export async function gaslessSessionView(context: AppContext, input: SessionInput) {
+  const session = asCheckoutSession(input);
+  const network = networkByChainId(context, session.chainId);
   const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
   const latest = await latestAuthorization(context.store, session.id);
   const domain =
     relayer === undefined || session.status !== "awaiting_payment"
       ? null
-      : await readTokenDomain(relayer.client, { token: getAddress(session.token_address), chainId: session.chain_id }).catch(
-          () => null,
-        );
+      : await readTokenDomain(relayer.client, { token: session.tokenAddress, chainId: session.chainId }).catch(() => null);
   return {
     gasless: {
       available: domain !== null,
@@ -78,7 +77,7 @@ export async function relayerHealth(context: AppContext) {
       if (relayer === undefined) return [];
       return [
         relayer.client
-          .getBalance({ address: relayer.address as Address })
+          .getBalance({ address: relayer.address })
           .then((balance) => ({ balance, error: undefined as string | undefined }))
           .catch((error: unknown) => ({ balance: undefined, error: String(error) }))
           .then(({ balance }) => {
@@ -104,13 +103,16 @@ export async function relayerHealth(context: AppContext) {
 
 /** Every relayed authorization, newest first, with the partner and order of its session (the admin's list). */
 export async function listRelays(store: Store, params: { status?: RelayedAuthorizationTable["status"]; limit: number }) {
-  let select = store
-    .selectFrom("relayed_authorization")
-    .innerJoin("checkout_session", "checkout_session.id", "relayed_authorization.session_id")
-    .selectAll("relayed_authorization")
-    .select(["checkout_session.partner_id", "checkout_session.order_id"])
-    .orderBy("relayed_authorization.created_at", "desc")
-    .limit(params.limit);
-  if (params.status !== undefined) select = select.where("relayed_authorization.status", "=", params.status);
-  return select.execute();
+  let select = store.selectFrom("relayed_authorization").selectAll().orderBy("created_at", "desc").limit(params.limit);
+  if (params.status !== undefined) select = select.where("status", "=", params.status);
+  const relays = await select.execute();
+  // Each relay's session names its partner and order (every relay has its session: a foreign key).
+  const owners = await sessionOwners(
+    store,
+    relays.map((relay) => relay.session_id),
+  );
+  return relays.flatMap((relay) => {
+    const owner = owners.get(relay.session_id);
+    return owner === undefined ? [] : [{ ...relay, partner_id: owner.partnerId, order_id: owner.orderId }];
+  });
 }

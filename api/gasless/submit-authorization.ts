@@ -2,9 +2,8 @@ import { randomBytes } from "node:crypto";
 import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import { findSession } from "../checkout/session-record.js";
+import { asCheckoutSession, type CheckoutSession, findCheckoutSession, type SessionInput } from "../checkout/session-record.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
-import type { CheckoutSessionTable } from "../store/database.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";
 import { RelayFailure, relayerOf, sendAuthorization } from "./relayer.js";
@@ -41,24 +40,25 @@ function refused(code: ProblemCode, detail: string, status: 409 | 422 | 503 = 42
  */
 export async function submitAuthorization(
   context: AppContext,
-  params: { session: CheckoutSessionTable; submission: AuthorizationSubmission; requiredPayer?: Address },
+  params: { session: SessionInput; submission: AuthorizationSubmission; requiredPayer?: Address },
 ): Promise<RelayAnswer> {
-  const { session, submission } = params;
+  const { submission } = params;
+  const session = asCheckoutSession(params.session);
   const { authorization, signature } = submission;
-  const network = networkByChainId(context, session.chain_id);
+  const network = networkByChainId(context, session.chainId);
   if (network === undefined) throw new Error(`session ${session.id} is on a network that is not enabled`);
   const relayer = relayerOf(context, network, context.store);
   if (relayer === undefined) {
     throw refused("gasless_unavailable", `Paying without gas is not offered on ${network.name}; send a plain transfer.`, 503);
   }
-  const token = getAddress(session.token_address);
+  const token = session.tokenAddress;
 
   // Replaying the very authorization this session already holds answers what it got.
   const previous = await context.store
     .selectFrom("relayed_authorization")
     .selectAll()
-    .where("chain_id", "=", session.chain_id)
-    .where("token_address", "=", session.token_address)
+    .where("chain_id", "=", session.chainId)
+    .where("token_address", "=", session.tokenAddress.toLowerCase())
     .where("from_address", "=", authorization.from.toLowerCase())
     .where("nonce", "=", authorization.nonce.toLowerCase())
     .executeTakeFirst();
@@ -76,26 +76,26 @@ export async function submitAuthorization(
   if (session.status !== "awaiting_payment") {
     throw refused("session_not_open", `The session is ${session.status}; it takes no new payment.`, 409);
   }
-  if (submission.domain?.chainId !== undefined && submission.domain.chainId !== session.chain_id) {
-    throw refused("authorization_wrong_network", `This checkout is paid on chain ${session.chain_id}.`);
+  if (submission.domain?.chainId !== undefined && submission.domain.chainId !== session.chainId) {
+    throw refused("authorization_wrong_network", `This checkout is paid on chain ${session.chainId}.`);
   }
   if (submission.domain?.verifyingContract !== undefined && !isAddressEqual(submission.domain.verifyingContract, token)) {
     throw refused("authorization_wrong_token", `This checkout is paid in USDC at ${token}.`);
   }
-  if (!isAddressEqual(authorization.to, session.payment_address as Address)) {
-    throw refused("authorization_wrong_recipient", `The authorization must pay ${getAddress(session.payment_address)}.`);
+  if (!isAddressEqual(authorization.to, session.paymentAddress)) {
+    throw refused("authorization_wrong_recipient", `The authorization must pay ${session.paymentAddress}.`);
   }
-  if (authorization.value.toString() !== session.amount_due) {
+  if (authorization.value !== session.amountDue) {
     throw refused(
       "authorization_wrong_amount",
-      `The authorization must move exactly ${session.amount_due} base units (it moves ${authorization.value}).`,
+      `The authorization must move exactly ${session.amountDue} base units (it moves ${authorization.value}).`,
     );
   }
-  const requiredPayer = params.requiredPayer ?? (session.required_payer as Address | null) ?? undefined;
+  const requiredPayer = params.requiredPayer ?? session.requiredPayer ?? undefined;
   if (requiredPayer !== undefined && !isAddressEqual(authorization.from, requiredPayer)) {
     throw refused("authorization_wrong_payer", "Only the investor's own wallet may pay this purchase.");
   }
-  const sessionEnd = BigInt(Math.floor(Number(session.expires_at) / 1000));
+  const sessionEnd = BigInt(Math.floor(session.expiresAt / 1000));
   if (authorization.validBefore > sessionEnd) {
     throw refused("authorization_outlives_session", `validBefore must be at most the session's expiry (${sessionEnd}).`);
   }
@@ -109,7 +109,7 @@ export async function submitAuthorization(
     throw refused("authorization_expired", "The authorization expires before it could be mined; sign a new one.");
   }
 
-  const domain = await readTokenDomain(client, { token, chainId: session.chain_id });
+  const domain = await readTokenDomain(client, { token, chainId: session.chainId });
   const validSignature = await client
     .verifyTypedData({ address: authorization.from, signature, ...transferAuthorizationTypedData(domain, authorization) })
     .catch(() => false);
@@ -133,7 +133,7 @@ export async function submitAuthorization(
 
   const row = await storeAuthorization(context, { session, authorization, signature });
   // A plain transfer may have been credited while we checked: never pay a session twice.
-  const current = await findSession(context.store, session.id);
+  const current = await findCheckoutSession(context.store, session.id);
   if (current?.status !== "awaiting_payment") {
     await recordRelayFailure(context, row.id, "session_not_open", `The session became ${current?.status} before sending.`);
     throw refused("session_not_open", `The session is ${current?.status}; it takes no new payment.`, 409);
@@ -174,7 +174,7 @@ function answerOf(row: RelayedAuthorizationTable): RelayAnswer {
 
 async function storeAuthorization(
   context: AppContext,
-  params: { session: CheckoutSessionTable; authorization: TransferAuthorization; signature: Hex },
+  params: { session: CheckoutSession; authorization: TransferAuthorization; signature: Hex },
 ): Promise<RelayedAuthorizationTable> {
   const { session, authorization } = params;
   const now = Date.now();
@@ -182,8 +182,8 @@ async function storeAuthorization(
     id: `auth_${randomBytes(12).toString("hex")}`,
     session_id: session.id,
     live_session_id: session.id,
-    chain_id: session.chain_id,
-    token_address: session.token_address,
+    chain_id: session.chainId,
+    token_address: session.tokenAddress.toLowerCase(),
     from_address: authorization.from.toLowerCase(),
     to_address: authorization.to.toLowerCase(),
     value: authorization.value.toString(),

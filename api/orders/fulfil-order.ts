@@ -17,13 +17,13 @@ export async function fulfilOrder(
   await context.store.transaction().execute(async (trx) => {
     const order = await findPartnerOrder(trx, params);
     if (order.status === "fulfilled") {
-      if (order.fulfilment_idempotency_key === params.idempotencyKey && order.fulfilment_reference === params.fulfilmentReference)
+      if (order.fulfilmentIdempotencyKey === params.idempotencyKey && order.fulfilmentReference === params.fulfilmentReference)
         return;
       throw new ProblemError({
         status: 409,
-        code: order.fulfilment_idempotency_key === params.idempotencyKey ? "idempotency_conflict" : "order_already_fulfilled",
+        code: order.fulfilmentIdempotencyKey === params.idempotencyKey ? "idempotency_conflict" : "order_already_fulfilled",
         title: "The order is already fulfilled",
-        detail: `Fulfilled with reference ${order.fulfilment_reference}.`,
+        detail: `Fulfilled with reference ${order.fulfilmentReference}.`,
       });
     }
     if (order.status !== "paid") {
@@ -42,14 +42,14 @@ export async function fulfilOrder(
     });
     if (!fulfilled) throw new Error(`order ${order.id} changed while it was fulfilled`);
     await recordEvent(trx, {
-      partnerId: order.partner_id,
+      partnerId: order.partnerId,
       type: "order.fulfilled",
       orderingKey: order.id,
       now,
       data: {
-        externalOrderId: order.external_order_id,
+        externalOrderId: order.externalOrderId,
         orderId: order.id,
-        purchaseId: order.purchase_id,
+        purchaseId: order.purchaseId,
         fulfilmentReference: params.fulfilmentReference,
       },
     });

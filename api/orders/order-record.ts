@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import type { ExpressionBuilder, Kysely } from "kysely";
+import type { Hex } from "viem";
 import type { Database, OrderStatus, OrdersTable } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
 
@@ -10,6 +11,39 @@ import { ruleFor, type TransitionTable } from "../store/transition-table.js";
  */
 export type OrderRow = OrdersTable;
 
+/** An order as the domain reads it: instants as epoch milliseconds, the purchase id as hex. */
+export type Order = {
+  id: string;
+  partnerId: string;
+  externalOrderId: string;
+  /** bytes32; the certificate's token id is its uint256. */
+  purchaseId: Hex;
+  status: OrderStatus;
+  /** The session whose payment credited the order (one order, one credit). */
+  settledSessionId: string | null;
+  fulfilmentReference: string | null;
+  fulfilmentIdempotencyKey: string | null;
+  fulfilledAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+};
+
+export function toOrder(row: OrderRow): Order {
+  return {
+    id: row.id,
+    partnerId: row.partner_id,
+    externalOrderId: row.external_order_id,
+    purchaseId: row.purchase_id as Hex,
+    status: row.status,
+    settledSessionId: row.settled_session_id,
+    fulfilmentReference: row.fulfilment_reference,
+    fulfilmentIdempotencyKey: row.fulfilment_idempotency_key,
+    fulfilledAt: row.fulfilled_at === null ? null : Number(row.fulfilled_at),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
 export const orderTransitions = {
   /** One order, one credit: the first settlement of any of its sessions wins, in any process. */
   credit: { from: ["awaiting_payment"], to: "paid", guard: "settled_session_id IS NULL" },
@@ -19,28 +53,68 @@ export const orderTransitions = {
 
 export type OrderTransition = keyof typeof orderTransitions;
 
-export async function findOrder(db: Kysely<Database>, orderId: string): Promise<OrderRow | undefined> {
-  return db.selectFrom("orders").selectAll().where("id", "=", orderId).executeTakeFirst();
+export async function findOrder(db: Kysely<Database>, orderId: string): Promise<Order | undefined> {
+  const row = await db.selectFrom("orders").selectAll().where("id", "=", orderId).executeTakeFirst();
+  return row === undefined ? undefined : toOrder(row);
 }
 
-export async function getOrder(db: Kysely<Database>, orderId: string): Promise<OrderRow> {
+export async function getOrder(db: Kysely<Database>, orderId: string): Promise<Order> {
   const order = await findOrder(db, orderId);
   if (order === undefined) throw new Error(`order ${orderId} not found`);
   return order;
+}
+
+/** The partner's own order; another partner's is as missing as one that does not exist. */
+export async function findOrderOfPartner(
+  db: Kysely<Database>,
+  params: { partnerId: string; orderId: string },
+): Promise<Order | undefined> {
+  const row = await db
+    .selectFrom("orders")
+    .selectAll()
+    .where("id", "=", params.orderId)
+    .where("partner_id", "=", params.partnerId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toOrder(row);
+}
+
+/** The orders named, by id (a list of sessions shows each one's order). */
+export async function ordersByIds(db: Kysely<Database>, orderIds: readonly string[]): Promise<Map<string, Order>> {
+  if (orderIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom("orders")
+    .selectAll()
+    .where("id", "in", [...new Set(orderIds)])
+    .execute();
+  return new Map(rows.map((row) => [row.id, toOrder(row)]));
+}
+
+/**
+ * `EXISTS (the order, credited)`, for a guarded UPDATE of another record (a session's
+ * `attach` checks it again in its own statement, so a concurrent credit wins).
+ */
+export function orderIsCredited(eb: ExpressionBuilder<Database, "checkout_session">, orderId: string) {
+  return eb.exists(
+    eb
+      .selectFrom("orders")
+      .select("orders.id")
+      .where("orders.id", "=", orderId)
+      .where("orders.settled_session_id", "is not", null),
+  );
 }
 
 /** The partner's order for its external id, created (unpaid, with a fresh purchase id) on first use. */
 export async function findOrCreateOrder(
   trx: Kysely<Database>,
   params: { partnerId: string; externalOrderId: string; now: number },
-): Promise<OrderRow> {
+): Promise<Order> {
   const existing = await trx
     .selectFrom("orders")
     .selectAll()
     .where("partner_id", "=", params.partnerId)
     .where("external_order_id", "=", params.externalOrderId)
     .executeTakeFirst();
-  if (existing !== undefined) return existing;
+  if (existing !== undefined) return toOrder(existing);
   const order: OrderRow = {
     id: `ord_${randomUUID().replaceAll("-", "")}`,
     partner_id: params.partnerId,
@@ -55,7 +129,7 @@ export async function findOrCreateOrder(
     updated_at: params.now,
   };
   await trx.insertInto("orders").values(order).execute();
-  return order;
+  return toOrder(order);
 }
 
 /**
@@ -81,7 +155,7 @@ export async function creditOrder(
 /** Marks a paid order fulfilled (throws `TransitionRefused` from any other status); false when it moved meanwhile. */
 export async function fulfilOrderRecord(
   trx: Kysely<Database>,
-  params: { order: Pick<OrderRow, "id" | "status">; reference: string; idempotencyKey: string; now: number },
+  params: { order: Pick<Order, "id" | "status">; reference: string; idempotencyKey: string; now: number },
 ): Promise<boolean> {
   const rule = ruleFor<OrderStatus, OrderTransition>("order", orderTransitions, "fulfil", params.order.status);
   const updated = await trx

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
+import { sessionMetadata } from "../checkout/session-record.js";
 import type { Database } from "../store/database.js";
 import { enqueueDeliveries, newDelivery } from "./deliveries.js";
 import { subscribesTo } from "./subscription.js";
@@ -90,11 +91,6 @@ async function withMetadata(trx: Kysely<Database>, data: EventEnvelope["data"]):
   if (data.metadata !== undefined) return data;
   const sessionId = typeof data.sessionId === "string" ? data.sessionId : undefined;
   if (sessionId === undefined && data.orderId === undefined) return data;
-  let select = trx.selectFrom("checkout_session").select("metadata_json");
-  select =
-    sessionId !== undefined
-      ? select.where("id", "=", sessionId)
-      : select.where("order_id", "=", data.orderId as string).orderBy("created_at", "desc");
-  const row = await select.limit(1).executeTakeFirst();
-  return { ...data, metadata: row?.metadata_json ? (JSON.parse(row.metadata_json) as Record<string, string>) : {} };
+  const metadata = await sessionMetadata(trx, sessionId !== undefined ? { sessionId } : { orderId: String(data.orderId) });
+  return { ...data, metadata: metadata ?? {} };
 }

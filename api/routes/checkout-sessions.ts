@@ -266,16 +266,16 @@ export function checkoutSessionRoutes(context: AppContext) {
         idempotencyKey: body.idempotencyKey,
         requestBody: body,
       });
-      const presentation = await readPresentation(context.store, created.session.id);
+      const session = created.checkoutSession;
+      const presentation = await readPresentation(context.store, session.id);
       const baseUrl = context.settings.publicBaseUrl ?? new URL(c.req.url).origin;
       const view = {
-        ...sessionView(created.session, created),
-        ...presentationView(created.session.id, presentation, created.session.metadata_json),
+        ...sessionView(session, created),
+        ...presentationView(session.id, presentation, session.metadata),
         clientToken: created.clientToken,
-        url: hostedCheckoutUrl(baseUrl, created.session.id, created.clientToken),
+        url: hostedCheckoutUrl(baseUrl, session.id, created.clientToken),
       };
-      const isNew =
-        !created.replayed && created.session.status === "awaiting_payment" && created.session.created_at >= Date.now() - 60_000;
+      const isNew = !created.replayed && session.status === "awaiting_payment" && session.createdAt >= Date.now() - 60_000;
       return isNew ? c.json(view, 201) : c.json(view, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
@@ -295,13 +295,13 @@ export function checkoutSessionRoutes(context: AppContext) {
       const { id } = c.req.valid("param");
       const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
       if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
-      const order = await getOrder(context.store, session.order_id);
+      const order = await getOrder(context.store, session.orderId);
       const presentation = await readPresentation(context.store, session.id);
       const gasless = await gaslessSessionView(context, session);
       return c.json(
         {
-          ...sessionView(session, { orderId: order.id, purchaseId: order.purchase_id }),
-          ...presentationView(session.id, presentation, session.metadata_json),
+          ...sessionView(session, { orderId: order.id, purchaseId: order.purchaseId }),
+          ...presentationView(session.id, presentation, session.metadata),
           ...gasless,
         },
         200,

@@ -113,7 +113,7 @@ const paymentsRoute = createRoute({
     body: json(
       z.object({
         clientToken,
-        transactionHash: z.string().refine((value) => isHash(value), "a 32-byte transaction hash in hex"),
+        transactionHash: z.string().refine((value): value is Hex => isHash(value), "a 32-byte transaction hash in hex"),
       }),
     ),
   },
@@ -152,7 +152,10 @@ const claimRoute = createRoute({
   request: {
     params: SessionParam,
     body: json(
-      z.object({ clientToken, walletAddress: z.string().refine((value) => isAddress(value, { strict: false }), "an address") }),
+      z.object({
+        clientToken,
+        walletAddress: z.string().refine((value): value is Address => isAddress(value, { strict: false }), "an address"),
+      }),
     ),
   },
   responses: {
@@ -215,7 +218,7 @@ export function publicCheckoutRoutes(context: AppContext) {
     .openapi(paymentsRoute, async (c) => {
       const body = c.req.valid("json");
       const session = await authenticateClientToken(context.store, { clientToken: body.clientToken, use: "read" });
-      const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash as Hex });
+      const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash });
       // Recording the payment moves the session to the answer's status (payment_pending
       // or settled); re-read it only when it was not there already.
       const current = result.status !== session.status ? await readSession(context.store, session.id) : session;
@@ -246,7 +249,7 @@ export function publicCheckoutRoutes(context: AppContext) {
         clientToken: body.clientToken,
         use: "claim",
       });
-      const claim = await claimCertificate(context, { orderId: session.order_id, walletAddress: body.walletAddress as Address });
+      const claim = await claimCertificate(context, { orderId: session.orderId, walletAddress: body.walletAddress });
       return c.json(claim, 200);
     });
 }

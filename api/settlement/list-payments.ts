@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { checksum } from "../checksum-address.js";
 import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
 import type { PaymentStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
+import { paymentsPage } from "./payment-record.js";
 
 export const PAYMENT_STATUSES = [
   "pending",
@@ -20,54 +20,33 @@ export async function listPayments(
   store: Store,
   params: { partnerId?: string; status?: PaymentStatus; cursor?: string; limit: number },
 ) {
-  let select = store
-    .selectFrom("payment")
-    .leftJoin("checkout_session", "checkout_session.id", "payment.session_id")
-    .selectAll("payment")
-    .select(["checkout_session.order_id", "checkout_session.amount_due as expected_amount"]);
-  if (params.partnerId !== undefined) select = select.where("payment.partner_id", "=", params.partnerId);
-  if (params.status !== undefined) select = select.where("payment.status", "=", params.status);
-  if (params.cursor !== undefined) {
-    const after = decodeCursor(params.cursor, cursorSchema);
-    select = select.where((eb) =>
-      eb.or([
-        eb("payment.created_at", ">", after.t),
-        eb.and([eb("payment.created_at", "=", after.t), eb("payment.transaction_hash", ">", after.h)]),
-        eb.and([
-          eb("payment.created_at", "=", after.t),
-          eb("payment.transaction_hash", "=", after.h),
-          eb("payment.log_index", ">", after.l),
-        ]),
-      ]),
-    );
-  }
-  const rows = await select
-    .orderBy("payment.created_at")
-    .orderBy("payment.transaction_hash")
-    .orderBy("payment.log_index")
-    .limit(params.limit + 1)
-    .execute();
-  const { page, last } = splitPage(rows, params.limit);
+  const after = params.cursor === undefined ? undefined : decodeCursor(params.cursor, cursorSchema);
+  const payments = await paymentsPage(store, {
+    partnerId: params.partnerId,
+    status: params.status,
+    after: after === undefined ? undefined : { createdAt: after.t, transactionHash: after.h, logIndex: after.l },
+    take: params.limit + 1,
+  });
+  const { page, last } = splitPage(payments, params.limit);
   return {
-    data: page.map((row) => ({
-      chainId: row.chain_id,
-      transactionHash: row.transaction_hash,
-      logIndex: row.log_index,
-      partnerId: row.partner_id,
-      status: row.status,
-      reason: row.reason,
-      sessionId: row.session_id,
-      orderId: row.order_id ?? null,
+    data: page.map((payment) => ({
+      chainId: payment.chainId,
+      transactionHash: payment.transactionHash,
+      logIndex: payment.logIndex,
+      partnerId: payment.partnerId,
+      status: payment.status,
+      reason: payment.reason,
+      sessionId: payment.sessionId,
+      orderId: payment.orderId,
       /** The amount the session asked for, when the payment is linked to one. */
-      expectedAmount: row.expected_amount ?? null,
-      from: checksum(row.from_address),
-      to: checksum(row.to_address),
-      amount: row.amount,
-      blockNumber: String(row.block_number),
-      minedAt: new Date(Number(row.block_timestamp) * 1000).toISOString(),
-      resolution: row.resolution,
+      expectedAmount: payment.expectedAmount?.toString() ?? null,
+      from: payment.from,
+      to: payment.to,
+      amount: payment.amount.toString(),
+      blockNumber: payment.blockNumber.toString(),
+      minedAt: new Date(payment.minedAt).toISOString(),
+      resolution: payment.resolution,
     })),
-    nextCursor:
-      last === undefined ? null : encodeCursor({ t: Number(last.created_at), h: last.transaction_hash, l: last.log_index }),
+    nextCursor: last === undefined ? null : encodeCursor({ t: last.createdAt, h: last.transactionHash, l: last.logIndex }),
   };
 }

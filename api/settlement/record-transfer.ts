@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { type Address, isAddressEqual } from "viem";
 import { createCertificate } from "../certificates/certificate-record.js";
 import { findReservation, holdReferenceForLateWindow } from "../checkout/amount-reference.js";
 import {
@@ -8,15 +9,14 @@ import {
   moveSession,
   openSessionsOfOrder,
   orderHasPayingSession,
-  toCheckoutSession,
 } from "../checkout/session-record.js";
 import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
-import { creditOrder, getOrder } from "../orders/order-record.js";
+import { creditOrder, findOrder, getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
-import type { CheckoutSessionTable, Database, PaymentTable } from "../store/database.js";
+import type { Database, PaymentTable } from "../store/database.js";
 import { findPayment, forgetPendingPayment, insertPayment, movePayment } from "./payment-record.js";
 
 export { findPayment } from "./payment-record.js";
@@ -33,15 +33,15 @@ export type UnresolvedReason =
   | "overpaid";
 
 export type TransferDecision =
-  | { kind: "match"; session: CheckoutSessionTable }
-  | { kind: "unresolved"; reason: UnresolvedReason; session: CheckoutSessionTable | undefined };
+  | { kind: "match"; session: CheckoutSession }
+  | { kind: "unresolved"; reason: UnresolvedReason; session: CheckoutSession | undefined };
 
 /** What the matcher knows of a transfer whose amount names a session, in domain units. */
 export type TransferFacts = {
   /** The block's timestamp, epoch milliseconds. */
   minedAt: number;
-  /** Lower-case hex. */
-  from: string;
+  /** The payer (any case: compared with `isAddressEqual`). */
+  from: Address;
   /** When the session's reference was released (it ended unused), epoch milliseconds. */
   referenceReleasedAt: number;
   session: Pick<CheckoutSession, "requiredPayer" | "createdAt" | "expiresAt" | "lateUntil">;
@@ -62,7 +62,7 @@ export function judgeTransfer(
   if (minedAt > session.lateUntil) return { kind: "unresolved", reason: "late", linked: false };
   // The session ended unused and its reference was released: the amount names no session any more.
   if (minedAt > facts.referenceReleasedAt) return { kind: "unresolved", reason: "unmatched", linked: false };
-  if (session.requiredPayer !== null && session.requiredPayer !== facts.from) {
+  if (session.requiredPayer !== null && !isAddressEqual(session.requiredPayer, facts.from)) {
     return { kind: "unresolved", reason: "wrong_payer", linked: true };
   }
   // Block timestamps have whole seconds: compare with the second the session was created in.
@@ -88,14 +88,14 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
     amountDue: transfer.value,
   });
   if (reservation === undefined) return { kind: "unresolved", reason: "unmatched", session: undefined };
-  const session = await getSession(trx, reservation.session_id);
-  const order = await getOrder(trx, session.order_id);
+  const session = await getSession(trx, reservation.sessionId);
+  const order = await getOrder(trx, session.orderId);
   const judged = judgeTransfer({
     minedAt: Number(transfer.blockTimestamp) * 1000,
     from: transfer.from,
-    referenceReleasedAt: Number(reservation.released_at),
-    session: toCheckoutSession(session),
-    orderTaken: order.settled_session_id !== null || (await orderHasPayingSession(trx, session.order_id)),
+    referenceReleasedAt: reservation.releasedAt,
+    session,
+    orderTaken: order.settledSessionId !== null || (await orderHasPayingSession(trx, session.orderId)),
   });
   if (judged.kind === "match") return { kind: "match", session };
   return { kind: "unresolved", reason: judged.reason, session: judged.linked ? session : undefined };
@@ -129,7 +129,7 @@ export async function recordTransfer(
       chain_id: transfer.chainId,
       transaction_hash: transfer.transactionHash,
       log_index: transfer.logIndex,
-      partner_id: decision.session?.partner_id ?? owner?.partner_id ?? null,
+      partner_id: decision.session?.partnerId ?? owner?.partner_id ?? null,
       session_id: decision.session?.id ?? null,
       status: decision.kind === "unresolved" ? "unresolved" : confirmations >= network.confirmations ? "settled" : "pending",
       reason: decision.kind === "unresolved" ? decision.reason : null,
@@ -205,7 +205,7 @@ export async function confirmPendingPayment(
 export async function settleOrder(
   trx: Kysely<Database>,
   params: {
-    session: CheckoutSessionTable;
+    session: CheckoutSession;
     payment: PaymentTable;
     network: NetworkConfig;
     confirmations: number;
@@ -215,26 +215,26 @@ export async function settleOrder(
   },
 ) {
   const { session, payment, network, now } = params;
-  if (!(await creditOrder(trx, { orderId: session.order_id, sessionId: session.id, now }))) return false;
-  const order = await getOrder(trx, session.order_id);
-  if (session.certificate_enabled === 1 && network.certificate !== undefined) {
+  if (!(await creditOrder(trx, { orderId: session.orderId, sessionId: session.id, now }))) return false;
+  const order = await getOrder(trx, session.orderId);
+  if (session.certificateEnabled && network.certificate !== undefined) {
     await createCertificate(trx, {
       orderId: order.id,
-      purchaseId: order.purchase_id,
+      purchaseId: order.purchaseId,
       chainId: network.chainId,
       contract: network.certificate,
       now,
     });
   }
   await recordEvent(trx, {
-    partnerId: session.partner_id,
+    partnerId: session.partnerId,
     type: "purchase.settled",
     orderingKey: order.id,
     now,
     data: {
-      externalOrderId: session.external_order_id,
+      externalOrderId: session.externalOrderId,
       orderId: order.id,
-      purchaseId: order.purchase_id,
+      purchaseId: order.purchaseId,
       sessionId: session.id,
       transactionHash: payment.transaction_hash,
       logIndex: payment.log_index,
@@ -244,14 +244,14 @@ export async function settleOrder(
       confirmations: params.confirmations,
       payer: checksum(payment.from_address),
       recipient: checksum(payment.to_address),
-      tokenAddress: checksum(session.token_address),
-      totalPriceUsdc: session.total_price_usdc,
+      tokenAddress: session.tokenAddress,
+      totalPriceUsdc: session.totalPriceUsdc.toString(),
       amountPaid: payment.amount,
-      certificate: { enabled: session.certificate_enabled === 1 },
+      certificate: { enabled: session.certificateEnabled },
       settledAt: new Date(now).toISOString(),
       ...(params.resolution === undefined ? {} : { resolution: params.resolution }),
       // An attached payment may be below the total: the partner decided to accept it.
-      ...(BigInt(payment.amount) < BigInt(session.total_price_usdc) ? { underpaid: true } : {}),
+      ...(BigInt(payment.amount) < session.totalPriceUsdc ? { underpaid: true } : {}),
     },
   });
   // Other sessions of this order can no longer be paid.
@@ -270,7 +270,7 @@ export async function settleOrder(
  */
 async function flagDuplicate(
   trx: Kysely<Database>,
-  params: { payment: PaymentTable; session: CheckoutSessionTable; network: NetworkConfig; now: number },
+  params: { payment: PaymentTable; session: CheckoutSession; network: NetworkConfig; now: number },
 ): Promise<PaymentTable> {
   const { session, now } = params;
   const payment: PaymentTable = { ...params.payment, status: "unresolved", reason: "duplicate_payment", updated_at: now };
@@ -284,21 +284,19 @@ async function flagDuplicate(
 
 export async function recordUnresolvedEvent(
   trx: Kysely<Database>,
-  params: { payment: PaymentTable; session: CheckoutSessionTable | undefined; network: NetworkConfig; now: number },
+  params: { payment: PaymentTable; session: CheckoutSession | undefined; network: NetworkConfig; now: number },
 ) {
   const { payment, session } = params;
-  const order = session
-    ? await trx.selectFrom("orders").select(["id", "purchase_id"]).where("id", "=", session.order_id).executeTakeFirst()
-    : undefined;
+  const order = session ? await findOrder(trx, session.orderId) : undefined;
   await recordEvent(trx, {
     partnerId: payment.partner_id as string,
     type: "payment.unresolved",
     orderingKey: order?.id ?? `${payment.chain_id}:${payment.transaction_hash}:${payment.log_index}`,
     now: params.now,
     data: {
-      externalOrderId: session?.external_order_id,
+      externalOrderId: session?.externalOrderId,
       orderId: order?.id,
-      purchaseId: order?.purchase_id,
+      purchaseId: order?.purchaseId,
       sessionId: session?.id,
       transactionHash: payment.transaction_hash,
       logIndex: payment.log_index,
@@ -308,7 +306,7 @@ export async function recordUnresolvedEvent(
       payer: checksum(payment.from_address),
       recipient: checksum(payment.to_address),
       amount: payment.amount,
-      expectedAmount: session?.amount_due,
+      expectedAmount: session?.amountDue.toString(),
     },
   });
 }

@@ -85,10 +85,10 @@ export async function attachPayment(
   if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
   if (payment.status !== "unresolved") throw notUnresolved(payment.status);
   const order = await findOrder(trx, params.orderId);
-  if (order === undefined || (params.partnerId !== undefined && order.partner_id !== params.partnerId)) {
+  if (order === undefined || (params.partnerId !== undefined && order.partnerId !== params.partnerId)) {
     throw problems.notFound(`Order ${params.orderId}`);
   }
-  if (owner !== order.partner_id) {
+  if (owner !== order.partnerId) {
     throw new ProblemError({
       status: 409,
       code: "payment_of_another_partner",
@@ -96,7 +96,7 @@ export async function attachPayment(
       detail: "A payment can only be credited to an order of the partner whose payment address received it.",
     });
   }
-  if (order.settled_session_id !== null) throw alreadySettled();
+  if (order.settledSessionId !== null) throw alreadySettled();
   // The session the customer submitted it on, when it is this order's; else the order's latest there.
   const session = await sessionForAttach(trx, {
     orderId: order.id,
@@ -121,7 +121,7 @@ export async function attachPayment(
     payment,
     transition: "attach",
     now,
-    set: { session_id: session.id, partner_id: session.partner_id, resolution },
+    set: { session_id: session.id, partner_id: session.partnerId, resolution },
   });
   if (!attached) throw notUnresolved("changing");
   if (!(await moveSession(trx, { session, transition: "attach", now }))) throw alreadySettled();

@@ -1,11 +1,11 @@
-import type { Hex } from "viem";
+import { type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { asCheckoutSession, type CheckoutSession, type SessionInput } from "../checkout/session-record.js";
 import { ProblemError } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
-import type { CheckoutSessionTable } from "../store/database.js";
 import { wakeWorker } from "../workers/run-worker.js";
 import { recordedTransferTo } from "./payment-record.js";
 import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
@@ -64,11 +64,11 @@ export type SubmissionResult = {
  */
 export async function submitTransactionHash(
   context: AppContext,
-  params: { session: CheckoutSessionTable; transactionHash: Hex },
+  params: { session: SessionInput; transactionHash: Hex },
 ): Promise<SubmissionResult> {
-  const { session } = params;
+  const session = asCheckoutSession(params.session);
   const transactionHash = params.transactionHash.toLowerCase() as Hex;
-  const network = networkByChainId(context, session.chain_id);
+  const network = networkByChainId(context, session.chainId);
   if (network === undefined) throw new Error(`session ${session.id} is on a network that is not enabled`);
   const pending = (confirmations: number, status: SubmissionResult["status"]): SubmissionResult => ({
     status,
@@ -80,19 +80,20 @@ export async function submitTransactionHash(
   // Fast path: the settlement worker has already recorded this very transfer (the
   // exact amount to this session's address on its chain); answer from that row.
   const recorded = await recordedTransferTo(context.store, {
-    chainId: session.chain_id,
+    chainId: session.chainId,
     transactionHash,
-    to: session.payment_address,
-    amount: session.amount_due,
+    // The store keeps addresses lower case.
+    to: session.paymentAddress.toLowerCase(),
+    amount: session.amountDue.toString(),
   });
   if (recorded !== undefined) {
     const mined = { blockNumber: BigInt(recorded.block_number) };
-    const head = await indexedHeadAtLeast(context, session.chain_id, mined.blockNumber);
+    const head = await indexedHeadAtLeast(context, session.chainId, mined.blockNumber);
     return answerForRecorded(recorded, session, mined, head, pending);
   }
 
   const indexed = await context.indexed.transfersByHash(transactionHash);
-  let onChain = indexed.filter((transfer) => transfer.chainId === session.chain_id);
+  let onChain = indexed.filter((transfer) => transfer.chainId === session.chainId);
   const indexedYet = onChain.length > 0;
   if (!indexedYet) {
     if (indexed.length > 0) throw paymentRejected("wrong_network");
@@ -101,13 +102,13 @@ export async function submitTransactionHash(
     onChain = await transfersFromReceipt(context, session, transactionHash);
   }
 
-  const canonical = onChain.filter((transfer) => transfer.token === session.token_address);
-  const toSession = canonical.filter((transfer) => transfer.to === session.payment_address);
+  const canonical = onChain.filter((transfer) => isAddressEqual(transfer.token, session.tokenAddress));
+  const toSession = canonical.filter((transfer) => isAddressEqual(transfer.to, session.paymentAddress));
   if (toSession.length === 0) {
     if (canonical.length === 0 && onChain.length > 0) throw paymentRejected("wrong_token");
     throw paymentRejected("wrong_recipient");
   }
-  const exact = toSession.find((transfer) => transfer.value.toString() === session.amount_due);
+  const exact = toSession.find((transfer) => transfer.value === session.amountDue);
   if (exact === undefined) {
     // A transfer already credited elsewhere is a replay whatever its amount.
     for (const transfer of toSession) {
@@ -122,7 +123,7 @@ export async function submitTransactionHash(
     if (linked) wakeWorker(DISPATCHER_NAME);
     throw paymentRejected("wrong_amount", {
       amountReceived: received.value.toString(),
-      expectedAmount: session.amount_due,
+      expectedAmount: session.amountDue.toString(),
       recordedForShop: linked,
     });
   }
@@ -130,8 +131,8 @@ export async function submitTransactionHash(
   // An indexed transfer's block is indexed: the head is at least there. (A receipt's
   // block may be ahead of the index; then the cached head is all we know.)
   const head = indexedYet
-    ? await indexedHeadAtLeast(context, session.chain_id, exact.blockNumber)
-    : ((await context.indexed.heads()).get(session.chain_id)?.blockNumber ?? exact.blockNumber);
+    ? await indexedHeadAtLeast(context, session.chainId, exact.blockNumber)
+    : ((await context.indexed.heads()).get(session.chainId)?.blockNumber ?? exact.blockNumber);
   const credited = await findPayment(context.store, exact);
   if (credited !== undefined) return answerForRecorded(credited, session, exact, head, pending);
 
@@ -145,7 +146,7 @@ export async function submitTransactionHash(
       wakeWorker(DISPATCHER_NAME);
       throw paymentRejected("late", {
         amountReceived: exact.value.toString(),
-        expectedAmount: session.amount_due,
+        expectedAmount: session.amountDue.toString(),
         recordedForShop: true,
       });
     }
@@ -173,24 +174,25 @@ async function indexedHeadAtLeast(context: AppContext, chainId: number, blockNum
 /** The transfers of a transaction the index does not hold, from one cached receipt look-up. */
 async function transfersFromReceipt(
   context: AppContext,
-  session: CheckoutSessionTable,
+  session: CheckoutSession,
   transactionHash: Hex,
 ): Promise<IndexedTransfer[]> {
-  const client = context.rpc.get(session.chain_id);
+  const client = context.rpc.get(session.chainId);
   if (client === undefined) throw paymentRejected("not_found");
-  const facts = await context.explainer.lookUp({ client, chainId: session.chain_id, sessionId: session.id, transactionHash });
+  const facts = await context.explainer.lookUp({ client, chainId: session.chainId, sessionId: session.id, transactionHash });
   if (!facts.found) throw paymentRejected("not_found");
   if (facts.reverted) throw paymentRejected("reverted");
-  const toRecipient = facts.transfers.filter((transfer) => transfer.to === session.payment_address);
+  const toRecipient = facts.transfers.filter((transfer) => isAddressEqual(transfer.to, session.paymentAddress));
   if (toRecipient.length > 0) return toRecipient;
   // Nothing to the session's address: say which mistake it most likely is.
-  if (facts.transfers.some((transfer) => transfer.token === session.token_address)) throw paymentRejected("wrong_recipient");
+  if (facts.transfers.some((transfer) => isAddressEqual(transfer.token, session.tokenAddress)))
+    throw paymentRejected("wrong_recipient");
   throw paymentRejected(facts.transfers.length > 0 ? "wrong_token" : "not_found");
 }
 
 function answerForRecorded(
   payment: { session_id: string | null; status: string; reason: string | null },
-  session: CheckoutSessionTable,
+  session: CheckoutSession,
   transfer: { blockNumber: bigint },
   head: bigint,
   answer: (confirmations: number, status: SubmissionResult["status"]) => SubmissionResult,
@@ -203,8 +205,8 @@ function answerForRecorded(
 
 export function rejectionFor(
   reason: string,
-  matched: CheckoutSessionTable | undefined,
-  session: CheckoutSessionTable,
+  matched: Pick<CheckoutSession, "id"> | undefined,
+  session: Pick<CheckoutSession, "id">,
 ): RejectionReason {
   if (matched !== undefined && matched.id !== session.id) return "replay";
   if (reason === "late" && matched === undefined) return "late";

@@ -1,7 +1,8 @@
+import { isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
+import type { CheckoutSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
-import type { CheckoutSessionTable } from "../store/database.js";
 import { insertPayment, movePayment } from "./payment-record.js";
 import { decideTransfer, findPayment, recordUnresolvedEvent } from "./record-transfer.js";
 
@@ -18,11 +19,11 @@ export type SubmittedMismatchReason = "underpaid" | "overpaid";
  */
 export async function linkSubmittedMismatch(
   context: AppContext,
-  params: { session: CheckoutSessionTable; transfer: IndexedTransfer; network: NetworkConfig },
+  params: { session: CheckoutSession; transfer: IndexedTransfer; network: NetworkConfig },
 ): Promise<boolean> {
   const { session, transfer, network } = params;
-  if (transfer.to !== session.payment_address || transfer.chainId !== session.chain_id) return false;
-  const reason: SubmittedMismatchReason = transfer.value < BigInt(session.amount_due) ? "underpaid" : "overpaid";
+  if (!isAddressEqual(transfer.to, session.paymentAddress) || transfer.chainId !== session.chainId) return false;
+  const reason: SubmittedMismatchReason = transfer.value < session.amountDue ? "underpaid" : "overpaid";
   const now = Date.now();
   return context.store.transaction().execute(async (trx) => {
     const existing = await findPayment(trx, transfer);
@@ -34,12 +35,12 @@ export async function linkSubmittedMismatch(
         payment: existing,
         transition: "link_to_session",
         now,
-        set: { session_id: session.id, partner_id: session.partner_id, reason },
+        set: { session_id: session.id, partner_id: session.partnerId, reason },
       });
       if (!linked) return false;
       // Reported again, now with the session it was meant for.
       await recordUnresolvedEvent(trx, {
-        payment: { ...existing, session_id: session.id, partner_id: session.partner_id, reason },
+        payment: { ...existing, session_id: session.id, partner_id: session.partnerId, reason },
         session,
         network,
         now,
@@ -52,7 +53,7 @@ export async function linkSubmittedMismatch(
       chain_id: transfer.chainId,
       transaction_hash: transfer.transactionHash,
       log_index: transfer.logIndex,
-      partner_id: session.partner_id,
+      partner_id: session.partnerId,
       session_id: session.id,
       status: "unresolved" as const,
       reason,

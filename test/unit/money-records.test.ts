@@ -1,13 +1,23 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Address, Hex } from "viem";
+import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionInTransaction } from "../../api/checkout/create-session.js";
-import { getSession, moveSession, type SessionTransition, sessionTransitions } from "../../api/checkout/session-record.js";
+import {
+  type CheckoutSessionRow,
+  getSession,
+  moveSession,
+  partnerSessionsPage,
+  type SessionTransition,
+  sessionOfOrder,
+  sessionTransitions,
+  toCheckoutSession,
+} from "../../api/checkout/session-record.js";
+import { paymentView, sessionView } from "../../api/checkout/session-view.js";
 import type { NetworkConfig } from "../../api/config/networks.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
-import { getOrder, orderTransitions } from "../../api/orders/order-record.js";
+import { getOrder, type OrderRow, ordersByIds, orderTransitions, toOrder } from "../../api/orders/order-record.js";
 import { purchaseTransitions } from "../../api/portals/purchase-record.js";
 import { findPayment, movePayment, paymentTransitions } from "../../api/settlement/payment-record.js";
 import { confirmPendingPayment, recordTransfer } from "../../api/settlement/record-transfer.js";
@@ -96,6 +106,127 @@ describe("transition tables", () => {
 });
 
 // ---------------------------------------------------------------------------------------------
+// Row converters: one convention (bigint money, boolean flags, epoch ms, EIP-55 addresses).
+
+/** A row as a store may hand it back: Postgres gives 64-bit integers as strings, SQLite flags as 0/1. */
+const sessionRow = (change: Partial<Record<keyof CheckoutSessionRow, unknown>> = {}): CheckoutSessionRow =>
+  ({
+    id: "cs_row",
+    partner_id: "ptr_a",
+    order_id: "ord_row",
+    kind: "commerce",
+    status: "awaiting_payment",
+    network: "local",
+    chain_id: 31337,
+    token_address: "0x036cbd53842c5426634e7929541ec2318f3dcf7e",
+    // Upper-case hex, as an older row or a hand-edited one may hold it.
+    payment_address: "0x8BA1F109551BD432803012645AC136DDD64DBA72",
+    total_price_usdc: "25000000",
+    amount_offset: 17,
+    amount_due: "25000017",
+    required_payer: null,
+    external_order_id: "order-row",
+    external_product_id: "sku",
+    product_name: "Tee",
+    product_category: "apparel",
+    quantity: 2,
+    shipping_required: 1,
+    certificate_enabled: 0,
+    contact_json: null,
+    delivery_json: null,
+    metadata_json: null,
+    expires_at: "1795000000000",
+    late_until: 1795600000000,
+    created_at: "1794998200000",
+    updated_at: 1794998200000,
+    ...change,
+  }) as CheckoutSessionRow;
+
+describe("row converters", () => {
+  it("a session row becomes a CheckoutSession: EIP-55 addresses whatever the stored case, bigint money, boolean flags, epoch ms", () => {
+    const session = toCheckoutSession(sessionRow({ required_payer: "0xAB5801A7D398351B8BE11C439E05C5B3259AEC9B".toLowerCase() }));
+    expect(session.tokenAddress).toBe("0x036CbD53842c5426634e7929541eC2318f3dCF7e");
+    expect(session.paymentAddress).toBe(getAddress("0x8ba1f109551bd432803012645ac136ddd64dba72"));
+    expect(session.paymentAddress).toBe("0x8ba1f109551bD432803012645Ac136ddd64DBA72");
+    expect(session.requiredPayer).toBe("0xAb5801a7D398351b8bE11C439e05C5B3259aeC9B");
+    expect(session.totalPriceUsdc).toBe(25_000_000n);
+    expect(session.amountDue).toBe(25_000_017n);
+    expect(session.shippingRequired).toBe(true);
+    expect(session.certificateEnabled).toBe(false);
+    expect(session.expiresAt).toBe(1_795_000_000_000);
+    expect(session.createdAt).toBe(1_794_998_200_000);
+    expect(session.quantity).toBe(2);
+    expect(session.contact).toBeNull();
+    expect(session.metadata).toBeNull();
+  });
+
+  it("flags stored as 0/1 (or strings of them) are booleans; JSON columns are parsed once", () => {
+    const session = toCheckoutSession(
+      sessionRow({
+        shipping_required: "0",
+        certificate_enabled: "1",
+        contact_json: JSON.stringify({ email: "a@example.com" }),
+        metadata_json: JSON.stringify({ cart: "42" }),
+      }),
+    );
+    expect(session.shippingRequired).toBe(false);
+    expect(session.certificateEnabled).toBe(true);
+    expect(session.contact).toEqual({ email: "a@example.com" });
+    expect(session.metadata).toEqual({ cart: "42" });
+  });
+
+  it("views answer the wire's forms (EIP-55, decimal strings, ISO times), from a session or a row the portals still hold", () => {
+    const row = sessionRow();
+    const session = toCheckoutSession(row);
+    expect(paymentView(row)).toEqual(paymentView(session));
+    expect(paymentView(session)).toMatchObject({
+      recipient: "0x8ba1f109551bD432803012645Ac136ddd64DBA72",
+      tokenAddress: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+      amount: "25000017",
+      totalPriceUsdc: "25000000",
+      uri: "ethereum:0x036CbD53842c5426634e7929541eC2318f3dCF7e@31337/transfer?address=0x8ba1f109551bD432803012645Ac136ddd64DBA72&uint256=25000017",
+    });
+    expect(sessionView(session, { orderId: "ord_row", purchaseId: "0x01" })).toMatchObject({
+      expiresAt: new Date(1_795_000_000_000).toISOString(),
+      createdAt: new Date(1_794_998_200_000).toISOString(),
+      shippingRequired: true,
+      certificate: { enabled: false },
+      product: { externalProductId: "sku", name: "Tee", category: "apparel", quantity: 2 },
+    });
+  });
+
+  it("an order row becomes an Order with epoch-ms instants", () => {
+    const row = {
+      id: "ord_1",
+      partner_id: "ptr_a",
+      external_order_id: "order-1",
+      purchase_id: `0x${"ab".repeat(32)}`,
+      status: "fulfilled",
+      settled_session_id: "cs_1",
+      fulfilment_reference: "ship-1",
+      fulfilment_idempotency_key: "key-1",
+      fulfilled_at: "1795000000500",
+      created_at: "1795000000000",
+      updated_at: 1795000000500,
+    } as unknown as OrderRow;
+    expect(toOrder(row)).toEqual({
+      id: "ord_1",
+      partnerId: "ptr_a",
+      externalOrderId: "order-1",
+      purchaseId: `0x${"ab".repeat(32)}`,
+      status: "fulfilled",
+      settledSessionId: "cs_1",
+      fulfilmentReference: "ship-1",
+      fulfilmentIdempotencyKey: "key-1",
+      fulfilledAt: 1_795_000_000_500,
+      createdAt: 1_795_000_000_000,
+      updatedAt: 1_795_000_000_500,
+    });
+    expect(toOrder({ ...row, fulfilled_at: null }).fulfilledAt).toBeNull();
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
 // Records on a real store.
 
 const PAY_TO = "0x00000000000000000000000000000000000000aa" as Address;
@@ -137,8 +268,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function createSession(externalOrderId: string, total = 25_000_000n) {
-  return store.transaction().execute((trx) =>
+async function createSession(externalOrderId: string, total = 25_000_000n) {
+  const created = await store.transaction().execute((trx) =>
     createSessionInTransaction(
       trx,
       { networks: [network] },
@@ -156,6 +287,7 @@ function createSession(externalOrderId: string, total = 25_000_000n) {
       },
     ),
   );
+  return { ...created, session: created.checkoutSession };
 }
 
 /** A transfer as the index would hold it, mined now in `blockNumber`. */
@@ -188,6 +320,27 @@ describe("checkout session record", () => {
     const moved = await store.transaction().execute((trx) => moveSession(trx, { session, transition: "pay", now: Date.now() }));
     expect(moved).toBe(false);
     expect((await getSession(store, session.id)).status).toBe("expired");
+  });
+
+  it("a created session is stored lower case and read back EIP-55, through every read", async () => {
+    const { session, orderId } = await createSession("order-case");
+    const stored = await store
+      .selectFrom("checkout_session")
+      .select(["token_address", "payment_address"])
+      .where("id", "=", session.id)
+      .executeTakeFirstOrThrow();
+    expect(stored).toEqual({ token_address: USDC.toLowerCase(), payment_address: PAY_TO.toLowerCase() });
+    const read = await getSession(store, session.id);
+    expect(read).toEqual(session);
+    expect(read.paymentAddress).toBe(getAddress(PAY_TO));
+    expect(read.tokenAddress).toBe(getAddress(USDC));
+    expect((await sessionOfOrder(store, await getOrder(store, orderId)))?.id).toBe(session.id);
+    const page = await partnerSessionsPage(store, { partnerId: "ptr_a", take: 100 });
+    expect(page.find((listed) => listed.id === session.id)).toEqual(session);
+    expect(page.map((listed) => listed.createdAt)).toEqual([...page.map((listed) => listed.createdAt)].sort((a, b) => b - a));
+    const orders = await ordersByIds(store, [orderId, orderId]);
+    expect([...orders.keys()]).toEqual([orderId]);
+    expect(orders.get(orderId)?.status).toBe("awaiting_payment");
   });
 
   it("session creation inside the caller's transaction rolls back with it", async () => {
@@ -226,7 +379,7 @@ describe("one order, one credit", () => {
   it("a payment attached by hand is refused while a payment of the order's session is confirming", async () => {
     const { session, orderId } = await createSession("order-pending-attach");
     // The customer's exact transfer, one confirmation of three: pending.
-    const exact = transfer(BigInt(session.amount_due), 100n);
+    const exact = transfer(session.amountDue, 100n);
     const pending = await recordTransfer(store, { transfer: exact, network, head: 100n });
     expect(pending.status).toBe("pending");
     expect((await getSession(store, session.id)).status).toBe("payment_pending");
@@ -258,7 +411,7 @@ describe("one order, one credit", () => {
     expect(await confirmPendingPayment(store, { payment: pending, stillIndexed: true, network, head: 102n })).toBe("settled");
     const order = await getOrder(store, orderId);
     expect(order.status).toBe("paid");
-    expect(order.settled_session_id).toBe(session.id);
+    expect(order.settledSessionId).toBe(session.id);
     expect((await getSession(store, session.id)).status).toBe("settled");
     const settledEvents = await store
       .selectFrom("event")
@@ -271,7 +424,7 @@ describe("one order, one credit", () => {
 
   it("a duplicate never expires the session that settled its order", async () => {
     const { session, orderId } = await createSession("order-duplicate-guard");
-    const paid = await recordTransfer(store, { transfer: transfer(BigInt(session.amount_due), 200n), network, head: 202n });
+    const paid = await recordTransfer(store, { transfer: transfer(session.amountDue, 200n), network, head: 202n });
     expect(paid.status).toBe("settled");
     const settled = await getSession(store, session.id);
     expect(settled.status).toBe("settled");
@@ -281,12 +434,12 @@ describe("one order, one credit", () => {
       .execute((trx) => moveSession(trx, { session: settled, transition: "reject_duplicate", now: Date.now() }));
     expect(moved).toBe(false);
     expect((await getSession(store, session.id)).status).toBe("settled");
-    expect((await getOrder(store, orderId)).settled_session_id).toBe(session.id);
+    expect((await getOrder(store, orderId)).settledSessionId).toBe(session.id);
   });
 
   it("a payment transition not in the table throws", async () => {
     const { session } = await createSession("order-payment-illegal");
-    const paid = await recordTransfer(store, { transfer: transfer(BigInt(session.amount_due), 300n), network, head: 310n });
+    const paid = await recordTransfer(store, { transfer: transfer(session.amountDue, 300n), network, head: 310n });
     expect(paid.status).toBe("settled");
     await expect(
       store.transaction().execute((trx) => movePayment(trx, { payment: paid, transition: "request_refund", now: Date.now() })),

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_OFFSET, MIN_OFFSET, reserveAmount } from "../../api/checkout/amount-reference.js";
 import { requestHash } from "../../api/checkout/idempotency.js";
 import { confirmationsOf, isConfirmed, shownConfirmations } from "../../api/indexed/confirmations.js";
 import { judgeTransfer, type TransferFacts } from "../../api/settlement/record-transfer.js";
 import { rejectionFor, rejectionForRecorded } from "../../api/settlement/submit-transaction-hash.js";
-import type { CheckoutSessionTable } from "../../api/store/database.js";
 import { migrateStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
 
 /** The pure rules of settlement and checkout, and the reference reservation on a real SQLite store. */
@@ -29,10 +29,13 @@ describe("confirmations", () => {
 });
 
 describe("which session a transfer pays (judgeTransfer)", () => {
+  // As the index stores them (lower case); a session's required payer is EIP-55.
+  const PAYER = "0x8ba1f109551bd432803012645ac136ddd64dba72";
+  const OTHER = "0x00000000000000000000000000000000000000cc";
   const createdAt = Date.UTC(2026, 10, 23, 12, 0, 0, 400);
   const base: TransferFacts = {
     minedAt: createdAt + 60_000,
-    from: "0xbb",
+    from: PAYER,
     referenceReleasedAt: createdAt + 10 * 3_600_000,
     session: { requiredPayer: null, createdAt, expiresAt: createdAt + 1_800_000, lateUntil: createdAt + 7 * 86_400_000 },
     orderTaken: false,
@@ -57,22 +60,30 @@ describe("which session a transfer pays (judgeTransfer)", () => {
       linked: false,
     });
     expect(judge({ referenceReleasedAt: base.minedAt - 1 })).toEqual({ kind: "unresolved", reason: "unmatched", linked: false });
-    expect(judge({}, { requiredPayer: "0xcc" })).toEqual({ kind: "unresolved", reason: "wrong_payer", linked: true });
-    expect(judge({ from: "0xcc" }, { requiredPayer: "0xcc" })).toEqual({ kind: "match" });
+    expect(judge({}, { requiredPayer: OTHER })).toEqual({ kind: "unresolved", reason: "wrong_payer", linked: true });
+    expect(judge({ from: OTHER }, { requiredPayer: OTHER })).toEqual({ kind: "match" });
     expect(judge({ orderTaken: true })).toEqual({ kind: "unresolved", reason: "duplicate_payment", linked: true });
   });
 
   it("checks the payer before time, and time before the order (the first failing rule is the reason)", () => {
-    expect(judge({ minedAt: base.session.expiresAt + 1, orderTaken: true }, { requiredPayer: "0xcc" })).toMatchObject({
+    expect(judge({ minedAt: base.session.expiresAt + 1, orderTaken: true }, { requiredPayer: OTHER })).toMatchObject({
       reason: "wrong_payer",
     });
     expect(judge({ minedAt: base.session.expiresAt + 1, orderTaken: true })).toMatchObject({ reason: "late" });
   });
+
+  it("compares the payer with the required one whatever their case (the index keeps lower case, the session EIP-55)", () => {
+    const checksummed = getAddress(PAYER);
+    expect(checksummed).not.toBe(PAYER);
+    expect(judge({}, { requiredPayer: checksummed })).toEqual({ kind: "match" });
+    expect(judge({ from: checksummed }, { requiredPayer: PAYER })).toEqual({ kind: "match" });
+    expect(judge({}, { requiredPayer: getAddress(OTHER) })).toMatchObject({ reason: "wrong_payer" });
+  });
 });
 
 describe("rejection reasons of a submitted hash", () => {
-  const session = { id: "cs_1" } as CheckoutSessionTable;
-  const other = { id: "cs_2" } as CheckoutSessionTable;
+  const session = { id: "cs_1" };
+  const other = { id: "cs_2" };
 
   it("a transfer that names another session is a replay, whatever the reason", () => {
     expect(rejectionFor("wrong_payer", other, session)).toBe("replay");
