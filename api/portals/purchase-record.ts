@@ -254,8 +254,8 @@ export async function offeringsOfOrders(
 ): Promise<Array<{ orderId: string; offeringId: string; offeringName: string; issuerName: string }>> {
   if (orderIds.length === 0) return [];
   const rows = await db
-    .selectFrom("checkout_session")
-    .innerJoin("rwa_purchase", "rwa_purchase.session_id", "checkout_session.id")
+    .selectFrom("rwa_purchase")
+    .innerJoin("checkout_session", "checkout_session.id", "rwa_purchase.session_id")
     .innerJoin("offering", "offering.id", "rwa_purchase.offering_id")
     .innerJoin("issuer", "issuer.id", "offering.issuer_id")
     .select(["checkout_session.order_id", "offering.id as offering_id", "offering.name", "issuer.name as issuer_name"])
