@@ -21,6 +21,8 @@ let stack: TestStack;
 let store: Store;
 let adminToken: string;
 let issuerToken: string;
+/** The partner behind the issuer: it hears the offering's events. */
+let issuerPartnerId: string;
 let otherIssuerToken: string;
 let offeringId: string;
 let otherOfferingId: string;
@@ -40,7 +42,9 @@ beforeAll(async () => {
   stack = await startTestStack({ env: { VERIFY_RATE_LIMIT: "40" } });
   store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
   adminToken = await signIn(stack, "admin", adminWallet(stack));
-  issuerToken = (await registerIssuer(stack, adminToken, portalWallet(), "Harbour Capital")).token;
+  const harbour = await registerIssuer(stack, adminToken, portalWallet(), "Harbour Capital");
+  issuerToken = harbour.token;
+  issuerPartnerId = harbour.issuer.partnerId;
   otherIssuerToken = (await registerIssuer(stack, adminToken, portalWallet(), "Rival Estates")).token;
   offeringId = await openOffering(
     stack,
@@ -140,6 +144,21 @@ describe("an investor's purchase, end to end", () => {
     expect(list.data.map((row: Purchase) => row.id)).toContain(purchase.id);
     // Submitting the same hash again is harmless.
     expect((await expectJson(await submit(1, purchase.id, paid.hash), 200)).status).toBe("settled");
+    // The issuer's partner hears it with the session's metadata, every value a string as the contract says.
+    const key = await expectJson(
+      await api(stack, "POST", `/api/admin/partners/${issuerPartnerId}/api-keys`, { token: adminToken }),
+      201,
+    );
+    const events = await expectJson(
+      await api(stack, "GET", "/v1/events?type=purchase.settled&limit=500", {
+        headers: { Authorization: `Bearer ${key.apiKey}` },
+      }),
+      200,
+    );
+    const settledEvent = events.data.find(
+      (item: { data: { metadata: { purchaseId?: string } } }) => item.data.metadata.purchaseId === purchase.id,
+    );
+    expect(settledEvent?.data.metadata).toEqual({ offeringId, purchaseId: purchase.id, units: "3", unitPriceUsdc: "2000000" });
   });
 
   it("issues the certificate voucher and the indexer sees the mint", async () => {

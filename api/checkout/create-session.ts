@@ -44,7 +44,8 @@ export type CreateSessionInput = {
   requiredPayer?: Address;
   /** Payment addresses to use instead of the partner's own (an offering's settlement address). */
   paymentAddresses?: string[];
-  metadata?: Record<string, unknown>;
+  /** The partner's key-value pairs, strings only as the API promises (`metadata` of the session and its events). */
+  metadata?: Record<string, string>;
   /** Hosted page options (redirects, prefill, line items); metadata travels in `metadata`. */
   presentation?: Omit<HostedOptions, "metadata">;
   idempotencyKey?: string;
@@ -185,7 +186,7 @@ export async function createSessionInTransaction(
     certificateEnabled: input.certificateEnabled,
     contact: null,
     delivery: null,
-    metadata: input.metadata === undefined ? null : (input.metadata as Record<string, string>),
+    metadata: input.metadata ?? null,
     expiresAt,
     lateUntil,
     createdAt: now,

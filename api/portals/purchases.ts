@@ -172,7 +172,7 @@ export async function startPurchase(
       metadata: {
         offeringId: offering.id,
         purchaseId,
-        units: params.units,
+        units: String(params.units),
         unitPriceUsdc: offering.unit_price_usdc,
       },
       // What the engine fingerprints for idempotency: JSON-safe (no bigint).
