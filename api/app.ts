@@ -11,7 +11,7 @@ import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
-import { requirePartnerMember } from "./portals/partner-portal.js";
+import { requireAdminMemberToChange, requirePartnerMember } from "./portals/partner-portal.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
 import type { AppEnv } from "./routes/app-env.js";
@@ -111,9 +111,11 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
    * wallet's session instead of the API key (both set the same `partner`).
    */
   // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
-  const memberPortalRoutes = (prefix: string, routes: Hono<any, any, any>) => {
-    app.use(prefix, requireMember);
-    app.use(`${prefix}/*`, requireMember);
+  const memberPortalRoutes = (prefix: string, routes: Hono<any, any, any>, options: { adminChanges?: boolean } = {}) => {
+    for (const path of [prefix, `${prefix}/*`]) {
+      app.use(path, requireMember);
+      if (options.adminChanges) app.use(path, requireAdminMemberToChange);
+    }
     app.route(prefix, routes);
   };
 
@@ -125,14 +127,15 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   partnerRoutes("/v1/orders", orderRoutes(context));
   partnerRoutes("/v1/payments", paymentRoutes(context));
   partnerRoutes("/v1/members", memberRoutes(context, [{ apiKey: [] }]));
-  memberPortalRoutes("/api/partner/webhook-endpoints", webhookEndpointsRoutes(context));
+  memberPortalRoutes("/api/partner/webhook-endpoints", webhookEndpointsRoutes(context), { adminChanges: true });
   memberPortalRoutes("/api/partner/events", eventsRoutes(context));
   memberPortalRoutes("/api/partner/checkout/sessions", checkoutSessionRoutes(context));
   memberPortalRoutes("/api/partner/orders", orderRoutes(context));
   memberPortalRoutes("/api/partner/payments", paymentRoutes(context));
-  memberPortalRoutes("/api/partner/members", memberRoutes(context, [{ portalSession: [] }]));
-  memberPortalRoutes("/api/partner/branding", brandingRoutes(context));
+  memberPortalRoutes("/api/partner/members", memberRoutes(context, [{ portalSession: [] }]), { adminChanges: true });
+  memberPortalRoutes("/api/partner/branding", brandingRoutes(context), { adminChanges: true });
   for (const path of ["/api/partner/profile", "/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireMember);
+  for (const path of ["/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireAdminMemberToChange);
   app.route("/api/partner", partnerPortalRoutes(context));
   app.route("/console", consoleRoutes());
   partnerRoutes("/v1/branding", brandingRoutes(context));

@@ -144,6 +144,7 @@ const go = async (page: Page, label: string) => {
 describe("the console: four roles through their screens in headless Chromium", () => {
   const issuerKey = generatePrivateKey();
   const memberKey = generatePrivateKey();
+  const viewerKey = generatePrivateKey();
   const adminKey = () => stack.local.admin.privateKey as Hex;
   const investorKey = () => stack.local.accounts[INVESTOR_ACCOUNT]!.privateKey as Hex;
   const offeringName = "Harbour Terminal Note";
@@ -191,6 +192,8 @@ describe("the console: four roles through their screens in headless Chromium", (
     await go(page, "Partners");
     const demo = page.locator(".card").filter({ hasText: stack.local.partner.id });
     await demo.getByLabel(/Add a member wallet/).fill(privateKeyToAccount(memberKey).address);
+    // An admin member: it will manage keys, webhooks, members and branding below.
+    await demo.getByLabel("Role").selectOption("admin");
     await demo.getByRole("button", { name: "Add member" }).click();
     await page.getByRole("status").filter({ hasText: "is now a member of" }).waitFor();
     await capture(page, "admin-partners");
@@ -434,6 +437,10 @@ describe("the console: four roles through their screens in headless Chromium", (
 
     await go(page, "Members");
     await page.getByRole("cell", { name: privateKeyToAccount(memberKey).address }).waitFor();
+    // A second wallet with the default role, member: it does the daily work but changes no keys.
+    await page.getByLabel("Wallet address").fill(privateKeyToAccount(viewerKey).address);
+    await page.getByRole("button", { name: "Add member" }).click();
+    await page.getByRole("cell", { name: privateKeyToAccount(viewerKey).address }).waitFor();
     await capture(page, "partner-members");
 
     // The session ends on the server (as an expiry would): the next call returns to sign-in with a message.
@@ -450,6 +457,14 @@ describe("the console: four roles through their screens in headless Chromium", (
     await page.getByRole("status").filter({ hasText: "Your session has expired or was signed out" }).waitFor();
     await page.getByRole("heading", { name: "Sign in to the console" }).waitFor();
     await capture(page, "sign-in-expired");
+
+    // The member-role wallet: told up front that it cannot change keys; the service refuses it anyway.
+    await signIn(page, "Partner", viewerKey);
+    await go(page, "API keys");
+    await page.getByText("only an admin member can change it").waitFor();
+    await page.getByRole("button", { name: "Create API key" }).click();
+    await page.getByRole("alert").filter({ hasText: "code: forbidden" }).waitFor();
+    await capture(page, "partner-api-keys-member-role");
     await page.close();
   });
 

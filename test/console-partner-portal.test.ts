@@ -131,6 +131,47 @@ describe("partner portal: members sign in and act for their partner only", () =>
     await expectJson(await stack.partnerFetch("/api/partner/events"), 401);
   });
 
+  it("lets a member whose role is member read keys, members, webhooks and branding but change none; an admin member may", async () => {
+    const token = await partnerSignIn(member);
+    expect((await expectJson(await api(stack, "GET", "/api/partner/profile", { token }), 200)).memberRole).toBe("member");
+    const before = {
+      keys: await expectJson(await api(stack, "GET", "/api/partner/api-keys", { token }), 200),
+      endpoints: await expectJson(await api(stack, "GET", "/api/partner/webhook-endpoints", { token }), 200),
+      branding: await expectJson(await api(stack, "GET", "/api/partner/branding", { token }), 200),
+      members: await expectJson(await api(stack, "GET", "/api/partner/members", { token }), 200),
+    };
+    const changes: [string, string, { json?: unknown }][] = [
+      ["POST", "/api/partner/api-keys", {}],
+      ["DELETE", `/api/partner/api-keys/${before.keys.data[0].id}`, {}],
+      ["POST", "/api/partner/members", { json: { address: portalWallet(generatePrivateKey()).address, role: "admin" } }],
+      ["DELETE", `/api/partner/members/${member.address}`, {}],
+      ["POST", "/api/partner/webhook-endpoints", { json: { url: "http://127.0.0.1:9/hook" } }],
+      ["PATCH", "/api/partner/branding", { json: { displayName: "Taken over" } }],
+      ["PUT", "/api/partner/branding/logo", {}],
+      ["DELETE", "/api/partner/branding/logo", {}],
+    ];
+    for (const [method, path, options] of changes) {
+      const refused = await expectJson(await api(stack, method, path, { token, ...options }), 403);
+      expect([method, path, refused.code]).toEqual([method, path, "forbidden"]);
+    }
+    // Nothing changed.
+    expect(await expectJson(await api(stack, "GET", "/api/partner/api-keys", { token }), 200)).toEqual(before.keys);
+    expect(await expectJson(await api(stack, "GET", "/api/partner/webhook-endpoints", { token }), 200)).toEqual(before.endpoints);
+    expect(await expectJson(await api(stack, "GET", "/api/partner/branding", { token }), 200)).toEqual(before.branding);
+    expect(await expectJson(await api(stack, "GET", "/api/partner/members", { token }), 200)).toEqual(before.members);
+
+    // The partner makes it an admin member (remove, add again with the role): now it may.
+    await expectJson(await stack.partnerFetch(`/v1/members/${member.address}`, { method: "DELETE" }), 204);
+    await expectJson(
+      await stack.partnerFetch("/v1/members", { method: "POST", json: { address: member.address, role: "admin" } }),
+      201,
+    );
+    const adminToken = await partnerSignIn(member);
+    expect((await expectJson(await api(stack, "GET", "/api/partner/profile", { token: adminToken }), 200)).memberRole).toBe(
+      "admin",
+    );
+  });
+
   it("issues an API key once and revokes it; the member's removal ends its access", async () => {
     const token = await partnerSignIn(member);
     const key = await expectJson(await api(stack, "POST", "/api/partner/api-keys", { token }), 201);
@@ -154,9 +195,12 @@ describe("partner portal: members sign in and act for their partner only", () =>
 });
 
 describe("partner portal: branding and the webhook test event", () => {
-  it("a member sets the partner's branding; a rival's member reads its own", async () => {
+  it("an admin member sets the partner's branding; a rival's member reads its own", async () => {
     const member = portalWallet(generatePrivateKey());
-    await expectJson(await stack.partnerFetch("/v1/members", { method: "POST", json: { address: member.address } }), 201);
+    await expectJson(
+      await stack.partnerFetch("/v1/members", { method: "POST", json: { address: member.address, role: "admin" } }),
+      201,
+    );
     const token = await partnerSignIn(member);
     const set = await expectJson(
       await api(stack, "PATCH", "/api/partner/branding", { token, json: { displayName: "Portal shop", accentColor: "#0b6e4f" } }),

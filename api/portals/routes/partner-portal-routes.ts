@@ -1,9 +1,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import type { PartnerVariables } from "../../http/partner-auth.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { createPartnerKey, partnerDetails, revokePartnerKey } from "../partner-admin.js";
-import type { PortalVariables } from "../portal-auth.js";
+import type { MemberVariables } from "../partner-portal.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
 
 const KeySchema = z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() });
@@ -16,7 +15,7 @@ export function partnerPortalRoutes(context: AppContext) {
   const tags = ["Partner portal"];
   const security = [{ portalSession: [] }];
   const keyMode = context.settings.localMode ? ("test" as const) : ("live" as const);
-  return new OpenAPIHono<AppEnv & { Variables: PortalVariables & PartnerVariables }>()
+  return new OpenAPIHono<AppEnv & { Variables: MemberVariables }>()
     .openapi(
       createRoute({
         method: "get",
@@ -33,6 +32,12 @@ export function partnerPortalRoutes(context: AppContext) {
                 name: z.string(),
                 issuerId: z.string().nullable(),
                 createdAt: z.string(),
+                memberRole: z
+                  .enum(["admin", "member"])
+                  .openapi({
+                    description:
+                      "The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding",
+                  }),
                 apiKeys: z.array(
                   z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }),
                 ),
@@ -43,7 +48,14 @@ export function partnerPortalRoutes(context: AppContext) {
           ...problemResponses,
         },
       }),
-      async (c) => c.json(await partnerDetails(context.store, c.get("partner").id, context.settings.indexSchema), 200),
+      async (c) =>
+        c.json(
+          {
+            ...(await partnerDetails(context.store, c.get("partner").id, context.settings.indexSchema)),
+            memberRole: c.get("memberRole"),
+          },
+          200,
+        ),
     )
     .openapi(
       createRoute({

@@ -8122,6 +8122,11 @@ export interface operations {
                         name: string;
                         issuerId: string | null;
                         createdAt: string;
+                        /**
+                         * @description The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding
+                         * @enum {string}
+                         */
+                        memberRole: "admin" | "member";
                         apiKeys: {
                             id: string;
                             prefix: string;

@@ -362,6 +362,7 @@ function Partners() {
   const [name, setName] = useState("");
   const [secret, setSecret] = useState<string | null>(null);
   const [members, setMembers] = useState<Record<string, string>>({});
+  const [roles, setRoles] = useState<Record<string, string>>({});
   const [added, setAdded] = useState<string | null>(null);
   return (
     <section aria-labelledby="h-partners">
@@ -420,8 +421,14 @@ function Partners() {
               onSubmit={(event) => {
                 event.preventDefault();
                 action.mutate(
-                  { path: `/api/admin/partners/${partner.id}/members`, json: { address: (members[partner.id] ?? "").trim() } },
-                  { onSuccess: (member) => setAdded(`${String(member.address)} is now a member of ${partner.name}.`) },
+                  {
+                    path: `/api/admin/partners/${partner.id}/members`,
+                    json: { address: (members[partner.id] ?? "").trim(), role: roles[partner.id] ?? "member" },
+                  },
+                  {
+                    onSuccess: (member) =>
+                      setAdded(`${String(member.address)} is now a member of ${partner.name} (${String(member.role)}).`),
+                  },
                 );
               }}
             >
@@ -434,6 +441,18 @@ function Partners() {
                     value={members[partner.id] ?? ""}
                     onChange={(e) => setMembers({ ...members, [partner.id]: e.target.value })}
                   />
+                )}
+              </Field>
+              <Field label="Role">
+                {(id) => (
+                  <select
+                    id={id}
+                    value={roles[partner.id] ?? "member"}
+                    onChange={(e) => setRoles({ ...roles, [partner.id]: e.target.value })}
+                  >
+                    <option value="member">member (daily work)</option>
+                    <option value="admin">admin (also keys, members, webhooks, branding)</option>
+                  </select>
                 )}
               </Field>
               <button type="submit">Add member</button>

@@ -435,6 +435,7 @@ function Webhooks() {
   return (
     <section aria-labelledby="h-webhooks">
       <h1 id="h-webhooks">Webhook endpoints</h1>
+      <AdminOnlyNotice />
       {secret && <SecretOnce label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
       <form
         onSubmit={(event) => {
@@ -540,6 +541,7 @@ function ApiKeys() {
   return (
     <section aria-labelledby="h-keys">
       <h1 id="h-keys">API keys</h1>
+      <AdminOnlyNotice />
       {secret && <SecretOnce label="New API key" value={secret} onDone={() => setSecret(null)} />}
       <button type="button" onClick={() => create.mutate()} disabled={create.isPending}>
         Create API key
@@ -587,8 +589,9 @@ function Members() {
     queryFn: () => api<{ data: MemberRow[] }>("/api/partner/members", { token }),
   });
   const [address, setAddress] = useState("");
+  const [role, setRole] = useState("member");
   const add = useMutation({
-    mutationFn: () => api("/api/partner/members", { token, json: { address, role: "member" } }),
+    mutationFn: () => api("/api/partner/members", { token, json: { address, role } }),
     onSuccess: () => {
       setAddress("");
       void queryClient.invalidateQueries({ queryKey: ["partner-members"] });
@@ -597,6 +600,7 @@ function Members() {
   return (
     <section aria-labelledby="h-members">
       <h1 id="h-members">Members</h1>
+      <AdminOnlyNotice />
       <p className="hint">Wallets that may sign in to this partner's console.</p>
       <form
         onSubmit={(event) => {
@@ -607,6 +611,14 @@ function Members() {
         <Field label="Wallet address">
           {(id) => (
             <input id={id} required pattern="0x[0-9a-fA-F]{40}" value={address} onChange={(e) => setAddress(e.target.value)} />
+          )}
+        </Field>
+        <Field label="Role">
+          {(id) => (
+            <select id={id} value={role} onChange={(e) => setRole(e.target.value)}>
+              <option value="member">member (daily work)</option>
+              <option value="admin">admin (also keys, members, webhooks, branding)</option>
+            </select>
           )}
         </Field>
         <button type="submit" disabled={add.isPending}>
@@ -651,6 +663,7 @@ function Branding() {
   return (
     <section aria-labelledby="h-branding">
       <h1 id="h-branding">Branding</h1>
+      <AdminOnlyNotice />
       <p className="hint">Your name, logo, colour and support contacts on the hosted checkout and claim pages.</p>
       <ListState list={{ isLoading: query.isLoading, error: query.error }} what="branding" />
       {query.data && (
@@ -770,5 +783,23 @@ function BrandingForm({
         <ProblemBox error={logo.error} />
       </form>
     </>
+  );
+}
+
+/**
+ * Changing keys, members, webhook endpoints and branding needs a member whose role is
+ * admin (the service refuses anyone else with 403); a `member` is told so up front.
+ */
+function AdminOnlyNotice() {
+  const { token } = useSession();
+  const profile = useQuery({
+    queryKey: ["partner-profile"],
+    queryFn: () => api<{ memberRole: "admin" | "member" }>("/api/partner/profile", { token }),
+  });
+  if (profile.data?.memberRole !== "member") return null;
+  return (
+    <p className="notice">
+      Your role is <strong>member</strong>: you can read this page, but only an admin member can change it.
+    </p>
   );
 }
