@@ -110,14 +110,14 @@ export function Field({
 }
 
 /** A list read page by page with the API's own cursors (`nextCursor` → `?cursor=`). */
-export function usePagedList<T>(key: unknown[], path: string, cursorParam = "cursor") {
+export function usePagedList<T>(key: unknown[], path: string) {
   const { token } = useSession();
   const query = useInfiniteQuery<Page<T>, unknown, InfiniteData<Page<T>>, unknown[], string | null>({
     queryKey: [...key, token],
     initialPageParam: null,
     queryFn: ({ pageParam }) => {
       const separator = path.includes("?") ? "&" : "?";
-      return api<Page<T>>(pageParam ? `${path}${separator}${cursorParam}=${encodeURIComponent(pageParam)}` : path, { token });
+      return api<Page<T>>(pageParam ? `${path}${separator}cursor=${encodeURIComponent(pageParam)}` : path, { token });
     },
     getNextPageParam: (last) => last.nextCursor ?? undefined,
   });

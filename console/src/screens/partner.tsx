@@ -282,7 +282,7 @@ type EventRow = {
 };
 
 function Events() {
-  const list = usePagedList<EventRow>(["partner-events"], "/api/partner/events?limit=50", "after");
+  const list = usePagedList<EventRow>(["partner-events"], "/api/partner/events?limit=50");
   return (
     <section aria-labelledby="h-events">
       <h1 id="h-events">Events</h1>
