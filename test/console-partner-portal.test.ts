@@ -180,6 +180,22 @@ describe("partner portal: members sign in and act for their partner only", () =>
     const keys = await expectJson(await api(stack, "GET", "/api/partner/api-keys", { token }), 200);
     expect(keys.data.map((k: { id: string }) => k.id)).toContain(key.id);
     expect(JSON.stringify(keys)).not.toContain(key.apiKey);
+    // Paged like every list: one key a page, oldest first, each once; a crafted cursor is refused.
+    const paged: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const path: string = `/api/partner/api-keys?limit=1${cursor === null ? "" : `&cursor=${cursor}`}`;
+      const page = await expectJson(await api(stack, "GET", path, { token }), 200);
+      expect(page.data.length).toBeLessThanOrEqual(1);
+      paged.push(...page.data.map((k: { id: string }) => k.id));
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    expect(paged).toEqual(keys.data.map((k: { id: string }) => k.id));
+    expect(paged.length).toBeGreaterThanOrEqual(2);
+    const crafted = Buffer.from(JSON.stringify({ t: "x", id: 1 })).toString("base64url");
+    expect((await expectJson(await api(stack, "GET", `/api/partner/api-keys?cursor=${crafted}`, { token }), 400)).code).toBe(
+      "invalid_cursor",
+    );
     await expectJson(await api(stack, "DELETE", `/api/partner/api-keys/${key.id}`, { token }), 204);
     expect((await api(stack, "GET", "/v1/events", { headers: { Authorization: `Bearer ${key.apiKey}` } })).status).toBe(401);
 

@@ -6,8 +6,39 @@ import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { createPartner, issueApiKey } from "../partners/api-keys.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
+import type { ApiKeyTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { type AuditActor, appendAudit } from "./audit-log.js";
+
+/** A key as the portals show it: its prefix only, never the key or its hash. */
+function apiKeyView(key: ApiKeyTable) {
+  return {
+    id: key.id,
+    prefix: key.key_prefix,
+    createdAt: new Date(Number(key.created_at)).toISOString(),
+    revokedAt: key.revoked_at === null ? null : new Date(Number(key.revoked_at)).toISOString(),
+  };
+}
+
+/** A partner's API keys, oldest first, a page at a time (a partner may create any number). */
+export function pageOfApiKeys(store: Store, params: { partnerId: string; cursor?: string; limit: number }) {
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: z.object({ t: z.number().int(), id: z.string() }),
+    fetch: (after, take) => {
+      let query = store.selectFrom("api_key").selectAll().where("partner_id", "=", params.partnerId);
+      if (after !== undefined) {
+        query = query.where((eb) =>
+          eb.or([eb("created_at", ">", after.t), eb.and([eb("created_at", "=", after.t), eb("id", ">", after.id)])]),
+        );
+      }
+      return query.orderBy("created_at").orderBy("id").limit(take).execute();
+    },
+    keyOf: (key) => ({ t: Number(key.created_at), id: key.id }),
+    view: (keys) => keys.map(apiKeyView),
+  });
+}
 
 /** A partner with its keys (prefixes only) and payment addresses, as the admin portal lists it. */
 export async function partnerDetails(store: Store, partnerId: string, indexSchema: string) {
@@ -23,12 +54,7 @@ export async function partnerDetails(store: Store, partnerId: string, indexSchem
     name: partner.name,
     issuerId: issuer?.id ?? null,
     createdAt: new Date(Number(partner.created_at)).toISOString(),
-    apiKeys: keys.map((key) => ({
-      id: key.id,
-      prefix: key.key_prefix,
-      createdAt: new Date(Number(key.created_at)).toISOString(),
-      revokedAt: key.revoked_at === null ? null : new Date(Number(key.revoked_at)).toISOString(),
-    })),
+    apiKeys: keys.map(apiKeyView),
     paymentAddresses: addresses.map(({ id, network, chainId, address, watching }) => ({
       id,
       network,

@@ -1,9 +1,9 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import type { AppEnv } from "../../routes/app-env.js";
-import { createPartnerKey, partnerDetails, revokePartnerKey } from "../partner-admin.js";
+import { createPartnerKey, pageOfApiKeys, partnerDetails, revokePartnerKey } from "../partner-admin.js";
 import type { MemberVariables } from "../partner-portal.js";
-import { jsonResponse, problemResponses } from "./schemas.js";
+import { jsonResponse, PageQuery, problemResponses } from "./schemas.js";
 
 const KeySchema = z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() });
 
@@ -32,12 +32,9 @@ export function partnerPortalRoutes(context: AppContext) {
                 name: z.string(),
                 issuerId: z.string().nullable(),
                 createdAt: z.string(),
-                memberRole: z
-                  .enum(["admin", "member"])
-                  .openapi({
-                    description:
-                      "The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding",
-                  }),
+                memberRole: z.enum(["admin", "member"]).openapi({
+                  description: "The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding",
+                }),
                 apiKeys: z.array(
                   z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }),
                 ),
@@ -63,17 +60,14 @@ export function partnerPortalRoutes(context: AppContext) {
         path: "/api-keys",
         tags,
         security,
-        summary: "The partner's API keys (prefixes only)",
-        responses: { 200: jsonResponse("Keys", z.object({ data: z.array(KeySchema), nextCursor: z.null() })) },
+        summary: "The partner's API keys (prefixes only), oldest first",
+        request: { query: PageQuery },
+        responses: {
+          200: jsonResponse("Keys", z.object({ data: z.array(KeySchema), nextCursor: z.string().nullable() })),
+          ...problemResponses,
+        },
       }),
-      async (c) =>
-        c.json(
-          {
-            data: (await partnerDetails(context.store, c.get("partner").id, context.settings.indexSchema)).apiKeys,
-            nextCursor: null,
-          },
-          200,
-        ),
+      async (c) => c.json(await pageOfApiKeys(context.store, { partnerId: c.get("partner").id, ...c.req.valid("query") }), 200),
     )
     .openapi(
       createRoute({

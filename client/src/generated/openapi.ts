@@ -764,7 +764,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The partner's API keys (prefixes only) */
+        /** The partner's API keys (prefixes only), oldest first */
         get: operations["getApiPartnerApiKeys"];
         put?: never;
         /** Issue an API key (the key is shown in this answer only) */
@@ -8253,7 +8253,10 @@ export interface operations {
     };
     getApiPartnerApiKeys: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -8273,7 +8276,19 @@ export interface operations {
                             createdAt: string;
                             revokedAt: string | null;
                         }[];
-                        nextCursor: null;
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
                     };
                 };
             };
@@ -8289,7 +8304,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8297,7 +8312,55 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
                     };
                 };
             };
@@ -8313,7 +8376,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8321,7 +8384,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };

@@ -521,10 +521,7 @@ type KeyRow = { id: string; prefix: string; createdAt: string; revokedAt: string
 function ApiKeys() {
   const { token } = useSession();
   const queryClient = useQueryClient();
-  const keys = useQuery({
-    queryKey: ["partner-keys"],
-    queryFn: () => api<{ data: KeyRow[] }>("/api/partner/api-keys", { token }),
-  });
+  const keys = usePagedList<KeyRow>(["partner-keys"], "/api/partner/api-keys");
   const [secret, setSecret] = useState<string | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["partner-keys"] });
   const create = useMutation({
@@ -548,7 +545,7 @@ function ApiKeys() {
       </button>
       <ProblemBox error={create.error ?? revoke.error ?? keys.error} />
       <Table caption="Your API keys (prefixes only)" head={["Key", "Created", "Revoked", "Action"]}>
-        {keys.data?.data.map((key) => (
+        {keys.rows.map((key) => (
           <tr key={key.id}>
             <td>
               <code>{key.prefix}…</code>
@@ -575,6 +572,7 @@ function ApiKeys() {
           </tr>
         ))}
       </Table>
+      <MoreButton list={keys} />
     </section>
   );
 }
