@@ -302,60 +302,22 @@ export async function recordedTransferTo(
 
 // Reads used by checkout and orders.
 
-/** A recorded payment as checkout and orders show it: amounts and blocks as bigint, EIP-55 addresses, epoch ms. */
-export type RecordedPayment = {
-  chainId: number;
-  transactionHash: Hex;
-  logIndex: number;
-  partnerId: string | null;
-  sessionId: string | null;
-  status: PaymentStatus;
-  reason: string | null;
-  from: Address;
-  to: Address;
-  amount: bigint;
-  blockNumber: bigint;
-  /** The block's timestamp, epoch milliseconds. */
-  minedAt: number;
-  resolution: string | null;
-  createdAt: number;
-};
-
-function toRecordedPayment(row: PaymentRow): RecordedPayment {
-  return {
-    chainId: Number(row.chain_id),
-    transactionHash: row.transaction_hash as Hex,
-    logIndex: Number(row.log_index),
-    partnerId: row.partner_id,
-    sessionId: row.session_id,
-    status: row.status,
-    reason: row.reason,
-    from: checksum(row.from_address),
-    to: checksum(row.to_address),
-    amount: BigInt(row.amount),
-    blockNumber: BigInt(row.block_number),
-    minedAt: Number(row.block_timestamp) * 1000,
-    resolution: row.resolution,
-    createdAt: Number(row.created_at),
-  };
-}
-
 /** A payment of the session in one of `statuses` (the one that pays or paid it), if any. */
 export async function paymentOfSession(
   db: Kysely<Database>,
   params: { sessionId: string; statuses: readonly PaymentStatus[] },
-): Promise<RecordedPayment | undefined> {
+): Promise<Payment | undefined> {
   const row = await db
     .selectFrom("payment")
     .selectAll()
     .where("session_id", "=", params.sessionId)
     .where("status", "in", [...params.statuses])
     .executeTakeFirst();
-  return row === undefined ? undefined : toRecordedPayment(row);
+  return row === undefined ? undefined : toPayment(row);
 }
 
 /** The latest transfer submitted on the session that does not pay it (wrong amount, late), still to be resolved. */
-export async function unresolvedPaymentOfSession(db: Kysely<Database>, sessionId: string): Promise<RecordedPayment | undefined> {
+export async function unresolvedPaymentOfSession(db: Kysely<Database>, sessionId: string): Promise<Payment | undefined> {
   const row = await db
     .selectFrom("payment")
     .selectAll()
@@ -363,11 +325,11 @@ export async function unresolvedPaymentOfSession(db: Kysely<Database>, sessionId
     .where("status", "in", ["unresolved", "refund_requested"])
     .orderBy("created_at", "desc")
     .executeTakeFirst();
-  return row === undefined ? undefined : toRecordedPayment(row);
+  return row === undefined ? undefined : toPayment(row);
 }
 
 /** A payment in a list, with the order and amount of the session it is linked to (none for an unmatched one). */
-export type ListedPayment = RecordedPayment & { orderId: string | null; expectedAmount: bigint | null };
+export type ListedPayment = Payment & { orderId: string | null; expectedAmount: bigint | null };
 
 /**
  * Payments oldest first (created, transaction hash, log index), after `after` when
@@ -410,7 +372,7 @@ export async function paymentsPage(
     .limit(params.take)
     .execute();
   return rows.map(({ order_id, expected_amount, ...row }) => ({
-    ...toRecordedPayment(row),
+    ...toPayment(row),
     orderId: order_id ?? null,
     expectedAmount: expected_amount == null ? null : BigInt(expected_amount),
   }));
