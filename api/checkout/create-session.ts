@@ -13,13 +13,11 @@ import { type HostedOptions, savePresentation } from "./hosted-options.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "./idempotency.js";
 import {
   type CheckoutSession,
-  type CheckoutSessionRow,
   expireSession,
   findSession,
   insertSession,
   openSessionsOfOrder,
   otherKindOfOrder,
-  toCheckoutSession,
 } from "./session-record.js";
 
 /** Sessions stay open 30 minutes unless the partner asks for 5 minutes to 24 hours. */
@@ -54,10 +52,7 @@ export type CreateSessionInput = {
 };
 
 export type CreatedSession = {
-  /** The session as stored: api/portals' purchases still carry rows (converted with `toCheckoutSession`). */
-  session: CheckoutSessionRow;
-  /** The same session as the domain reads it. */
-  checkoutSession: CheckoutSession;
+  session: CheckoutSession;
   clientToken: string;
   orderId: string;
   purchaseId: string;
@@ -163,7 +158,7 @@ export async function createSessionInTransaction(
     releasedAt: lateUntil,
     now,
   });
-  const row = await insertSession(trx, {
+  const session = await insertSession(trx, {
     id: sessionId,
     partnerId: input.partnerId,
     orderId: order.id,
@@ -196,8 +191,7 @@ export async function createSessionInTransaction(
   const clientToken = await issueClientToken(trx, { sessionId, expiresAt, now });
   await remember(sessionId);
   return {
-    session: row,
-    checkoutSession: toCheckoutSession(row),
+    session,
     clientToken,
     orderId: order.id,
     purchaseId: order.purchaseId,
@@ -242,16 +236,14 @@ async function reissue(
   trx: Kysely<Database>,
   params: { sessionId: string; now: number; lifetimeMs: number; replayed: boolean },
 ): Promise<CreatedSession> {
-  const row = await findSession(trx, params.sessionId);
-  if (row === undefined) throw new Error(`checkout session ${params.sessionId} not found`);
-  const session = toCheckoutSession(row);
+  const session = await findSession(trx, params.sessionId);
+  if (session === undefined) throw new Error(`checkout session ${params.sessionId} not found`);
   const order = await getOrder(trx, session.orderId);
   // A fresh browser credential: tokens are stored hashed, so the first one cannot be read back.
   const expiresAt = Math.max(session.expiresAt, session.status === "settled" ? params.now + params.lifetimeMs : 0);
   const clientToken = await issueClientToken(trx, { sessionId: session.id, expiresAt, now: params.now });
   return {
-    session: row,
-    checkoutSession: session,
+    session,
     clientToken,
     orderId: order.id,
     purchaseId: order.purchaseId,

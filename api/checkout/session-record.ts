@@ -114,17 +114,6 @@ function toSessionRow(session: CheckoutSession): CheckoutSessionRow {
 }
 
 /**
- * A session as a caller may still hold it: the domain type, or a row that
- * `api/portals` reads itself (converted here, once). Functions that api/portals calls
- * with a session take this until the portals read `CheckoutSession` too.
- */
-export type SessionInput = CheckoutSession | CheckoutSessionRow;
-
-export function asCheckoutSession(session: SessionInput): CheckoutSession {
-  return "partner_id" in session ? toCheckoutSession(session) : session;
-}
-
-/**
  * A session's legal status changes. Each is one guarded UPDATE (`WHERE status =
  * <the status read>`), so two writers cannot both move it; a change not listed here
  * throws `TransitionRefused`.
@@ -197,28 +186,20 @@ export async function moveSession(
   return result.numUpdatedRows === 1n;
 }
 
-/** Inserts a new session; answers the row as stored. */
-export async function insertSession(trx: Kysely<Database>, session: CheckoutSession): Promise<CheckoutSessionRow> {
+/** Inserts a new session; answers it as a read would (what the store kept, converted back). */
+export async function insertSession(trx: Kysely<Database>, session: CheckoutSession): Promise<CheckoutSession> {
   const row = toSessionRow(session);
   await trx.insertInto("checkout_session").values(row).execute();
-  return row;
+  return toCheckoutSession(row);
 }
 
-/**
- * The row as stored. Kept for `api/portals` (its purchases still carry rows), which
- * converts with `toCheckoutSession`; everything else reads `getSession` / `findCheckoutSession`.
- */
-export async function findSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSessionRow | undefined> {
-  return db.selectFrom("checkout_session").selectAll().where("id", "=", sessionId).executeTakeFirst();
-}
-
-export async function findCheckoutSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSession | undefined> {
-  const row = await findSession(db, sessionId);
+export async function findSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSession | undefined> {
+  const row = await db.selectFrom("checkout_session").selectAll().where("id", "=", sessionId).executeTakeFirst();
   return row === undefined ? undefined : toCheckoutSession(row);
 }
 
 export async function getSession(db: Kysely<Database>, sessionId: string): Promise<CheckoutSession> {
-  const session = await findCheckoutSession(db, sessionId);
+  const session = await findSession(db, sessionId);
   if (session === undefined) throw new Error(`checkout session ${sessionId} not found`);
   return session;
 }
@@ -262,7 +243,7 @@ export async function sessionOfOrder(
   db: Kysely<Database>,
   order: Pick<Order, "id" | "settledSessionId">,
 ): Promise<CheckoutSession | undefined> {
-  if (order.settledSessionId !== null) return findCheckoutSession(db, order.settledSessionId);
+  if (order.settledSessionId !== null) return findSession(db, order.settledSessionId);
   const row = await db
     .selectFrom("checkout_session")
     .selectAll()

@@ -1,14 +1,13 @@
 import type { NetworkConfig } from "../config/networks.js";
 import { USDC_DECIMALS } from "../money.js";
-import { asCheckoutSession, type CheckoutSession, type SessionInput } from "./session-record.js";
+import type { CheckoutSession } from "./session-record.js";
 
 /** EIP-681 payment link: `ethereum:<token>@<chainId>/transfer?address=<recipient>&uint256=<amount>`. */
 export function eip681Uri(params: { token: string; chainId: number; recipient: string; amount: string }): string {
   return `ethereum:${params.token}@${params.chainId}/transfer?address=${params.recipient}&uint256=${params.amount}`;
 }
 
-export function paymentView(input: SessionInput) {
-  const session = asCheckoutSession(input);
+export function paymentView(session: CheckoutSession) {
   return {
     token: "USDC" as const,
     tokenAddress: session.tokenAddress,

@@ -1,7 +1,7 @@
 import { getAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import { asCheckoutSession, type SessionInput, sessionOwners } from "../checkout/session-record.js";
+import { type CheckoutSession, sessionOwners } from "../checkout/session-record.js";
 import type { Store } from "../store/open-store.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { readTokenDomain } from "./eip3009.js";
@@ -40,8 +40,7 @@ export async function latestAuthorization(store: Store, sessionId: string) {
  * domain the wallet must sign against (read from the token itself), and the latest
  * relayed authorization with its outcome (a failed relay is reported here).
  */
-export async function gaslessSessionView(context: AppContext, input: SessionInput) {
-  const session = asCheckoutSession(input);
+export async function gaslessSessionView(context: AppContext, session: CheckoutSession) {
   const network = networkByChainId(context, session.chainId);
   const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
   const latest = await latestAuthorization(context.store, session.id);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import { asCheckoutSession, type CheckoutSession, findCheckoutSession, type SessionInput } from "../checkout/session-record.js";
+import { type CheckoutSession, findSession } from "../checkout/session-record.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";
@@ -40,10 +40,9 @@ function refused(code: ProblemCode, detail: string, status: 409 | 422 | 503 = 42
  */
 export async function submitAuthorization(
   context: AppContext,
-  params: { session: SessionInput; submission: AuthorizationSubmission; requiredPayer?: Address },
+  params: { session: CheckoutSession; submission: AuthorizationSubmission; requiredPayer?: Address },
 ): Promise<RelayAnswer> {
-  const { submission } = params;
-  const session = asCheckoutSession(params.session);
+  const { session, submission } = params;
   const { authorization, signature } = submission;
   const network = networkByChainId(context, session.chainId);
   if (network === undefined) throw new Error(`session ${session.id} is on a network that is not enabled`);
@@ -133,7 +132,7 @@ export async function submitAuthorization(
 
   const row = await storeAuthorization(context, { session, authorization, signature });
   // A plain transfer may have been credited while we checked: never pay a session twice.
-  const current = await findCheckoutSession(context.store, session.id);
+  const current = await findSession(context.store, session.id);
   if (current?.status !== "awaiting_payment") {
     await recordRelayFailure(context, row.id, "session_not_open", `The session became ${current?.status} before sending.`);
     throw refused("session_not_open", `The session is ${current?.status}; it takes no new payment.`, 409);

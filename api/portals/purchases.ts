@@ -5,13 +5,7 @@ import type { AppContext } from "../app-context.js";
 import { type Certificate, certificatesOfOrders } from "../certificates/certificate-record.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { createSessionInTransaction } from "../checkout/create-session.js";
-import {
-  type CheckoutSession,
-  type CheckoutSessionRow,
-  findSession,
-  sessionsByIds,
-  toCheckoutSession,
-} from "../checkout/session-record.js";
+import { type CheckoutSession, findSession, sessionsByIds } from "../checkout/session-record.js";
 import { eip681Uri } from "../checkout/session-view.js";
 import { checksum } from "../checksum-address.js";
 import type { NetworkName } from "../config/networks.js";
@@ -178,7 +172,7 @@ export async function startPurchase(
       // What the engine fingerprints for idempotency: JSON-safe (no bigint).
       requestBody: { offeringId: offering.id, purchaseId, units: params.units, totalPriceUsdc: total.toString() },
     });
-    const session = toCheckoutSession(created.session);
+    const { session } = created;
     const purchase: Purchase = {
       id: purchaseId,
       offeringId: offering.id,
@@ -195,7 +189,7 @@ export async function startPurchase(
       createdAt: now,
     };
     await insertPurchase(trx, purchase);
-    return { purchase, created: { ...created, session } };
+    return { purchase, created };
   });
   return {
     purchase,
@@ -242,7 +236,7 @@ export async function ownPurchase(store: Store, investor: string, purchaseId: st
   return purchase;
 }
 
-export async function sessionOf(store: Store, purchase: Purchase): Promise<CheckoutSessionRow> {
+export async function sessionOf(store: Store, purchase: Purchase): Promise<CheckoutSession> {
   const session = purchase.sessionId === null ? undefined : await findSession(store, purchase.sessionId);
   if (session === undefined) {
     throw new ProblemError({
@@ -303,7 +297,7 @@ export async function claimPurchaseCertificate(
   const offering = await findOffering(context.store, purchase.offeringId);
   if (offering !== undefined) await refuseIneligibleRecipient(context.store, { recipient: purchase.recipient, offering });
   const session = await sessionOf(context.store, purchase);
-  return claimCertificate(context, { orderId: session.order_id, walletAddress: purchase.recipient });
+  return claimCertificate(context, { orderId: session.orderId, walletAddress: purchase.recipient });
 }
 
 /** The certificate's wallet must pass the offering's rules as an investor would (frozen, KYC, jurisdiction, accreditation). */

@@ -266,7 +266,7 @@ export function checkoutSessionRoutes(context: AppContext) {
         idempotencyKey: body.idempotencyKey,
         requestBody: body,
       });
-      const session = created.checkoutSession;
+      const session = created.session;
       const presentation = await readPresentation(context.store, session.id);
       const baseUrl = context.settings.publicBaseUrl ?? new URL(c.req.url).origin;
       const view = {

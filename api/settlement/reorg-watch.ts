@@ -1,7 +1,7 @@
 import type { Kysely } from "kysely";
 import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
-import { findSession, toCheckoutSession } from "../checkout/session-record.js";
+import { findSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
@@ -165,8 +165,7 @@ async function recordReorgEvent(
 
 /** The session a payment paid and its order, when it names one. */
 async function sessionAndOrder(trx: Kysely<Database>, sessionId: string | null) {
-  const row = sessionId === null ? undefined : await findSession(trx, sessionId);
-  const session = row === undefined ? undefined : toCheckoutSession(row);
+  const session = sessionId === null ? undefined : await findSession(trx, sessionId);
   const [order] = session === undefined ? [] : await purchaseIdsOfOrders(trx, [session.orderId]);
   return session === undefined || order === undefined ? undefined : { session, order };
 }

@@ -1,7 +1,7 @@
 import { type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import { asCheckoutSession, type CheckoutSession, type SessionInput } from "../checkout/session-record.js";
+import type { CheckoutSession } from "../checkout/session-record.js";
 import { ProblemError } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
@@ -64,9 +64,9 @@ export type SubmissionResult = {
  */
 export async function submitTransactionHash(
   context: AppContext,
-  params: { session: SessionInput; transactionHash: Hex },
+  params: { session: CheckoutSession; transactionHash: Hex },
 ): Promise<SubmissionResult> {
-  const session = asCheckoutSession(params.session);
+  const { session } = params;
   const transactionHash = params.transactionHash.toLowerCase() as Hex;
   const network = networkByChainId(context, session.chainId);
   if (network === undefined) throw new Error(`session ${session.id} is on a network that is not enabled`);

@@ -331,7 +331,7 @@ describe.each(dialects)("on %s", (_name, open) => {
         network: "local",
         chainId: 31337,
         sessionId: created.session.id,
-        expiresAt: Number(created.session.expires_at),
+        expiresAt: created.session.expiresAt,
         releasedAt: null,
         createdAt: Date.now(),
       };
@@ -339,7 +339,7 @@ describe.each(dialects)("on %s", (_name, open) => {
       const heldBefore = await unpaidUnitsOfUnverified(store, "off_a");
       expect(await settledPurchasesOfOffering(store, "off_a")).toEqual([]);
 
-      const paid = transfer(BigInt(created.session.amount_due), 400n);
+      const paid = transfer(created.session.amountDue, 400n);
       expect((await recordTransfer(store, { transfer: paid, network, head: 410n })).status).toBe("settled");
 
       expect(await unpaidUnitsOfUnverified(store, "off_a")).toBe(heldBefore - 3);
@@ -373,14 +373,14 @@ describe.each(dialects)("on %s", (_name, open) => {
           },
         ),
       );
-      const paid = transfer(BigInt(created.session.amount_due), 300n);
+      const paid = transfer(created.session.amountDue, 300n);
       expect((await recordTransfer(store, { transfer: paid, network, head: 310n })).status).toBe("settled");
 
       const [payment] = await payingPaymentsOfSessions(store, [created.session.id]);
       expect(payment).toMatchObject({
         sessionId: created.session.id,
         status: "settled",
-        amount: BigInt(created.session.amount_due),
+        amount: created.session.amountDue,
         from: getAddress(PAYER),
         to: getAddress(PAY_TO),
         blockNumber: 300n,
