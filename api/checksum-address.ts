@@ -1,4 +1,4 @@
-import { type Address, getAddress } from "viem";
+import { type Address, getAddress, type Hex } from "viem";
 
 /**
  * An address as responses and events show it: EIP-55 checksum case (docs/http-conventions.md,
@@ -12,4 +12,12 @@ export function checksum(address: string): Address {
 
 export function checksumOrNull(address: string | null | undefined): Address | null {
   return address === null || address === undefined ? null : getAddress(address);
+}
+
+/**
+ * An address or hash in the index's form: lower-case hex, as Ponder and the store keep
+ * it (an `IndexedTransfer` built from a receipt takes this form, like one read from the index).
+ */
+export function indexForm<value extends Hex>(value: value): Hex {
+  return `0x${value.slice(2).toLowerCase()}`;
 }

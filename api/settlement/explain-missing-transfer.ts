@@ -1,5 +1,6 @@
 import { LRUCache } from "lru-cache";
 import { erc20Abi, type Hex, type PublicClient, parseEventLogs, TransactionReceiptNotFoundError } from "viem";
+import { indexForm } from "../checksum-address.js";
 import { ProblemError } from "../http/problem.js";
 import { isRpcUnavailable, unavailableProblems } from "../http/unavailable-problems.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
@@ -105,11 +106,11 @@ async function readReceipt(
       : [
           {
             chainId: params.chainId,
-            transactionHash: receipt.transactionHash.toLowerCase() as Hex,
+            transactionHash: indexForm(receipt.transactionHash),
             logIndex: log.logIndex,
-            token: log.address.toLowerCase() as Hex,
-            from: log.args.from.toLowerCase() as Hex,
-            to: log.args.to.toLowerCase() as Hex,
+            token: indexForm(log.address),
+            from: indexForm(log.args.from),
+            to: indexForm(log.args.to),
             value: log.args.value,
             blockNumber: receipt.blockNumber,
             blockHash: receipt.blockHash,

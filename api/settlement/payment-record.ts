@@ -60,6 +60,28 @@ export function toPayment(row: PaymentRow): Payment {
   };
 }
 
+/** A new payment as the store keeps it: addresses and hashes lower case, the block's time in seconds. */
+function toPaymentRow(payment: Payment): PaymentRow {
+  return {
+    chain_id: payment.chainId,
+    transaction_hash: payment.transactionHash.toLowerCase(),
+    log_index: payment.logIndex,
+    partner_id: payment.partnerId,
+    session_id: payment.sessionId,
+    status: payment.status,
+    reason: payment.reason,
+    from_address: payment.from.toLowerCase(),
+    to_address: payment.to.toLowerCase(),
+    amount: payment.amount.toString(),
+    block_number: Number(payment.blockNumber),
+    block_hash: payment.blockHash.toLowerCase(),
+    block_timestamp: Math.floor(payment.minedAt / 1000),
+    resolution: payment.resolution,
+    created_at: payment.createdAt,
+    updated_at: payment.updatedAt,
+  };
+}
+
 /**
  * A payment's legal status changes. A `pending` payment whose transfer was reorged
  * away before it confirmed is deleted (`forgetPendingPayment`), not moved: the index
@@ -89,33 +111,32 @@ export const paymentTransitions = {
 
 export type PaymentTransition = keyof typeof paymentTransitions;
 
+/** A payment's key; the transaction hash in any case (the store keeps lower case). */
 export type PaymentKey = { chainId: number; transactionHash: string; logIndex: number };
 
-/** A payment as read, by row (the settlement consumers still read rows) or by domain type. */
-type PaymentRead =
-  | Pick<PaymentRow, "chain_id" | "transaction_hash" | "log_index" | "status">
-  | Pick<Payment, "chainId" | "transactionHash" | "logIndex" | "status">;
+const keyOf = (payment: PaymentKey): PaymentKey => ({
+  chainId: payment.chainId,
+  transactionHash: payment.transactionHash.toLowerCase(),
+  logIndex: payment.logIndex,
+});
 
-const keyOf = (payment: PaymentRead): PaymentKey =>
-  "chain_id" in payment
-    ? { chainId: payment.chain_id, transactionHash: payment.transaction_hash, logIndex: payment.log_index }
-    : { chainId: payment.chainId, transactionHash: payment.transactionHash.toLowerCase(), logIndex: payment.logIndex };
-
-export async function findPayment(db: Kysely<Database>, key: PaymentKey): Promise<PaymentRow | undefined> {
-  return db
+export async function findPayment(db: Kysely<Database>, payment: PaymentKey): Promise<Payment | undefined> {
+  const key = keyOf(payment);
+  const row = await db
     .selectFrom("payment")
     .selectAll()
     .where("chain_id", "=", key.chainId)
     .where("transaction_hash", "=", key.transactionHash)
     .where("log_index", "=", key.logIndex)
     .executeTakeFirst();
+  return row === undefined ? undefined : toPayment(row);
 }
 
 /** Records a transfer once; answers false when it was recorded already (by another process, say). */
-export async function insertPayment(trx: Kysely<Database>, payment: PaymentRow): Promise<boolean> {
+export async function insertPayment(trx: Kysely<Database>, payment: Payment): Promise<boolean> {
   const inserted = await trx
     .insertInto("payment")
-    .values(payment)
+    .values(toPaymentRow(payment))
     .onConflict((oc) => oc.doNothing())
     .executeTakeFirst();
   return inserted.numInsertedOrUpdatedRows === 1n;
@@ -129,10 +150,10 @@ export async function insertPayment(trx: Kysely<Database>, payment: PaymentRow):
 export async function movePayment(
   trx: Kysely<Database>,
   params: {
-    payment: PaymentRead;
+    payment: PaymentKey & Pick<Payment, "status">;
     transition: PaymentTransition;
     now: number;
-    set?: Partial<Pick<PaymentRow, "reason" | "resolution" | "session_id" | "partner_id">>;
+    set?: Partial<Pick<Payment, "reason" | "resolution" | "sessionId" | "partnerId">>;
     /** The block it is mined in now (a reorg moved it). */
     block?: { number: bigint; hash: Hex };
   },
@@ -141,9 +162,18 @@ export async function movePayment(
   const rule = ruleFor<PaymentStatus, PaymentTransition>("payment", paymentTransitions, transition, payment.status);
   const key = keyOf(payment);
   const block = params.block === undefined ? {} : blockColumns(params.block);
+  const set = params.set ?? {};
   let update = trx
     .updateTable("payment")
-    .set({ ...params.set, ...block, status: rule.to, updated_at: params.now })
+    .set({
+      ...("reason" in set ? { reason: set.reason } : {}),
+      ...("resolution" in set ? { resolution: set.resolution } : {}),
+      ...("sessionId" in set ? { session_id: set.sessionId } : {}),
+      ...("partnerId" in set ? { partner_id: set.partnerId } : {}),
+      ...block,
+      status: rule.to,
+      updated_at: params.now,
+    })
     .where("chain_id", "=", key.chainId)
     .where("transaction_hash", "=", key.transactionHash)
     .where("log_index", "=", key.logIndex)
@@ -154,7 +184,8 @@ export async function movePayment(
 }
 
 /** A pending payment whose transfer the index no longer holds is forgotten; answers whether this call removed it. */
-export async function forgetPendingPayment(trx: Kysely<Database>, payment: PaymentKey): Promise<boolean> {
+export async function forgetPendingPayment(trx: Kysely<Database>, key: PaymentKey): Promise<boolean> {
+  const payment = keyOf(key);
   const removed = await trx
     .deleteFrom("payment")
     .where("chain_id", "=", payment.chainId)
@@ -207,14 +238,15 @@ export async function recordedKeys(
   return new Set(known.map((row) => `${row.transaction_hash}:${row.log_index}`));
 }
 
-export async function pendingPayments(db: Kysely<Database>, params: { chainId: number; limit: number }) {
-  return db
+export async function pendingPayments(db: Kysely<Database>, params: { chainId: number; limit: number }): Promise<Payment[]> {
+  const rows = await db
     .selectFrom("payment")
     .selectAll()
     .where("status", "=", "pending")
     .where("chain_id", "=", params.chainId)
     .limit(params.limit)
     .execute();
+  return rows.map(toPayment);
 }
 
 /** Credited (or reorged) payments mined within [fromBlock, toBlock], for the reorg watch. */
@@ -288,16 +320,17 @@ export async function purchaseIdsPaidBy(db: Kysely<Database>, transactionHash: H
 /** The recorded transfer of this hash that pays exactly `amount` to `to` (the hash submission's fast path). */
 export async function recordedTransferTo(
   db: Kysely<Database>,
-  params: { chainId: number; transactionHash: string; to: string; amount: string },
-) {
-  return db
+  params: { chainId: number; transactionHash: Hex; to: Address; amount: bigint },
+): Promise<Payment | undefined> {
+  const row = await db
     .selectFrom("payment")
     .selectAll()
     .where("chain_id", "=", params.chainId)
-    .where("transaction_hash", "=", params.transactionHash)
-    .where("to_address", "=", params.to)
-    .where("amount", "=", params.amount)
+    .where("transaction_hash", "=", params.transactionHash.toLowerCase())
+    .where("to_address", "=", params.to.toLowerCase())
+    .where("amount", "=", params.amount.toString())
     .executeTakeFirst();
+  return row === undefined ? undefined : toPayment(row);
 }
 
 // Reads used by checkout and orders.

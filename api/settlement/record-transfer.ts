@@ -16,8 +16,8 @@ import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { creditOrder, findOrder, getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
-import type { Database, PaymentTable } from "../store/database.js";
-import { findPayment, forgetPendingPayment, insertPayment, movePayment } from "./payment-record.js";
+import type { Database, PaymentStatus } from "../store/database.js";
+import { findPayment, forgetPendingPayment, insertPayment, movePayment, type Payment } from "./payment-record.js";
 
 export { findPayment } from "./payment-record.js";
 
@@ -101,6 +101,31 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
   return { kind: "unresolved", reason: judged.reason, session: judged.linked ? session : undefined };
 }
 
+/** A payment for an indexed transfer, as first recorded. */
+export function newPayment(
+  transfer: IndexedTransfer,
+  params: { partnerId: string | null; sessionId: string | null; status: PaymentStatus; reason: string | null; now: number },
+): Payment {
+  return {
+    chainId: transfer.chainId,
+    transactionHash: transfer.transactionHash,
+    logIndex: transfer.logIndex,
+    partnerId: params.partnerId,
+    sessionId: params.sessionId,
+    status: params.status,
+    reason: params.reason,
+    from: checksum(transfer.from),
+    to: checksum(transfer.to),
+    amount: transfer.value,
+    blockNumber: transfer.blockNumber,
+    blockHash: transfer.blockHash,
+    minedAt: Number(transfer.blockTimestamp) * 1000,
+    resolution: null,
+    createdAt: params.now,
+    updatedAt: params.now,
+  };
+}
+
 /**
  * Records what a newly indexed transfer to a payment address means, once: the
  * payment row's key (chain, tx hash, log index) is the replay guard. A match
@@ -110,7 +135,7 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
 export async function recordTransfer(
   store: Kysely<Database>,
   params: { transfer: IndexedTransfer; network: NetworkConfig; head: bigint; now?: number },
-): Promise<PaymentTable> {
+): Promise<Payment> {
   const { transfer, network } = params;
   const now = params.now ?? Date.now();
   return store.transaction().execute(async (trx) => {
@@ -125,31 +150,25 @@ export async function recordTransfer(
       .where("chain_id", "=", transfer.chainId)
       .where("address", "=", transfer.to)
       .executeTakeFirst();
-    const payment: PaymentTable = {
-      chain_id: transfer.chainId,
-      transaction_hash: transfer.transactionHash,
-      log_index: transfer.logIndex,
-      partner_id: decision.session?.partnerId ?? owner?.partner_id ?? null,
-      session_id: decision.session?.id ?? null,
+    const payment = newPayment(transfer, {
+      partnerId: decision.session?.partnerId ?? owner?.partner_id ?? null,
+      sessionId: decision.session?.id ?? null,
       status: decision.kind === "unresolved" ? "unresolved" : confirmations >= network.confirmations ? "settled" : "pending",
       reason: decision.kind === "unresolved" ? decision.reason : null,
-      from_address: transfer.from,
-      to_address: transfer.to,
-      amount: transfer.value.toString(),
-      block_number: Number(transfer.blockNumber),
-      block_hash: transfer.blockHash,
-      block_timestamp: Number(transfer.blockTimestamp),
-      resolution: null,
-      created_at: now,
-      updated_at: now,
-    };
+      now,
+    });
     // Another process may have recorded it since we looked: its row stands.
-    if (!(await insertPayment(trx, payment))) return (await findPayment(trx, transfer)) as PaymentTable;
+    if (!(await insertPayment(trx, payment))) {
+      const recorded = await findPayment(trx, transfer);
+      if (recorded === undefined)
+        throw new Error(`payment ${transfer.transactionHash}:${transfer.logIndex} vanished while recorded`);
+      return recorded;
+    }
     // A session that saw a transfer may see another (a duplicate, a top-up): its reference stays its own.
     if (decision.session !== undefined) await holdReferenceForLateWindow(trx, decision.session);
 
     if (decision.kind === "unresolved") {
-      if (payment.partner_id !== null) await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });
+      if (payment.partnerId !== null) await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });
       return payment;
     }
     const moved = await moveSession(trx, {
@@ -171,26 +190,26 @@ export async function recordTransfer(
 /** A pending payment whose block now has enough confirmations settles; one that was reorged away is forgotten. */
 export async function confirmPendingPayment(
   store: Kysely<Database>,
-  params: { payment: PaymentTable; stillIndexed: boolean; network: NetworkConfig; head: bigint; now?: number },
+  params: { payment: Payment; stillIndexed: boolean; network: NetworkConfig; head: bigint; now?: number },
 ): Promise<"settled" | "pending" | "reorged"> {
   const now = params.now ?? Date.now();
   const { payment } = params;
-  const key = { chainId: payment.chain_id, transactionHash: payment.transaction_hash, logIndex: payment.log_index };
+  const { sessionId } = payment;
   if (!params.stillIndexed) {
     await store.transaction().execute(async (trx) => {
-      if (!(await forgetPendingPayment(trx, key)) || payment.session_id === null) return;
-      const session = await getSession(trx, payment.session_id);
+      if (!(await forgetPendingPayment(trx, payment)) || sessionId === null) return;
+      const session = await getSession(trx, sessionId);
       if (session.status === "payment_pending") await moveSession(trx, { session, transition: "reopen", now });
     });
     return "reorged";
   }
-  const confirmations = confirmationsOf({ blockNumber: BigInt(payment.block_number) }, params.head);
+  const confirmations = confirmationsOf(payment, params.head);
   if (confirmations < params.network.confirmations) return "pending";
   await store.transaction().execute(async (trx) => {
-    const current = await findPayment(trx, key);
+    const current = await findPayment(trx, payment);
     if (current?.status !== "pending") return;
-    if (!(await movePayment(trx, { payment: current, transition: "confirm", now })) || payment.session_id === null) return;
-    let session = await getSession(trx, payment.session_id);
+    if (!(await movePayment(trx, { payment: current, transition: "confirm", now })) || sessionId === null) return;
+    let session = await getSession(trx, sessionId);
     if (session.status === "payment_pending" && (await moveSession(trx, { session, transition: "confirm", now }))) {
       session = { ...session, status: "settled" };
     }
@@ -206,7 +225,7 @@ export async function settleOrder(
   trx: Kysely<Database>,
   params: {
     session: CheckoutSession;
-    payment: PaymentTable;
+    payment: Payment;
     network: NetworkConfig;
     confirmations: number;
     now: number;
@@ -236,22 +255,22 @@ export async function settleOrder(
       orderId: order.id,
       purchaseId: order.purchaseId,
       sessionId: session.id,
-      transactionHash: payment.transaction_hash,
-      logIndex: payment.log_index,
+      transactionHash: payment.transactionHash,
+      logIndex: payment.logIndex,
       network: network.name,
       chainId: network.chainId,
-      blockNumber: String(payment.block_number),
+      blockNumber: payment.blockNumber.toString(),
       confirmations: params.confirmations,
-      payer: checksum(payment.from_address),
-      recipient: checksum(payment.to_address),
+      payer: payment.from,
+      recipient: payment.to,
       tokenAddress: session.tokenAddress,
       totalPriceUsdc: session.totalPriceUsdc.toString(),
-      amountPaid: payment.amount,
+      amountPaid: payment.amount.toString(),
       certificate: { enabled: session.certificateEnabled },
       settledAt: new Date(now).toISOString(),
       ...(params.resolution === undefined ? {} : { resolution: params.resolution }),
       // An attached payment may be below the total: the partner decided to accept it.
-      ...(BigInt(payment.amount) < session.totalPriceUsdc ? { underpaid: true } : {}),
+      ...(payment.amount < session.totalPriceUsdc ? { underpaid: true } : {}),
     },
   });
   // Other sessions of this order can no longer be paid.
@@ -270,10 +289,10 @@ export async function settleOrder(
  */
 async function flagDuplicate(
   trx: Kysely<Database>,
-  params: { payment: PaymentTable; session: CheckoutSession; network: NetworkConfig; now: number },
-): Promise<PaymentTable> {
+  params: { payment: Payment; session: CheckoutSession; network: NetworkConfig; now: number },
+): Promise<Payment> {
   const { session, now } = params;
-  const payment: PaymentTable = { ...params.payment, status: "unresolved", reason: "duplicate_payment", updated_at: now };
+  const payment: Payment = { ...params.payment, status: "unresolved", reason: "duplicate_payment", updatedAt: now };
   await movePayment(trx, { payment: params.payment, transition: "reject_duplicate", now, set: { reason: payment.reason } });
   if (session.status === "payment_pending" || session.status === "settled") {
     await moveSession(trx, { session, transition: "reject_duplicate", now });
@@ -284,28 +303,28 @@ async function flagDuplicate(
 
 export async function recordUnresolvedEvent(
   trx: Kysely<Database>,
-  params: { payment: PaymentTable; session: CheckoutSession | undefined; network: NetworkConfig; now: number },
+  params: { payment: Payment; session: CheckoutSession | undefined; network: NetworkConfig; now: number },
 ) {
   const { payment, session } = params;
   const order = session ? await findOrder(trx, session.orderId) : undefined;
   await recordEvent(trx, {
-    partnerId: payment.partner_id as string,
+    partnerId: payment.partnerId as string,
     type: "payment.unresolved",
-    orderingKey: order?.id ?? `${payment.chain_id}:${payment.transaction_hash}:${payment.log_index}`,
+    orderingKey: order?.id ?? `${payment.chainId}:${payment.transactionHash}:${payment.logIndex}`,
     now: params.now,
     data: {
       externalOrderId: session?.externalOrderId,
       orderId: order?.id,
       purchaseId: order?.purchaseId,
       sessionId: session?.id,
-      transactionHash: payment.transaction_hash,
-      logIndex: payment.log_index,
+      transactionHash: payment.transactionHash,
+      logIndex: payment.logIndex,
       network: params.network.name,
-      chainId: payment.chain_id,
+      chainId: payment.chainId,
       reason: payment.reason,
-      payer: checksum(payment.from_address),
-      recipient: checksum(payment.to_address),
-      amount: payment.amount,
+      payer: payment.from,
+      recipient: payment.to,
+      amount: payment.amount.toString(),
       expectedAmount: session?.amountDue.toString(),
     },
   });

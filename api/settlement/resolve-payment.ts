@@ -5,9 +5,9 @@ import { moveSession, sessionForAttach, sessionTransitions } from "../checkout/s
 import { ProblemError, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";
-import type { Database, PaymentTable } from "../store/database.js";
+import type { Database } from "../store/database.js";
 import { allows } from "../store/transition-table.js";
-import { movePayment, paymentTransitions } from "./payment-record.js";
+import { movePayment, type Payment, paymentTransitions } from "./payment-record.js";
 import { findPayment, settleOrder } from "./record-transfer.js";
 
 export type { PaymentKey } from "./payment-record.js";
@@ -37,14 +37,15 @@ const alreadySettled = () =>
  * The partner whose payment address received the transfer: only it (or an
  * administrator on its behalf) may credit the money to one of its orders.
  */
-async function paymentOwner(trx: Kysely<Database>, payment: PaymentTable): Promise<string | null> {
+async function paymentOwner(trx: Kysely<Database>, payment: Payment): Promise<string | null> {
   const owner = await trx
     .selectFrom("payment_address")
     .select("partner_id")
-    .where("chain_id", "=", payment.chain_id)
-    .where("address", "=", payment.to_address)
+    .where("chain_id", "=", payment.chainId)
+    // The store keeps payment addresses lower case.
+    .where("address", "=", payment.to.toLowerCase())
     .executeTakeFirst();
-  return owner?.partner_id ?? payment.partner_id;
+  return owner?.partner_id ?? payment.partnerId;
 }
 
 /**
@@ -79,7 +80,7 @@ export async function attachPayment(
   },
 ) {
   const now = params.now ?? Date.now();
-  const payment = await findPayment(trx, { ...params, transactionHash: params.transactionHash.toLowerCase() });
+  const payment = await findPayment(trx, params);
   if (payment === undefined) throw problems.notFound("Payment");
   const owner = await paymentOwner(trx, payment);
   if (params.partnerId !== undefined && owner !== params.partnerId) throw problems.notFound("Payment");
@@ -100,8 +101,8 @@ export async function attachPayment(
   // The session the customer submitted it on, when it is this order's; else the order's latest there.
   const session = await sessionForAttach(trx, {
     orderId: order.id,
-    chainId: payment.chain_id,
-    submittedOn: payment.session_id,
+    chainId: payment.chainId,
+    submittedOn: payment.sessionId,
   });
   if (session === undefined) throw problems.invalidRequest("The order has no checkout session on the payment's network.");
   if (!allows(sessionTransitions, "attach", session.status)) {
@@ -113,7 +114,7 @@ export async function attachPayment(
       detail: "Wait for the purchase.settled event (or read the order); attach this payment only if that one fails.",
     });
   }
-  const network = networkByChainId(params, payment.chain_id);
+  const network = networkByChainId(params, payment.chainId);
   if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");
 
   const resolution = `attached to ${order.id}${params.note ? `: ${params.note}` : ""}`;
@@ -121,16 +122,16 @@ export async function attachPayment(
     payment,
     transition: "attach",
     now,
-    set: { session_id: session.id, partner_id: session.partnerId, resolution },
+    set: { sessionId: session.id, partnerId: session.partnerId, resolution },
   });
   if (!attached) throw notUnresolved("changing");
   if (!(await moveSession(trx, { session, transition: "attach", now }))) throw alreadySettled();
-  const head = params.headOf(payment.chain_id) ?? BigInt(payment.block_number);
+  const head = params.headOf(payment.chainId) ?? payment.blockNumber;
   const credited = await settleOrder(trx, {
     session: { ...session, status: "settled" },
-    payment: { ...payment, status: "attached", session_id: session.id },
+    payment: { ...payment, status: "attached", sessionId: session.id },
     network,
-    confirmations: confirmationsOf({ blockNumber: BigInt(payment.block_number) }, head),
+    confirmations: confirmationsOf(payment, head),
     now,
     resolution: "attached",
   });
@@ -146,9 +147,8 @@ export async function markPaymentForRefund(
   context: AppContext,
   params: PaymentKey & { partnerId?: string; note?: string; alsoInTransaction?: AlsoInTransaction },
 ) {
-  const key = { ...params, transactionHash: params.transactionHash.toLowerCase() };
   await context.store.transaction().execute(async (trx) => {
-    const payment = await findPayment(trx, key);
+    const payment = await findPayment(trx, params);
     if (payment === undefined) throw problems.notFound("Payment");
     if (params.partnerId !== undefined && (await paymentOwner(trx, payment)) !== params.partnerId) {
       throw problems.notFound("Payment");

@@ -100,12 +100,12 @@ async function confirmPending(context: AppContext, network: AppContext["networks
   let changed = 0;
   const pending = await pendingPayments(context.store, { chainId: network.chainId, limit: BATCH });
   for (const payment of pending) {
-    const indexed = await context.indexed.transfersByHash(payment.transaction_hash as `0x${string}`);
+    const indexed = await context.indexed.transfersByHash(payment.transactionHash);
     const stillIndexed = indexed.some(
       (transfer) =>
-        transfer.chainId === payment.chain_id &&
-        transfer.logIndex === payment.log_index &&
-        transfer.blockHash === payment.block_hash,
+        transfer.chainId === payment.chainId &&
+        transfer.logIndex === payment.logIndex &&
+        transfer.blockHash === payment.blockHash,
     );
     if ((await confirmPendingPayment(context.store, { payment, stillIndexed, network, head })) !== "pending") changed++;
   }

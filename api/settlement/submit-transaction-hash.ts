@@ -2,12 +2,13 @@ import { type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import type { CheckoutSession } from "../checkout/session-record.js";
+import { indexForm } from "../checksum-address.js";
 import { ProblemError } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { wakeWorker } from "../workers/run-worker.js";
-import { recordedTransferTo } from "./payment-record.js";
+import { type Payment, recordedTransferTo } from "./payment-record.js";
 import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
 import { linkSubmittedMismatch } from "./submitted-mismatch.js";
 
@@ -67,7 +68,7 @@ export async function submitTransactionHash(
   params: { session: CheckoutSession; transactionHash: Hex },
 ): Promise<SubmissionResult> {
   const { session } = params;
-  const transactionHash = params.transactionHash.toLowerCase() as Hex;
+  const transactionHash = indexForm(params.transactionHash);
   const network = networkByChainId(context, session.chainId);
   if (network === undefined) throw new Error(`session ${session.id} is on a network that is not enabled`);
   const pending = (confirmations: number, status: SubmissionResult["status"]): SubmissionResult => ({
@@ -82,14 +83,12 @@ export async function submitTransactionHash(
   const recorded = await recordedTransferTo(context.store, {
     chainId: session.chainId,
     transactionHash,
-    // The store keeps addresses lower case.
-    to: session.paymentAddress.toLowerCase(),
-    amount: session.amountDue.toString(),
+    to: session.paymentAddress,
+    amount: session.amountDue,
   });
   if (recorded !== undefined) {
-    const mined = { blockNumber: BigInt(recorded.block_number) };
-    const head = await indexedHeadAtLeast(context, session.chainId, mined.blockNumber);
-    return answerForRecorded(recorded, session, mined, head, pending);
+    const head = await indexedHeadAtLeast(context, session.chainId, recorded.blockNumber);
+    return answerForRecorded(recorded, session, recorded, head, pending);
   }
 
   const indexed = await context.indexed.transfersByHash(transactionHash);
@@ -113,7 +112,7 @@ export async function submitTransactionHash(
     // A transfer already credited elsewhere is a replay whatever its amount.
     for (const transfer of toSession) {
       const credited = await findPayment(context.store, transfer);
-      if (credited?.session_id != null && credited.session_id !== session.id && credited.status !== "unresolved") {
+      if (credited?.sessionId != null && credited.sessionId !== session.id && credited.status !== "unresolved") {
         throw paymentRejected("replay");
       }
     }
@@ -191,14 +190,14 @@ async function transfersFromReceipt(
 }
 
 function answerForRecorded(
-  payment: { session_id: string | null; status: string; reason: string | null },
+  payment: Pick<Payment, "sessionId" | "status" | "reason">,
   session: CheckoutSession,
   transfer: { blockNumber: bigint },
   head: bigint,
   answer: (confirmations: number, status: SubmissionResult["status"]) => SubmissionResult,
 ): SubmissionResult {
-  if (payment.session_id !== session.id || (payment.status !== "settled" && payment.status !== "pending")) {
-    throw paymentRejected(payment.session_id === session.id ? rejectionForRecorded(payment) : "replay");
+  if (payment.sessionId !== session.id || (payment.status !== "settled" && payment.status !== "pending")) {
+    throw paymentRejected(payment.sessionId === session.id ? rejectionForRecorded(payment) : "replay");
   }
   return answer(confirmationsOf(transfer, head), payment.status === "settled" ? "settled" : "payment_pending");
 }

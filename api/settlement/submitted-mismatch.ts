@@ -4,7 +4,7 @@ import type { CheckoutSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { insertPayment, movePayment } from "./payment-record.js";
-import { decideTransfer, findPayment, recordUnresolvedEvent } from "./record-transfer.js";
+import { decideTransfer, findPayment, newPayment, recordUnresolvedEvent } from "./record-transfer.js";
 
 /** Why a transfer a customer submitted on a session does not pay it (docs/hosted-checkout.md). */
 export type SubmittedMismatchReason = "underpaid" | "overpaid";
@@ -28,19 +28,19 @@ export async function linkSubmittedMismatch(
   return context.store.transaction().execute(async (trx) => {
     const existing = await findPayment(trx, transfer);
     if (existing !== undefined) {
-      if (existing.session_id === session.id) return true;
+      if (existing.sessionId === session.id) return true;
       // Only a payment nobody could place is ours to link; a credited or linked one stays where it is.
-      if (existing.status !== "unresolved" || existing.session_id !== null || existing.reason !== "unmatched") return false;
+      if (existing.status !== "unresolved" || existing.sessionId !== null || existing.reason !== "unmatched") return false;
       const linked = await movePayment(trx, {
         payment: existing,
         transition: "link_to_session",
         now,
-        set: { session_id: session.id, partner_id: session.partnerId, reason },
+        set: { sessionId: session.id, partnerId: session.partnerId, reason },
       });
       if (!linked) return false;
       // Reported again, now with the session it was meant for.
       await recordUnresolvedEvent(trx, {
-        payment: { ...existing, session_id: session.id, partner_id: session.partnerId, reason },
+        payment: { ...existing, sessionId: session.id, partnerId: session.partnerId, reason },
         session,
         network,
         now,
@@ -49,24 +49,13 @@ export async function linkSubmittedMismatch(
     }
     const decision = await decideTransfer(trx, transfer);
     if (decision.kind !== "unresolved" || decision.reason !== "unmatched") return false;
-    const payment = {
-      chain_id: transfer.chainId,
-      transaction_hash: transfer.transactionHash,
-      log_index: transfer.logIndex,
-      partner_id: session.partnerId,
-      session_id: session.id,
-      status: "unresolved" as const,
+    const payment = newPayment(transfer, {
+      partnerId: session.partnerId,
+      sessionId: session.id,
+      status: "unresolved",
       reason,
-      from_address: transfer.from,
-      to_address: transfer.to,
-      amount: transfer.value.toString(),
-      block_number: Number(transfer.blockNumber),
-      block_hash: transfer.blockHash,
-      block_timestamp: Number(transfer.blockTimestamp),
-      resolution: null,
-      created_at: now,
-      updated_at: now,
-    };
+      now,
+    });
     if (!(await insertPayment(trx, payment))) return false;
     await recordUnresolvedEvent(trx, { payment, session, network, now });
     return true;
