@@ -58,8 +58,8 @@ export function purchaseView(record: PurchaseRecord, options: { frozen?: boolean
 
 /** What the investor's wallet must send: the session's token, address and exact amount, and its EIP-681 link. */
 function paymentOf(session: CheckoutSession, chainId: number) {
-  const tokenAddress = checksum(session.tokenAddress);
-  const recipient = checksum(session.paymentAddress);
+  const tokenAddress = session.tokenAddress;
+  const recipient = session.paymentAddress;
   const amount = session.amountDue.toString();
   return {
     tokenAddress,
