@@ -1,6 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { getAddress, type Hex } from "viem";
+import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
 import { ProblemError, problems } from "../../http/problem.js";
 import type { AppEnv } from "../../routes/app-env.js";
@@ -108,7 +108,7 @@ export function authRoutes(context: AppContext, portal: PortalSettings, role: Po
         const challenge = await checkSignedChallenge(context, {
           portal: role,
           message: body.message,
-          signature: body.signature as Hex,
+          signature: body.signature,
           origin: signInOrigin(c, context.settings, role),
           ttlSeconds: portal.challengeTtlSeconds,
         });

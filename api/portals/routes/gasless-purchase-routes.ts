@@ -1,6 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Address } from "viem";
 import type { AppContext } from "../../app-context.js";
+import { checksum } from "../../checksum-address.js";
 import { AuthorizationBody, RelayAnswerSchema, toSubmission } from "../../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../../gasless/gasless-view.js";
 import { submitAuthorization } from "../../gasless/submit-authorization.js";
@@ -63,7 +63,7 @@ export function gaslessPurchaseRoutes(context: AppContext) {
       const answer = await submitAuthorization(context, {
         session,
         submission: toSubmission(body),
-        requiredPayer: address as Address,
+        requiredPayer: checksum(address),
       });
       return c.json({ purchaseId: purchase.id, ...answer }, 200);
     },

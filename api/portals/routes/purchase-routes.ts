@@ -1,5 +1,4 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Hex } from "viem";
 import type { AppContext } from "../../app-context.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { findEligibility } from "../eligibility.js";
@@ -136,7 +135,7 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
         const result = await submitWalletSettlement(context, portal, {
           investor: c.get("portalSession").address,
           purchaseId: body.purchaseId,
-          transactionHash: body.transactionHash as Hex,
+          transactionHash: body.transactionHash,
         });
         return c.json(result, 200);
       },

@@ -1,19 +1,21 @@
 import { z } from "@hono/zod-openapi";
-import { isAddress, isHash, isHex } from "viem";
+import { type Address, type Hex, isAddress, isHash, isHex } from "viem";
 import { errorResponses } from "../../http/openapi-contract.js";
 
 /** Shared request and response shapes of the portal routes. */
 
 export const AddressSchema = z
   .string()
-  .refine((value) => isAddress(value, { strict: false }), "an address (0x followed by 40 hex digits)")
+  .refine((value): value is Address => isAddress(value, { strict: false }), "an address (0x followed by 40 hex digits)")
   .openapi({ example: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" });
 
-export const TransactionHashSchema = z.string().refine((value) => isHash(value), "a 32-byte transaction hash in hex");
+export const TransactionHashSchema = z
+  .string()
+  .refine((value): value is Hex => isHash(value), "a 32-byte transaction hash in hex");
 
 export const SignatureSchema = z
   .string()
-  .refine((value) => isHex(value) && value.length >= 132, "a hex signature")
+  .refine((value): value is Hex => isHex(value) && value.length >= 132, "a hex signature")
   .openapi({ description: "EIP-191 signature of the message (65 bytes), or an EIP-1271/6492 smart-wallet signature" });
 
 export const UsdcAmountSchema = z

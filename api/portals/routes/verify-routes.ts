@@ -1,6 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { rateLimiter } from "hono-rate-limiter";
-import type { Address, Hex } from "viem";
 import type { AppContext } from "../../app-context.js";
 import { clientIp } from "../../http/client-ip.js";
 import { ProblemError, problemResponse } from "../../http/problem.js";
@@ -97,7 +96,7 @@ export function verifyRoutes(context: AppContext, portal: PortalSettings) {
       }),
       async (c) => {
         const { hash } = c.req.valid("param");
-        const [result] = await verifyTransaction(context, hash as Hex);
+        const [result] = await verifyTransaction(context, hash);
         if (result === undefined) throw notFound(`transaction ${hash}`);
         return c.json(result, 200);
       },
@@ -116,7 +115,7 @@ export function verifyRoutes(context: AppContext, portal: PortalSettings) {
       }),
       async (c) => {
         const { address } = c.req.valid("param");
-        const data = await verifyWallet(context, address as Address);
+        const data = await verifyWallet(context, address);
         return c.json({ address, data }, 200);
       },
     );
