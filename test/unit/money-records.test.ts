@@ -19,7 +19,7 @@ import type { NetworkConfig } from "../../api/config/networks.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
 import { getOrder, type OrderRow, ordersByIds, orderTransitions, toOrder } from "../../api/orders/order-record.js";
 import { purchaseTransitions } from "../../api/portals/purchase-record.js";
-import { findPayment, movePayment, paymentTransitions } from "../../api/settlement/payment-record.js";
+import { findPayment, insertPayment, movePayment, paymentTransitions } from "../../api/settlement/payment-record.js";
 import { confirmPendingPayment, recordTransfer } from "../../api/settlement/record-transfer.js";
 import { attachPayment } from "../../api/settlement/resolve-payment.js";
 import type { SessionStatus } from "../../api/store/database.js";
@@ -442,5 +442,73 @@ describe("one order, one credit", () => {
     await expect(
       store.transaction().execute((trx) => movePayment(trx, { payment: paid, transition: "request_refund", now: Date.now() })),
     ).rejects.toThrow(TransitionRefused);
+  });
+});
+
+describe("payment record", () => {
+  it("a Payment is stored lower case and read back EIP-55 by a key in any case; a move sets domain fields", async () => {
+    const { session } = await createSession("order-payment-forms");
+    const upperHash = `0x${"AB".repeat(32)}` as Hex;
+    const payer = getAddress("0x00000000000000000000000000000000000000bb");
+    const payment = {
+      chainId: 31337,
+      transactionHash: upperHash,
+      logIndex: 7,
+      partnerId: "ptr_a",
+      sessionId: null,
+      status: "unresolved" as const,
+      reason: "unmatched",
+      from: payer,
+      to: getAddress(PAY_TO),
+      amount: 1_234_567n,
+      blockNumber: 42n,
+      blockHash: `0x${"CD".repeat(32)}` as Hex,
+      minedAt: 1_795_000_000_000,
+      resolution: null,
+      createdAt: 1_795_000_000_123,
+      updatedAt: 1_795_000_000_123,
+    };
+    expect(await store.transaction().execute((trx) => insertPayment(trx, payment))).toBe(true);
+    // Recorded once: the key (lower-cased inside the record) is the replay guard whatever the case.
+    expect(
+      await store
+        .transaction()
+        .execute((trx) => insertPayment(trx, { ...payment, transactionHash: upperHash.toLowerCase() as Hex })),
+    ).toBe(false);
+
+    const row = await store.selectFrom("payment").selectAll().where("log_index", "=", 7).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({
+      transaction_hash: upperHash.toLowerCase(),
+      from_address: PAYER,
+      to_address: PAY_TO,
+      block_hash: `0x${"cd".repeat(32)}`,
+      amount: "1234567",
+      block_timestamp: 1_795_000_000,
+    });
+
+    const found = await findPayment(store, { chainId: 31337, transactionHash: upperHash, logIndex: 7 });
+    expect(found).toEqual({
+      ...payment,
+      transactionHash: upperHash.toLowerCase(),
+      blockHash: `0x${"cd".repeat(32)}`,
+    });
+
+    const linked = await store.transaction().execute((trx) =>
+      movePayment(trx, {
+        payment: found!,
+        transition: "link_to_session",
+        now: 1_795_000_001_000,
+        set: { sessionId: session.id, reason: "underpaid" },
+      }),
+    );
+    expect(linked).toBe(true);
+    expect(await findPayment(store, payment)).toMatchObject({
+      sessionId: session.id,
+      partnerId: "ptr_a",
+      reason: "underpaid",
+      resolution: null,
+      status: "unresolved",
+      updatedAt: 1_795_000_001_000,
+    });
   });
 });
