@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
+import { keysetPage } from "../http/cursor.js";
 import { ordersByIds } from "../orders/order-record.js";
 import type { SessionStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -13,7 +13,7 @@ export const SESSION_STATUSES = [
   "expired",
 ] as const satisfies readonly SessionStatus[];
 
-const cursorSchema = z.object({ t: z.number(), i: z.string() });
+const cursorSchema = z.object({ t: z.number().int(), i: z.string() });
 
 /**
  * A partner's checkout sessions, newest first, each with its order's status (what
@@ -24,33 +24,37 @@ export async function listCheckoutSessions(
   store: Store,
   params: { partnerId: string; status?: SessionStatus; cursor?: string; limit: number },
 ) {
-  const before = params.cursor === undefined ? undefined : decodeCursor(params.cursor, cursorSchema);
-  const sessions = await partnerSessionsPage(store, {
-    partnerId: params.partnerId,
-    status: params.status,
-    before: before === undefined ? undefined : { createdAt: before.t, id: before.i },
-    take: params.limit + 1,
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: cursorSchema,
+    fetch: (before, take) =>
+      partnerSessionsPage(store, {
+        partnerId: params.partnerId,
+        status: params.status,
+        before: before === undefined ? undefined : { createdAt: before.t, id: before.i },
+        take,
+      }),
+    keyOf: (session) => ({ t: session.createdAt, i: session.id }),
+    view: async (page) => {
+      const orders = await ordersByIds(
+        store,
+        page.map((session) => session.orderId),
+      );
+      return page.map((session) => {
+        // Every session has its order (a foreign key): the row is read in the same request.
+        const order = orders.get(session.orderId);
+        if (order === undefined) throw new Error(`order ${session.orderId} of session ${session.id} not found`);
+        return {
+          ...sessionView(session, { orderId: order.id, purchaseId: order.purchaseId }),
+          kind: session.kind,
+          order: {
+            id: order.id,
+            status: order.status,
+            fulfilledAt: order.fulfilledAt === null ? null : new Date(order.fulfilledAt).toISOString(),
+          },
+        };
+      });
+    },
   });
-  const { page, last } = splitPage(sessions, params.limit);
-  const orders = await ordersByIds(
-    store,
-    page.map((session) => session.orderId),
-  );
-  return {
-    data: page.map((session) => {
-      // Every session has its order (a foreign key): the row is read in the same request.
-      const order = orders.get(session.orderId);
-      if (order === undefined) throw new Error(`order ${session.orderId} of session ${session.id} not found`);
-      return {
-        ...sessionView(session, { orderId: order.id, purchaseId: order.purchaseId }),
-        kind: session.kind,
-        order: {
-          id: order.id,
-          status: order.status,
-          fulfilledAt: order.fulfilledAt === null ? null : new Date(order.fulfilledAt).toISOString(),
-        },
-      };
-    }),
-    nextCursor: last === undefined ? null : encodeCursor({ t: last.createdAt, i: last.id }),
-  };
 }

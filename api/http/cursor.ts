@@ -5,11 +5,11 @@ import { ProblemError } from "./problem.js";
 const MAX_CURSOR_LENGTH = 512;
 
 /** Opaque keyset cursors: base64url JSON, validated on the way back in. */
-export function encodeCursor(value: unknown): string {
+function encodeCursor(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString("base64url");
 }
 
-export function invalidCursor(): ProblemError {
+function invalidCursor(): ProblemError {
   return new ProblemError({
     status: 400,
     code: "invalid_cursor",
@@ -23,7 +23,7 @@ export function invalidCursor(): ProblemError {
  * schema, every number in it must be a safe integer: a crafted cursor can otherwise
  * carry 1e300 or 2^64 into a query, which the store answers with an overflow.
  */
-export function decodeCursor<schema extends z.ZodType>(cursor: string, schema: schema): z.infer<schema> {
+function decodeCursor<schema extends z.ZodType>(cursor: string, schema: schema): z.infer<schema> {
   if (cursor.length > MAX_CURSOR_LENGTH || !/^[A-Za-z0-9_-]*$/.test(cursor)) throw invalidCursor();
   let value: unknown;
   try {
@@ -44,7 +44,7 @@ export function decodeCursor<schema extends z.ZodType>(cursor: string, schema: s
  * That extra row only says a next page exists; the next page starts after `last`,
  * the page's last row, from which the cursor is made. No next page: `last` is undefined.
  */
-export function splitPage<row>(rows: readonly row[], limit: number): { page: row[]; last: row | undefined } {
+function splitPage<row>(rows: readonly row[], limit: number): { page: row[]; last: row | undefined } {
   const page = rows.slice(0, limit);
   return { page, last: rows.length > limit ? page.at(-1) : undefined };
 }

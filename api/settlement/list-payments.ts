@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { decodeCursor, encodeCursor, splitPage } from "../http/cursor.js";
+import { keysetPage } from "../http/cursor.js";
 import type { PaymentStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { paymentsPage } from "./payment-record.js";
@@ -13,40 +13,43 @@ export const PAYMENT_STATUSES = [
   "reorged",
 ] as const satisfies readonly PaymentStatus[];
 
-const cursorSchema = z.object({ t: z.number(), h: z.string(), l: z.number() });
+const cursorSchema = z.object({ t: z.number().int(), h: z.string(), l: z.number().int() });
 
 /** Payments the engine recorded, oldest first; a partner sees its own, an administrator everyone's. */
 export async function listPayments(
   store: Store,
   params: { partnerId?: string; status?: PaymentStatus; cursor?: string; limit: number },
 ) {
-  const after = params.cursor === undefined ? undefined : decodeCursor(params.cursor, cursorSchema);
-  const payments = await paymentsPage(store, {
-    partnerId: params.partnerId,
-    status: params.status,
-    after: after === undefined ? undefined : { createdAt: after.t, transactionHash: after.h, logIndex: after.l },
-    take: params.limit + 1,
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: cursorSchema,
+    fetch: (after, take) =>
+      paymentsPage(store, {
+        partnerId: params.partnerId,
+        status: params.status,
+        after: after === undefined ? undefined : { createdAt: after.t, transactionHash: after.h, logIndex: after.l },
+        take,
+      }),
+    keyOf: (payment) => ({ t: payment.createdAt, h: payment.transactionHash, l: payment.logIndex }),
+    view: (page) =>
+      page.map((payment) => ({
+        chainId: payment.chainId,
+        transactionHash: payment.transactionHash,
+        logIndex: payment.logIndex,
+        partnerId: payment.partnerId,
+        status: payment.status,
+        reason: payment.reason,
+        sessionId: payment.sessionId,
+        orderId: payment.orderId,
+        /** The amount the session asked for, when the payment is linked to one. */
+        expectedAmount: payment.expectedAmount?.toString() ?? null,
+        from: payment.from,
+        to: payment.to,
+        amount: payment.amount.toString(),
+        blockNumber: payment.blockNumber.toString(),
+        minedAt: new Date(payment.minedAt).toISOString(),
+        resolution: payment.resolution,
+      })),
   });
-  const { page, last } = splitPage(payments, params.limit);
-  return {
-    data: page.map((payment) => ({
-      chainId: payment.chainId,
-      transactionHash: payment.transactionHash,
-      logIndex: payment.logIndex,
-      partnerId: payment.partnerId,
-      status: payment.status,
-      reason: payment.reason,
-      sessionId: payment.sessionId,
-      orderId: payment.orderId,
-      /** The amount the session asked for, when the payment is linked to one. */
-      expectedAmount: payment.expectedAmount?.toString() ?? null,
-      from: payment.from,
-      to: payment.to,
-      amount: payment.amount.toString(),
-      blockNumber: payment.blockNumber.toString(),
-      minedAt: new Date(payment.minedAt).toISOString(),
-      resolution: payment.resolution,
-    })),
-    nextCursor: last === undefined ? null : encodeCursor({ t: last.createdAt, h: last.transactionHash, l: last.logIndex }),
-  };
 }
