@@ -443,15 +443,16 @@ function Partners() {
                   />
                 )}
               </Field>
-              <Field label="Role">
-                {(id) => (
+              <Field label="Role" hint="An admin also manages API keys, members, webhooks and branding.">
+                {(id, describedBy) => (
                   <select
                     id={id}
+                    aria-describedby={describedBy}
                     value={roles[partner.id] ?? "member"}
                     onChange={(e) => setRoles({ ...roles, [partner.id]: e.target.value })}
                   >
-                    <option value="member">member (daily work)</option>
-                    <option value="admin">admin (also keys, members, webhooks, branding)</option>
+                    <option value="member">member</option>
+                    <option value="admin">admin</option>
                   </select>
                 )}
               </Field>

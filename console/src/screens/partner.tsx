@@ -611,11 +611,11 @@ function Members() {
             <input id={id} required pattern="0x[0-9a-fA-F]{40}" value={address} onChange={(e) => setAddress(e.target.value)} />
           )}
         </Field>
-        <Field label="Role">
-          {(id) => (
-            <select id={id} value={role} onChange={(e) => setRole(e.target.value)}>
-              <option value="member">member (daily work)</option>
-              <option value="admin">admin (also keys, members, webhooks, branding)</option>
+        <Field label="Role" hint="An admin also manages API keys, members, webhooks and branding.">
+          {(id, describedBy) => (
+            <select id={id} aria-describedby={describedBy} value={role} onChange={(e) => setRole(e.target.value)}>
+              <option value="member">member</option>
+              <option value="admin">admin</option>
             </select>
           )}
         </Field>
