@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Address } from "viem";
+import type { NetworkConfig } from "../../api/config/networks.js";
 import { migrateStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
 
 /**
@@ -43,5 +45,33 @@ export async function seedOrder(store: Store, params: { partnerId: string; order
       created_at: now,
       updated_at: now,
     })
+    .execute();
+}
+
+/** The local network of the record tests: partner `ptr_a` is paid at `UNIT_PAY_TO` in `UNIT_USDC`, by `UNIT_PAYER`. */
+export const UNIT_PAY_TO = "0x00000000000000000000000000000000000000aa" as Address;
+export const UNIT_USDC = "0x00000000000000000000000000000000000000cc" as Address;
+export const UNIT_PAYER = "0x00000000000000000000000000000000000000bb" as Address;
+
+export const unitNetwork: NetworkConfig = {
+  name: "local",
+  chainId: 31337,
+  rpcUrl: "http://127.0.0.1:1",
+  usdc: UNIT_USDC,
+  certificate: undefined,
+  paymentAddresses: [UNIT_PAY_TO],
+  startBlock: 0,
+  confirmations: 3,
+  pollingIntervalMs: 100,
+  wsUrl: undefined,
+  relayerPrivateKey: undefined,
+};
+
+/** Partner `ptr_a` with its payment address `UNIT_PAY_TO` on the unit network, in a migrated store. */
+export async function seedPartnerWithAddress(store: Store, now = Date.now()): Promise<void> {
+  await store.insertInto("partner").values({ id: "ptr_a", name: "A", created_at: now }).execute();
+  await store
+    .insertInto("payment_address")
+    .values({ id: "pa_a", partner_id: "ptr_a", network: "local", chain_id: 31337, address: UNIT_PAY_TO, created_at: now })
     .execute();
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Address, getAddress, type Hex } from "viem";
+import { getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionInTransaction } from "../../api/checkout/create-session.js";
 import {
@@ -15,7 +15,6 @@ import {
   toCheckoutSession,
 } from "../../api/checkout/session-record.js";
 import { paymentView, sessionView } from "../../api/checkout/session-view.js";
-import type { NetworkConfig } from "../../api/config/networks.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
 import { getOrder, type OrderRow, ordersByIds, orderTransitions, toOrder } from "../../api/orders/order-record.js";
 import { purchaseTransitions } from "../../api/portals/purchase-record.js";
@@ -25,6 +24,7 @@ import { attachPayment } from "../../api/settlement/resolve-payment.js";
 import type { SessionStatus } from "../../api/store/database.js";
 import { migrateStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
 import { allows, edges, ruleFor, TransitionRefused } from "../../api/store/transition-table.js";
+import { seedPartnerWithAddress, UNIT_PAY_TO, UNIT_PAYER, UNIT_USDC, unitNetwork } from "../support/unit-store.js";
 
 /**
  * The money records' transition tables, and the record modules applied to a real
@@ -227,23 +227,11 @@ describe("row converters", () => {
 // ---------------------------------------------------------------------------------------------
 // Records on a real store.
 
-const PAY_TO = "0x00000000000000000000000000000000000000aa" as Address;
-const USDC = "0x00000000000000000000000000000000000000cc" as Address;
-const PAYER = "0x00000000000000000000000000000000000000bb" as Address;
+const PAY_TO = UNIT_PAY_TO;
+const USDC = UNIT_USDC;
+const PAYER = UNIT_PAYER;
 
-const network: NetworkConfig = {
-  name: "local",
-  chainId: 31337,
-  rpcUrl: "http://127.0.0.1:1",
-  usdc: USDC,
-  certificate: undefined,
-  paymentAddresses: [PAY_TO],
-  startBlock: 0,
-  confirmations: 3,
-  pollingIntervalMs: 100,
-  wsUrl: undefined,
-  relayerPrivateKey: undefined,
-};
+const network = unitNetwork;
 
 let dir: string;
 let store: Store;
@@ -254,11 +242,7 @@ beforeAll(async () => {
   store = openSqliteStore(join(dir, "app.sqlite"));
   await migrateStore(store);
   const now = Date.now();
-  await store.insertInto("partner").values({ id: "ptr_a", name: "A", created_at: now }).execute();
-  await store
-    .insertInto("payment_address")
-    .values({ id: "pa_a", partner_id: "ptr_a", network: "local", chain_id: 31337, address: PAY_TO, created_at: now })
-    .execute();
+  await seedPartnerWithAddress(store, now);
 });
 
 afterAll(async () => {

@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionInTransaction } from "../../api/checkout/create-session.js";
-import type { NetworkConfig } from "../../api/config/networks.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
 import {
   countUnpaidPurchases,
@@ -32,6 +31,7 @@ import {
 import { recordTransfer } from "../../api/settlement/record-transfer.js";
 import { migrateStore, openPgliteStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
 import { TransitionRefused } from "../../api/store/transition-table.js";
+import { seedPartnerWithAddress, UNIT_PAY_TO, UNIT_PAYER, UNIT_USDC, unitNetwork } from "../support/unit-store.js";
 
 /**
  * The payment and RWA purchase records read their rows into domain types in one
@@ -40,34 +40,18 @@ import { TransitionRefused } from "../../api/store/transition-table.js";
  * No chain, no indexer: real SQLite and Postgres (PGlite) stores, transfers given as the index would hold them.
  */
 
-const PAY_TO = "0x00000000000000000000000000000000000000aa";
-const USDC = "0x00000000000000000000000000000000000000cc";
-const PAYER = "0x00000000000000000000000000000000000000bb";
+const PAY_TO = UNIT_PAY_TO;
+const USDC = UNIT_USDC;
+const PAYER = UNIT_PAYER;
 /** Mixed case on purpose: its EIP-55 form differs from its lower-case one. */
 const INVESTOR = getAddress("0x52908400098527886e0f7030069857d2e4169ee7");
 
-const network: NetworkConfig = {
-  name: "local",
-  chainId: 31337,
-  rpcUrl: "http://127.0.0.1:1",
-  usdc: USDC,
-  certificate: undefined,
-  paymentAddresses: [PAY_TO],
-  startBlock: 0,
-  confirmations: 3,
-  pollingIntervalMs: 100,
-  wsUrl: undefined,
-  relayerPrivateKey: undefined,
-};
+const network = unitNetwork;
 
 async function seed(store: Store) {
   await migrateStore(store);
   const now = Date.now();
-  await store.insertInto("partner").values({ id: "ptr_a", name: "A", created_at: now }).execute();
-  await store
-    .insertInto("payment_address")
-    .values({ id: "pa_a", partner_id: "ptr_a", network: "local", chain_id: 31337, address: PAY_TO, created_at: now })
-    .execute();
+  await seedPartnerWithAddress(store, now);
   await store
     .insertInto("issuer")
     .values({
