@@ -28,13 +28,18 @@ export type RateLimit = { limit: number; windowMs: number };
 /**
  * Refuses a body over `maxBytes` with a 413 problem, before anything reads it:
  * a declared `Content-Length` is refused at once, a chunked body as soon as it
- * passes the limit (it is never buffered beyond it).
+ * passes the limit (it is never buffered beyond it). The rest of the body is never
+ * read, so the connection cannot carry another request: the answer says
+ * `Connection: close`, and the server drops the connection after it. A client that
+ * kept it in its keep-alive pool would otherwise send its next request into a
+ * connection being torn down and see a reset.
  */
 export function limitBody(maxBytes: number): MiddlewareHandler {
   return bodyLimit({
     maxSize: maxBytes,
-    onError: (c) =>
-      problemResponse(
+    onError: (c) => {
+      c.header("Connection", "close");
+      return problemResponse(
         c,
         new ProblemError({
           status: 413,
@@ -43,7 +48,8 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
           detail: `This route takes at most ${maxBytes} bytes of body.`,
           extensions: { maxBytes },
         }),
-      ),
+      );
+    },
   });
 }
 
