@@ -59,7 +59,7 @@ const PaymentSchema = z.object({
 export const SessionSchema = z
   .object({
     id: z.string(),
-    status: z.enum(["awaiting_payment", "payment_pending", "settled", "expired"]),
+    status: z.enum(SESSION_STATUSES),
     expiresAt: z.string(),
     network: z.string(),
     chainId: z.number().int(),

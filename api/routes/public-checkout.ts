@@ -3,6 +3,7 @@ import { type Address, type Hex, isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
+import { SESSION_STATUSES } from "../checkout/list-sessions.js";
 import { publicSessionView, readSession, recordCustomerDetails } from "../checkout/public-session.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { errorResponses } from "../http/openapi-contract.js";
@@ -42,7 +43,7 @@ const ok = <schema extends z.ZodType>(description: string, schema: schema) => ({
 const PublicSessionSchema = z
   .object({
     id: z.string(),
-    status: z.enum(["awaiting_payment", "payment_pending", "settled", "expired"]),
+    status: z.enum(SESSION_STATUSES),
     expiresAt: z.string(),
     network: z.string(),
     chainId: z.number().int(),

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress, isHash, isHex } from "viem";
+import { SESSION_STATUSES } from "../../checkout/list-sessions.js";
 import { errorResponses } from "../../http/openapi-contract.js";
 
 /** Shared request and response shapes of the portal routes. */
@@ -145,7 +146,7 @@ export const OfferingListSchema = z.object({ data: z.array(OfferingSchema), next
 export const PurchaseSchema = z
   .object({
     id: z.string(),
-    status: z.enum(["awaiting_payment", "payment_pending", "settled", "expired"]),
+    status: z.enum(SESSION_STATUSES),
     offering: z.object({ id: z.string(), name: z.string() }),
     investor: z.string(),
     recipient: z.string(),
