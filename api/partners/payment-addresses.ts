@@ -1,5 +1,7 @@
+import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { recordedStart } from "../config/startup.js";
+import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 
 export type PaymentAddressView = {
@@ -38,4 +40,19 @@ export async function listPaymentAddresses(
     watching: watched.get(row.network)?.has(row.address.toLowerCase()) ?? false,
     createdAt: new Date(Number(row.created_at)).toISOString(),
   }));
+}
+
+/** The partner a payment address on this chain belongs to, if any (one owner per chain and address). */
+export async function paymentAddressOwner(
+  db: Kysely<Database>,
+  params: { chainId: number; address: string },
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom("payment_address")
+    .select("partner_id")
+    .where("chain_id", "=", params.chainId)
+    // The store keeps payment addresses lower case.
+    .where("address", "=", params.address.toLowerCase())
+    .executeTakeFirst();
+  return row?.partner_id;
 }

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
+import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { IssuerTable, OfferingStatus, OfferingTable } from "../store/portal-tables.js";
@@ -97,13 +98,8 @@ async function validateOffering(
       extensions: { watchedAddresses: network.paymentAddresses },
     });
   }
-  const owner = await db
-    .selectFrom("payment_address")
-    .select("partner_id")
-    .where("chain_id", "=", network.chainId)
-    .where("address", "=", settlementAddress)
-    .executeTakeFirst();
-  if (owner !== undefined && owner.partner_id !== issuer.partner_id) {
+  const owner = await paymentAddressOwner(db, { chainId: network.chainId, address: settlementAddress });
+  if (owner !== undefined && owner !== issuer.partner_id) {
     throw new ProblemError({
       status: 409,
       code: "settlement_address_taken",
@@ -343,13 +339,9 @@ async function claimSettlementAddress(
     })
     .onConflict((oc) => oc.doNothing())
     .execute();
-  const owner = await trx
-    .selectFrom("payment_address")
-    .select("partner_id")
-    .where("chain_id", "=", offering.chain_id)
-    .where("address", "=", offering.settlement_address)
-    .executeTakeFirstOrThrow();
-  if (owner.partner_id !== issuer.partner_id) {
+  // Inserted just above when missing, so it has an owner: the issuer's partner, or another that held it first.
+  const owner = await paymentAddressOwner(trx, { chainId: offering.chain_id, address: offering.settlement_address });
+  if (owner !== issuer.partner_id) {
     throw new ProblemError({
       status: 409,
       code: "settlement_address_taken",

@@ -16,6 +16,7 @@ import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { creditOrder, findOrder, getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
+import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import type { Database, PaymentStatus } from "../store/database.js";
 import { findPayment, forgetPendingPayment, insertPayment, movePayment, type Payment } from "./payment-record.js";
 
@@ -144,14 +145,9 @@ export async function recordTransfer(
 
     const decision = await decideTransfer(trx, transfer);
     const confirmations = confirmationsOf(transfer, params.head);
-    const owner = await trx
-      .selectFrom("payment_address")
-      .select("partner_id")
-      .where("chain_id", "=", transfer.chainId)
-      .where("address", "=", transfer.to)
-      .executeTakeFirst();
+    const owner = await paymentAddressOwner(trx, { chainId: transfer.chainId, address: transfer.to });
     const payment = newPayment(transfer, {
-      partnerId: decision.session?.partnerId ?? owner?.partner_id ?? null,
+      partnerId: decision.session?.partnerId ?? owner ?? null,
       sessionId: decision.session?.id ?? null,
       status: decision.kind === "unresolved" ? "unresolved" : confirmations >= network.confirmations ? "settled" : "pending",
       reason: decision.kind === "unresolved" ? decision.reason : null,

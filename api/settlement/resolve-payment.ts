@@ -5,6 +5,7 @@ import { moveSession, sessionForAttach, sessionTransitions } from "../checkout/s
 import { ProblemError, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";
+import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import type { Database } from "../store/database.js";
 import { allows } from "../store/transition-table.js";
 import { movePayment, type Payment, paymentTransitions } from "./payment-record.js";
@@ -38,14 +39,7 @@ const alreadySettled = () =>
  * administrator on its behalf) may credit the money to one of its orders.
  */
 async function paymentOwner(trx: Kysely<Database>, payment: Payment): Promise<string | null> {
-  const owner = await trx
-    .selectFrom("payment_address")
-    .select("partner_id")
-    .where("chain_id", "=", payment.chainId)
-    // The store keeps payment addresses lower case.
-    .where("address", "=", payment.to.toLowerCase())
-    .executeTakeFirst();
-  return owner?.partner_id ?? payment.partnerId;
+  return (await paymentAddressOwner(trx, { chainId: payment.chainId, address: payment.to })) ?? payment.partnerId;
 }
 
 /**
