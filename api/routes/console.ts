@@ -1,22 +1,18 @@
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { serveStatic } from "@hono/node-server/serve-static";
 import { Hono } from "hono";
 import { currentConsoleBuild } from "../../console/build.js";
 import { consoleHeaders } from "../hosted/security-headers.js";
 import { problemResponse, problems } from "../http/problem.js";
-
-/** `serveStatic` calls `next` when it has no file; here that means "answer 404". */
-const noFile = async () => {};
+import { noFile, servedFrom } from "../http/static-files.js";
 
 /**
  * `GET /console` and everything under it: the built single-page app, served by
  * `@hono/node-server`'s `serveStatic` (content type from the extension, length,
  * `HEAD` and ranges; a path with a `..` segment, also percent-encoded, is refused).
  * Hashed assets are cached for good; any other path answers `index.html` with
- * `no-store` (the app routes itself). `serveStatic` takes a root relative to the
- * working directory, and the build directory can change between requests (a newer
- * build is renamed into place), so the root is worked out per request: the service
- * may be started from any directory.
+ * `no-store` (the app routes itself). The build directory can change between
+ * requests (a newer build is renamed into place), so its root is worked out per request.
  */
 export function consoleRoutes() {
   const app = new Hono();
@@ -25,8 +21,7 @@ export function consoleRoutes() {
     if (dir === undefined) {
       return problemResponse(c, problems.notFound("The console build (run `npm start`, which builds it)"));
     }
-    // "." when started from the build directory itself: an empty root would make the path absolute.
-    const root = relative(process.cwd(), dir) || ".";
+    const root = servedFrom(dir);
     if (c.req.path.startsWith("/console/assets/")) {
       const asset = await serveStatic({
         root,

@@ -1,4 +1,4 @@
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { serveStatic } from "@hono/node-server/serve-static";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
@@ -10,6 +10,7 @@ import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { hostedPageHeaders } from "../hosted/security-headers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
+import { noFile, servedFrom } from "../http/static-files.js";
 import type { AppEnv } from "./app-env.js";
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -72,14 +73,14 @@ export function hostedPageRoutes(context: AppContext) {
     const name = hostedAssetName(c.req.param("name"));
     if (name === undefined) throw problems.notFound(`Asset ${c.req.param("name").slice(0, 100)}`);
     const served = await serveStatic({
-      path: join(relative(process.cwd(), HOSTED_ASSETS_DIR) || ".", name),
+      path: join(servedFrom(HOSTED_ASSETS_DIR), name),
       onFound: (_path, found) => {
         found.header("Cache-Control", "public, max-age=300");
         found.header("X-Content-Type-Options", "nosniff");
         // The component script is loaded by partner pages on other origins.
         found.header("Cross-Origin-Resource-Policy", "cross-origin");
       },
-    })(c, async () => {});
+    })(c, noFile);
     if (served === undefined) throw problems.notFound(`Asset ${name}`);
     return served;
   });
