@@ -293,12 +293,7 @@ export async function partnerSessionsPage(
   if (params.status !== undefined) select = select.where("status", "=", params.status);
   const before = params.before;
   if (before !== undefined) {
-    select = select.where((eb) =>
-      eb.or([
-        eb("created_at", "<", before.createdAt),
-        eb.and([eb("created_at", "=", before.createdAt), eb("id", "<", before.id)]),
-      ]),
-    );
+    select = select.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), "<", tuple(before.createdAt, before.id)));
   }
   const rows = await select.orderBy("created_at", "desc").orderBy("id", "desc").limit(params.take).execute();
   return rows.map(toCheckoutSession);

@@ -194,11 +194,8 @@ export async function listDeliveries(
     fetch: (after, take) =>
       (after === undefined
         ? query
-        : query.where((eb) =>
-            eb.or([
-              eb("webhook_delivery.created_at", "<", after.t),
-              eb.and([eb("webhook_delivery.created_at", "=", after.t), eb("webhook_delivery.id", "<", after.i)]),
-            ]),
+        : query.where(({ eb, refTuple, tuple }) =>
+            eb(refTuple("webhook_delivery.created_at", "webhook_delivery.id"), "<", tuple(after.t, after.i)),
           )
       )
         .orderBy("webhook_delivery.created_at", "desc")

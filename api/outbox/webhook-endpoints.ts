@@ -133,9 +133,7 @@ export async function listWebhookEndpoints(
         .where("partner_id", "=", params.partnerId)
         .where("deleted_at", "is", null);
       if (after !== undefined) {
-        query = query.where((eb) =>
-          eb.or([eb("created_at", ">", after.t), eb.and([eb("created_at", "=", after.t), eb("id", ">", after.i)])]),
-        );
+        query = query.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), ">", tuple(after.t, after.i)));
       }
       return query.orderBy("created_at").orderBy("id").limit(take).execute();
     },

@@ -105,9 +105,7 @@ export async function pageOfMembers(
     fetch: (after, take) => {
       let query = db.selectFrom("partner_member").selectAll().where("partner_id", "=", params.partnerId);
       if (after !== undefined) {
-        query = query.where((eb) =>
-          eb.or([eb("created_at", ">", after.t), eb.and([eb("created_at", "=", after.t), eb("address", ">", after.a)])]),
-        );
+        query = query.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "address"), ">", tuple(after.t, after.a)));
       }
       return query.orderBy("created_at").orderBy("address").limit(take).execute();
     },

@@ -416,11 +416,8 @@ export async function listOfferings(
   if (params.issuerId !== undefined) query = query.where("offering.issuer_id", "=", params.issuerId);
   const after = params.after;
   if (after !== undefined) {
-    query = query.where((eb) =>
-      eb.or([
-        eb("offering.created_at", "<", after.t),
-        eb.and([eb("offering.created_at", "=", after.t), eb("offering.id", "<", after.id)]),
-      ]),
+    query = query.where(({ eb, refTuple, tuple }) =>
+      eb(refTuple("offering.created_at", "offering.id"), "<", tuple(after.t, after.id)),
     );
   }
   const rows = await query.execute();

@@ -29,9 +29,7 @@ export function pageOfApiKeys(store: Store, params: { partnerId: string; cursor?
     fetch: (after, take) => {
       let query = store.selectFrom("api_key").selectAll().where("partner_id", "=", params.partnerId);
       if (after !== undefined) {
-        query = query.where((eb) =>
-          eb.or([eb("created_at", ">", after.t), eb.and([eb("created_at", "=", after.t), eb("id", ">", after.id)])]),
-        );
+        query = query.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), ">", tuple(after.t, after.id)));
       }
       return query.orderBy("created_at").orderBy("id").limit(take).execute();
     },

@@ -140,9 +140,7 @@ export async function listPurchases(
   if (params.offeringId !== undefined) query = query.where("offering_id", "=", params.offeringId);
   const after = params.after;
   if (after !== undefined) {
-    query = query.where((eb) =>
-      eb.or([eb("created_at", "<", after.t), eb.and([eb("created_at", "=", after.t), eb("id", "<", after.id)])]),
-    );
+    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), "<", tuple(after.t, after.id)));
   }
   return (await query.execute()).map(toPurchase);
 }

@@ -386,16 +386,12 @@ export async function paymentsPage(
   if (params.status !== undefined) select = select.where("payment.status", "=", params.status);
   const after = params.after;
   if (after !== undefined) {
-    select = select.where((eb) =>
-      eb.or([
-        eb("payment.created_at", ">", after.createdAt),
-        eb.and([eb("payment.created_at", "=", after.createdAt), eb("payment.transaction_hash", ">", after.transactionHash)]),
-        eb.and([
-          eb("payment.created_at", "=", after.createdAt),
-          eb("payment.transaction_hash", "=", after.transactionHash),
-          eb("payment.log_index", ">", after.logIndex),
-        ]),
-      ]),
+    select = select.where(({ eb, refTuple, tuple }) =>
+      eb(
+        refTuple("payment.created_at", "payment.transaction_hash", "payment.log_index"),
+        ">",
+        tuple(after.createdAt, after.transactionHash, after.logIndex),
+      ),
     );
   }
   const rows = await select
