@@ -17,7 +17,7 @@ export const EventEnvelopeSchema = z
   })
   .openapi("EventEnvelope");
 
-const DeliverySchema = z
+export const DeliverySchema = z
   .object({
     id: z.string(),
     eventId: z.string(),

@@ -1,25 +1,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { DELIVERY_STATUSES, listDeliveries } from "../../outbox/deliveries.js";
+import { DeliverySchema } from "../../routes/events.js";
 import { type AdminEnv, adminRouteKit } from "./admin-route-kit.js";
 import { jsonResponse, PageQuery, problemResponses } from "./schemas.js";
 
-const DeliverySchema = z.object({
-  id: z.string(),
-  eventId: z.string(),
-  eventType: z.string(),
-  partnerId: z.string(),
-  endpointId: z.string(),
-  url: z.string(),
-  status: z.enum(DELIVERY_STATUSES),
-  attemptCount: z.number().int(),
-  nextAttemptAt: z.string().nullable(),
-  lastAttemptAt: z.string().nullable(),
-  lastStatusCode: z.number().int().nullable(),
-  lastError: z.string().nullable(),
-  deliveredAt: z.string().nullable(),
-  createdAt: z.string(),
-});
+/** A delivery as partners see it (`GET /v1/events/{id}/deliveries`), with whose event it is. */
+const AdminDeliverySchema = DeliverySchema.extend({ eventType: z.string(), partnerId: z.string() });
 
 /** `/api/admin/event-deliveries`: webhook deliveries of every partner. */
 export function adminDeliveryRoutes(context: AppContext) {
@@ -33,7 +20,10 @@ export function adminDeliveryRoutes(context: AppContext) {
         query: PageQuery.extend({ partnerId: z.string().max(100).optional(), status: z.enum(DELIVERY_STATUSES).optional() }),
       },
       responses: {
-        200: jsonResponse("A page of deliveries", z.object({ data: z.array(DeliverySchema), nextCursor: z.string().nullable() })),
+        200: jsonResponse(
+          "A page of deliveries",
+          z.object({ data: z.array(AdminDeliverySchema), nextCursor: z.string().nullable() }),
+        ),
         ...problemResponses,
       },
     }),

@@ -20570,23 +20570,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            id: string;
-                            eventId: string;
+                        data: (components["schemas"]["EventDelivery"] & {
                             eventType: string;
                             partnerId: string;
-                            endpointId: string;
-                            url: string;
-                            /** @enum {string} */
-                            status: "pending" | "delivered" | "failed" | "cancelled";
-                            attemptCount: number;
-                            nextAttemptAt: string | null;
-                            lastAttemptAt: string | null;
-                            lastStatusCode: number | null;
-                            lastError: string | null;
-                            deliveredAt: string | null;
-                            createdAt: string;
-                        }[];
+                        })[];
                         nextCursor: string | null;
                     };
                 };
