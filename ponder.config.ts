@@ -12,7 +12,7 @@ import { certificateNftAbi } from "./contracts/generated";
 
 /**
  * What the indexer watches: on every enabled network, canonical-USDC `Transfer`
- * logs whose recipient is one of our payment addresses (the environment's and the
+ * logs whose recipient or sender is one of our payment addresses (the environment's and the
  * store's), and the certificate contract's events. The whole configuration is
  * validated here, before Ponder opens its database or starts indexing, and handed
  * to the API entry of the same process. Everything else about a payment is
@@ -53,7 +53,13 @@ const usdcByChain = Object.fromEntries(
     {
       address: network.usdc,
       startBlock: network.startBlock,
-      filter: { event: "Transfer" as const, args: { to: network.paymentAddresses } },
+      // Money in (to a payment address) and money out (refunds, and whatever else the
+      // partner's wallet sends): the books need both directions. A transfer between two
+      // payment addresses matches both filters and is stored once.
+      filter: [
+        { event: "Transfer" as const, args: { to: network.paymentAddresses } },
+        { event: "Transfer" as const, args: { from: network.paymentAddresses } },
+      ],
     },
   ]),
 );

@@ -5,7 +5,7 @@ import { index, onchainTable, primaryKey } from "ponder";
  * Ponder creates `index()` indexes only after the historical backfill.
  */
 
-/** A canonical-USDC transfer into one of our payment addresses. */
+/** A canonical-USDC transfer into or out of one of our payment addresses (stored once if both). */
 export const usdcTransfer = onchainTable(
   "usdc_transfer",
   (t) => ({

@@ -65,6 +65,8 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
   for (;;) {
     const transfers = await context.indexed.transfers({
       chainIds: [network.chainId],
+      // Only money in is a payment; the index also holds what payment addresses send.
+      to: network.paymentAddresses,
       fromBlock,
       toBlock: head,
       after,
