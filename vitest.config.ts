@@ -3,6 +3,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Ends every process a test started and left behind (test/support/global-setup.ts).
+    globalSetup: ["test/support/global-setup.ts"],
     // Each file starts its own Anvil and service; two cores run two files at once.
     fileParallelism: true,
     maxWorkers: 2,
