@@ -21,7 +21,8 @@ function endMarkedProcesses(mark: string): void {
   if (marked.length > 0) {
     // A last look a moment later: what ignored SIGTERM is killed.
     const until = Date.now() + 2_000;
-    while (Date.now() < until && markedProcesses(mark).length > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+    while (Date.now() < until && markedProcesses(mark).length > 0)
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
     for (const pid of markedProcesses(mark)) signal(pid, "SIGKILL");
     console.warn(`global teardown: ended ${marked.length} process(es) a test had left running`);
   }
