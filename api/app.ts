@@ -19,7 +19,7 @@ import { brandingRoutes, logoRoutes } from "./routes/branding.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
 import { consoleRoutes } from "./routes/console.js";
 import { docsRoutes } from "./routes/docs.js";
-import { eventsRoutes } from "./routes/events.js";
+import { eventsRoutes, registerEventWebhooks } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { hostedPageRoutes } from "./routes/hosted-pages.js";
 import { memberRoutes } from "./routes/members.js";
@@ -146,6 +146,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.route("/api", portalRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
+  registerEventWebhooks(app);
   const openApiConfig = {
     openapi: "3.1.0",
     info: {

@@ -19,6 +19,7 @@ import {
   WebhookSignatureError,
 } from "../client/src/index.js";
 import { signPayload } from "../client/src/signature.js";
+import { sampleSettledData } from "./support/sample-event.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 let stack: TestStack;
@@ -82,12 +83,11 @@ function memoryStore() {
   return store;
 }
 
-const envelope = (overrides: Partial<SettlementEvent> = {}): SettlementEvent => ({
+const envelope = (): SettlementEvent => ({
   id: `evt_${randomUUID().replaceAll("-", "")}`,
   type: "purchase.settled",
   createdAt: new Date().toISOString(),
-  data: { externalOrderId: "order-1", orderId: "ord_1", transactionHash: `0x${"ab".repeat(32)}`, amountPaid: "25000123" },
-  ...overrides,
+  data: { ...sampleSettledData("ord_1", { externalOrderId: "order-1" }), amountPaid: "25000123" },
 });
 
 describe("amounts", () => {

@@ -178,20 +178,29 @@ console.log(JSON.stringify({ endpointId: endpoint.id, secretShown: typeof secret
           strict: true,
           noEmit: true,
         },
-        files: ["shop.ts", "typo.ts"],
+        files: ["shop.ts", "typo.ts", "field.ts"],
       }),
     );
     const shop = `
-import { createClient, type CheckoutSession, type components, type SettlementClient } from "@usdc-settlement/client";
+import { createClient, type CheckoutSession, type components, type SettlementClient, type SettlementEvent } from "@usdc-settlement/client";
 const settlement: SettlementClient = createClient({ apiKey: "sk_test_x", network: "local" });
 export async function status(id: string): Promise<CheckoutSession["status"]> {
   return (await settlement.checkout.sessions.retrieve(id)).status;
 }
 export const endpoint: components["schemas"]["WebhookEndpoint"]["events"] = ["purchase.settled"];
+export function paid(event: SettlementEvent): string | undefined {
+  switch (event.type) {
+    case "purchase.settled": return event.data.amountPaid;
+    case "reward.claimed": return event.data.amount;
+    default: return undefined;
+  }
+}
 `;
     writeFileSync(join(project, "shop.ts"), shop);
     // The types are real, not `any`: an event type the document does not list is refused.
     writeFileSync(join(project, "typo.ts"), shop.replace('["purchase.settled"]', '["purchase.setled"]'));
+    // Narrowed by \`type\`, an event's data has its type's fields and no other.
+    writeFileSync(join(project, "field.ts"), shop.replace("event.data.amountPaid", "event.data.amount"));
     const output = await run(process.execPath, [join(PROJECT_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", project], {
       cwd: project,
     }).then(
@@ -200,6 +209,7 @@ export const endpoint: components["schemas"]["WebhookEndpoint"]["events"] = ["pu
     );
     const errors = output.split("\n").filter((line) => / error TS\d+/.test(line));
     expect(errors).toEqual([
+      expect.stringMatching(/^field\.ts\(10,\d+\): error TS\d+: Property 'amount' does not exist/),
       expect.stringMatching(/^typo\.ts\(7,\d+\): error TS\d+: Type '"purchase\.setled"' is not assignable/),
     ]);
   }, 60_000);

@@ -1,11 +1,12 @@
 import { join } from "node:path";
 import { type Address, erc20Abi } from "viem";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type EventEnvelope, type EventType, recordEvent } from "../api/outbox/record-event.js";
+import { type EventEnvelope, recordEvent } from "../api/outbox/record-event.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { verifySignature, WebhookSignatureError } from "../client/src/signature.js";
 import { findFreePort } from "../local/ports.js";
 import { createSession } from "./support/checkout-helpers.js";
+import { sampleSettledData } from "./support/sample-event.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
 
@@ -50,13 +51,13 @@ async function receiver(options: Parameters<typeof startWebhookReceiver>[0] = {}
 }
 
 /** Records an event the way the settlement engine does: `recordEvent` inside a store transaction. */
-function produce(params: { orderingKey: string; type?: EventType; data?: EventEnvelope["data"] }): Promise<EventEnvelope> {
+function produce(params: { orderingKey: string; externalOrderId?: string }): Promise<EventEnvelope> {
   return store.transaction().execute((trx) =>
     recordEvent(trx, {
       partnerId: stack.local.partner.id,
-      type: params.type ?? "purchase.settled",
+      type: "purchase.settled",
       orderingKey: params.orderingKey,
-      data: params.data ?? { orderId: params.orderingKey },
+      data: sampleSettledData(params.orderingKey, { externalOrderId: params.externalOrderId }),
     }),
   );
 }
@@ -81,7 +82,7 @@ describe("signed delivery", () => {
     expect(endpoint.secret).toMatch(/^whsec_/);
     expect(endpoint.events).toEqual(["*"]);
 
-    const event = await produce({ orderingKey: "ord_sig", data: { orderId: "ord_sig", externalOrderId: "A-1" } });
+    const event = await produce({ orderingKey: "ord_sig", externalOrderId: "A-1" });
     const got = await waitFor(async () => hook.received.find((r) => r.eventId === event.id), { what: "the webhook" });
 
     const stored = await store.selectFrom("event").select("payload").where("id", "=", event.id).executeTakeFirstOrThrow();

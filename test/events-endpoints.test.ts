@@ -5,6 +5,7 @@ import { listDeliveries } from "../api/outbox/deliveries.js";
 import { type EventEnvelope, recordEvent } from "../api/outbox/record-event.js";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { sampleEventData } from "./support/sample-event.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 let stack: TestStack;
@@ -28,7 +29,9 @@ const asOther = (path: string, init: RequestInit & { json?: unknown } = {}) =>
   stack.partnerFetch(path, { ...init, headers: { Authorization: `Bearer ${otherApiKey}` } });
 
 function produce(partnerId: string, orderingKey: string, type: EventEnvelope["type"] = "purchase.settled") {
-  return store.transaction().execute((trx) => recordEvent(trx, { partnerId, type, orderingKey, data: { orderId: orderingKey } }));
+  return store
+    .transaction()
+    .execute((trx) => recordEvent(trx, { partnerId, type, orderingKey, data: sampleEventData(type, orderingKey) }));
 }
 
 async function expectProblem(response: Response, status: number, code: string) {

@@ -11,6 +11,7 @@ import { createWebhookEndpoint } from "../api/outbox/webhook-endpoints.js";
 import { createPartner } from "../api/partners/api-keys.js";
 import { migrateStore, openSqliteStore, type Store } from "../api/store/open-store.js";
 import { type RunningWorkers, runWorkers } from "../api/workers/run-worker.js";
+import { sampleSettledData } from "./support/sample-event.js";
 import { waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
 
@@ -86,7 +87,9 @@ async function partnerWithEndpoints(name: string, urls: string[]) {
 function produce(partnerId: string, orderingKey: string) {
   return store
     .transaction()
-    .execute((trx) => recordEvent(trx, { partnerId, type: "purchase.settled", orderingKey, data: { orderId: orderingKey } }));
+    .execute((trx) =>
+      recordEvent(trx, { partnerId, type: "purchase.settled", orderingKey, data: sampleSettledData(orderingKey) }),
+    );
 }
 
 async function deliveryOf(eventId: string) {

@@ -226,5 +226,7 @@ export function audienceDocument(document: OpenApiDocument, audience: Audience):
       Object.values(paths).some((methods) => Object.values(methods).some((op) => op.tags?.includes(candidate.name))),
     ),
     paths,
+    // Events are sent to partners' servers: their `webhooks` belong to the partner document.
+    webhooks: audience === "partner" ? document.webhooks : undefined,
   };
 }

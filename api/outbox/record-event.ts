@@ -3,44 +3,27 @@ import type { Kysely } from "kysely";
 import { sessionMetadata } from "../checkout/session-record.js";
 import type { Database } from "../store/database.js";
 import { enqueueDeliveries, newDelivery } from "./deliveries.js";
+import type { EventData, EventType } from "./event-types.js";
 import { subscribesTo } from "./subscription.js";
 
-export const EVENT_TYPES = [
-  "purchase.settled",
-  "certificate.minted",
-  "reward.claimed",
-  "session.expired",
-  "payment.unresolved",
-  "payment.reorged",
-  "payment.restored",
-  "order.fulfilled",
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
 /** The envelope of docs/events.md; `data` amounts are decimal strings of USDC base units. */
-export type EventEnvelope = {
+export type EventEnvelope<type extends EventType = EventType> = {
   id: string;
-  type: EventType;
+  type: type;
   createdAt: string;
-  data: {
-    externalOrderId?: string;
-    orderId?: string;
-    purchaseId?: string;
-    transactionHash?: string;
-    [key: string]: unknown;
-  };
+  data: EventData<type>;
 };
 
 /**
  * Writes an event to the outbox. Call it with the transaction that makes the state
  * change it reports, so the change and its event commit (or roll back) together.
  */
-export async function recordEvent(
+export async function recordEvent<type extends EventType>(
   trx: Kysely<Database>,
-  params: { partnerId: string; type: EventType; orderingKey: string; data: EventEnvelope["data"]; now?: number },
-): Promise<EventEnvelope> {
+  params: { partnerId: string; type: type; orderingKey: string; data: EventData<type>; now?: number },
+): Promise<EventEnvelope<type>> {
   const now = params.now ?? Date.now();
-  const envelope: EventEnvelope = {
+  const envelope: EventEnvelope<type> = {
     id: `evt_${randomUUID().replaceAll("-", "")}`,
     type: params.type,
     createdAt: new Date(now).toISOString(),
@@ -87,9 +70,9 @@ export async function recordEvent(
 /**
  * Every event about an order carries the partner's `metadata` of its session (docs/hosted-checkout.md): the session the event names, else the order's latest session.
  */
-async function withMetadata(trx: Kysely<Database>, data: EventEnvelope["data"]): Promise<EventEnvelope["data"]> {
+async function withMetadata<data extends EventData<EventType>>(trx: Kysely<Database>, data: data): Promise<data> {
   if (data.metadata !== undefined) return data;
-  const sessionId = typeof data.sessionId === "string" ? data.sessionId : undefined;
+  const sessionId = "sessionId" in data && typeof data.sessionId === "string" ? data.sessionId : undefined;
   if (sessionId === undefined && data.orderId === undefined) return data;
   const metadata = await sessionMetadata(trx, sessionId !== undefined ? { sessionId } : { orderId: String(data.orderId) });
   return { ...data, metadata: metadata ?? {} };

@@ -1,4 +1,4 @@
-import type { EventType } from "./record-event.js";
+import type { EventType } from "./event-types.js";
 
 /** `["*"]`: every event type, including types added later. */
 export const ALL_EVENTS = "*";

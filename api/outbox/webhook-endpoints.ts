@@ -7,7 +7,7 @@ import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { WebhookEndpointTable } from "../store/webhook-tables.js";
 import { cancelEndpointDeliveries } from "./deliveries.js";
-import { EVENT_TYPES, type EventType } from "./record-event.js";
+import { EVENT_TYPES, type EventType } from "./event-types.js";
 import type { SecretBox } from "./secret-box.js";
 import { ALL_EVENTS, type EventSubscription, parseSubscription } from "./subscription.js";
 import { checkWebhookUrl, type WebhookUrlPolicy } from "./webhook-url.js";

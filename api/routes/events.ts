@@ -2,8 +2,8 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { DELIVERY_STATUSES, eventDeliveries, redeliverEvent } from "../outbox/deliveries.js";
+import { EVENT_TYPES, eventEnvelopeSchema, eventSchemaName } from "../outbox/event-types.js";
 import { getEvent, listEvents } from "../outbox/events.js";
-import { EVENT_TYPES } from "../outbox/record-event.js";
 import type { AppEnv } from "./app-env.js";
 
 export const EventEnvelopeSchema = z
@@ -44,6 +44,36 @@ const AttemptSchema = z
     responseExcerpt: z.string().nullable(),
   })
   .openapi("EventDeliveryAttempt");
+
+/**
+ * The document's `webhooks`: one entry per event type, its request body the typed
+ * envelope (`PurchaseSettledEvent`, ...), from the one declaration in
+ * api/outbox/event-types.ts. The client's generated types read them.
+ */
+export function registerEventWebhooks(app: OpenAPIHono<AppEnv>): void {
+  for (const type of EVENT_TYPES) {
+    app.openAPIRegistry.registerWebhook({
+      method: "post",
+      path: type,
+      summary: `The signed \`${type}\` event, POSTed to your webhook endpoints`,
+      description:
+        'Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); ' +
+        "also listed by `GET /v1/events`.",
+      operationId: `receive${eventSchemaName(type)}`,
+      // Not an API credential: the receiver checks the signature header with its endpoint's secret.
+      security: [],
+      request: {
+        headers: z.object({
+          "Service-Signature": z.string().openapi({ example: "t=1767225600,v1=8f2c…" }),
+          "Service-Event-Id": z.string(),
+          "Service-Event-Type": z.literal(type),
+        }),
+        body: { content: { "application/json": { schema: eventEnvelopeSchema(type) } } },
+      },
+      responses: { 200: { description: "Any 2xx acknowledges the event; anything else is retried" } },
+    });
+  }
+}
 
 const IdParams = z.object({ id: z.string().max(100) });
 const problem = { "application/problem+json": { schema: z.object({ code: z.string(), detail: z.string() }).passthrough() } };

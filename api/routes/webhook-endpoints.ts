@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
-import { EVENT_TYPES } from "../outbox/record-event.js";
+import { EVENT_TYPES } from "../outbox/event-types.js";
 import { ALL_EVENTS } from "../outbox/subscription.js";
 import { sendTestEvent } from "../outbox/test-event.js";
 import {

@@ -1,4 +1,4 @@
-import type { components, paths } from "./generated/openapi.js";
+import type { components, paths, webhooks } from "./generated/openapi.js";
 import type { NetworkName } from "./networks.js";
 
 // Every request and response type here comes from the service's OpenAPI document
@@ -123,21 +123,22 @@ export type FulfilOrderParams = RequestBody<"/v1/orders/{orderId}/fulfilment", "
 
 export type EventType = Schemas["EventEnvelope"]["type"];
 
-/**
- * The signed envelope of docs/events.md (`EventEnvelope` in the document). Wider than the
- * document on purpose: types added after this version (and `webhook.test`) arrive as
- * plain strings, and `data` names the fields every event carries.
- */
-export type SettlementEvent = Omit<Schemas["EventEnvelope"], "type" | "data"> & {
-  type: EventType | (string & {});
-  data: {
-    externalOrderId?: string;
-    orderId?: string;
-    purchaseId?: Hex;
-    transactionHash?: Hex;
-    [field: string]: unknown;
-  };
+type EventBodies = {
+  [type in keyof webhooks]: webhooks[type]["post"] extends { requestBody?: { content: { "application/json": infer body } } }
+    ? body
+    : never;
 };
+
+/**
+ * The signed envelope of docs/events.md, one member per event type the service
+ * declares (the document's `webhooks`): `switch (event.type)` narrows `event.data`
+ * to that type's fields with no cast. Types added after this version of the library
+ * still arrive at run time: give your `switch` a `default` that records and ignores.
+ */
+export type SettlementEvent = EventBodies[keyof EventBodies];
+
+/** The event of one type: `SettlementEventOf<"purchase.settled">["data"]["amountPaid"]`. */
+export type SettlementEventOf<type extends EventType> = Extract<SettlementEvent, { type: type }>;
 
 export type ListEventsParams = QueryParameters<"/v1/events", "get">;
 

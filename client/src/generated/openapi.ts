@@ -2168,9 +2168,574 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "purchase.settled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `purchase.settled` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receivePurchaseSettledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "certificate.minted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `certificate.minted` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveCertificateMintedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "reward.claimed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `reward.claimed` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveRewardClaimedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "session.expired": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `session.expired` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveSessionExpiredEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.unresolved": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `payment.unresolved` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receivePaymentUnresolvedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.reorged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `payment.reorged` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receivePaymentReorgedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "payment.restored": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `payment.restored` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receivePaymentRestoredEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.fulfilled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `order.fulfilled` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveOrderFulfilledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `refund.created` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveRefundCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `refund.ready` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveRefundReadyEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `refund.succeeded` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveRefundSucceededEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "refund.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `refund.cancelled` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveRefundCancelledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
+        PurchaseSettledEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "purchase.settled";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId: string;
+                orderId: string;
+                purchaseId: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                sessionId: string;
+                transactionHash: string;
+                logIndex: number;
+                network: string;
+                chainId: number;
+                /** @description USDC base units (6 decimals), a decimal string */
+                blockNumber: string;
+                confirmations: number;
+                payer: string;
+                recipient: string;
+                tokenAddress: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                totalPriceUsdc: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amountPaid: string;
+                certificate: {
+                    enabled: boolean;
+                };
+                /** @description ISO 8601 */
+                settledAt: string;
+                /** @description How an unresolved payment was credited by hand (attach) */
+                resolution?: string;
+                /** @description An attached payment below the total, accepted by the partner */
+                underpaid?: boolean;
+            };
+        };
+        CertificateMintedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "certificate.minted";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId: string;
+                orderId: string;
+                purchaseId: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                transactionHash: string;
+                network: string;
+                chainId: number;
+                contract: string;
+                /** @description The token id, a decimal string */
+                tokenId: string;
+                owner: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                blockNumber: string;
+            };
+        };
+        RewardClaimedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "reward.claimed";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId: string;
+                orderId: string;
+                purchaseId: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                rewardId: string;
+                recipient: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                transactionHash: string;
+            };
+        };
+        SessionExpiredEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "session.expired";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId: string;
+                orderId: string;
+                purchaseId: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                sessionId: string;
+                /** @enum {string} */
+                reason: "expired" | "superseded" | "order_settled";
+                /** @description USDC base units (6 decimals), a decimal string */
+                totalPriceUsdc: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                /** @description ISO 8601 */
+                expiresAt: string;
+            };
+        };
+        PaymentUnresolvedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "payment.unresolved";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId?: string;
+                orderId?: string;
+                purchaseId?: string;
+                sessionId?: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                transactionHash: string;
+                logIndex: number;
+                network: string;
+                chainId: number;
+                reason: string | null;
+                payer: string;
+                recipient: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                expectedAmount?: string;
+            };
+        };
+        PaymentReorgedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "payment.reorged";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId?: string;
+                orderId?: string;
+                purchaseId?: string;
+                sessionId?: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                transactionHash: string;
+                logIndex: number;
+                network: string;
+                chainId: number;
+                /** @description A block number, a decimal string */
+                blockNumber: string;
+                blockHash: string;
+                payer: string;
+                recipient: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                /** @description ISO 8601 */
+                detectedAt: string;
+            };
+        };
+        PaymentRestoredEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "payment.restored";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId?: string;
+                orderId?: string;
+                purchaseId?: string;
+                sessionId?: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                transactionHash: string;
+                logIndex: number;
+                network: string;
+                chainId: number;
+                /** @description A block number, a decimal string */
+                blockNumber: string;
+                blockHash: string;
+                payer: string;
+                recipient: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                /** @description ISO 8601 */
+                detectedAt: string;
+            };
+        };
+        OrderFulfilledEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "order.fulfilled";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId: string;
+                orderId: string;
+                purchaseId: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                fulfilmentReference: string;
+            };
+        };
+        RefundCreatedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "refund.created";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId?: string;
+                orderId?: string;
+                purchaseId?: string;
+                sessionId?: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                refundId: string;
+                paymentId?: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                destination: string | null;
+                reason?: string;
+                transactionHash?: string;
+            };
+        };
+        RefundReadyEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "refund.ready";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId?: string;
+                orderId?: string;
+                purchaseId?: string;
+                sessionId?: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                refundId: string;
+                paymentId?: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                destination: string | null;
+                reason?: string;
+                transactionHash?: string;
+            };
+        };
+        RefundSucceededEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "refund.succeeded";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId?: string;
+                orderId?: string;
+                purchaseId?: string;
+                sessionId?: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                refundId: string;
+                paymentId?: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                destination: string | null;
+                reason?: string;
+                transactionHash: string;
+            };
+        };
+        RefundCancelledEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "refund.cancelled";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId?: string;
+                orderId?: string;
+                purchaseId?: string;
+                sessionId?: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                refundId: string;
+                paymentId?: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                destination: string | null;
+                reason?: string;
+                transactionHash?: string;
+            };
+        };
         Health: {
             /** @enum {string} */
             status: "ok" | "degraded";
@@ -2259,7 +2824,7 @@ export interface components {
             id: string;
             url: string;
             /** @description `["*"]`: every type, including types added later */
-            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled")[];
+            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled")[];
             /** @description ISO 8601 */
             createdAt: string;
             /** @description While a secret rotation is in progress: when the previous secret stops signing */
@@ -2269,7 +2834,7 @@ export interface components {
             /** @example https://shop.example/webhooks/settlement */
             url: string;
             /** @description Event types to receive; omitted or `["*"]`: all types */
-            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled")[];
+            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled")[];
         };
         EventEnvelope: {
             /**
@@ -2278,7 +2843,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled";
+            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled";
             /** @description ISO 8601 */
             createdAt: string;
             /** @description externalOrderId, orderId, purchaseId, transactionHash and type-specific fields (see docs/events.md) */
@@ -3568,7 +4133,7 @@ export interface operations {
                 after?: string;
                 /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
                 cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled";
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled";
                 limit?: number;
             };
             header?: never;
@@ -5894,7 +6459,7 @@ export interface operations {
                 after?: string;
                 /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
                 cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled";
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled";
                 limit?: number;
             };
             header?: never;
@@ -20822,6 +21387,318 @@ export interface operations {
                         code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
+            };
+        };
+    };
+    receivePurchaseSettledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "purchase.settled";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PurchaseSettledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveCertificateMintedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "certificate.minted";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CertificateMintedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveRewardClaimedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "reward.claimed";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RewardClaimedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveSessionExpiredEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "session.expired";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SessionExpiredEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receivePaymentUnresolvedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "payment.unresolved";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PaymentUnresolvedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receivePaymentReorgedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "payment.reorged";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PaymentReorgedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receivePaymentRestoredEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "payment.restored";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PaymentRestoredEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveOrderFulfilledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "order.fulfilled";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["OrderFulfilledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveRefundCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "refund.created";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RefundCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveRefundReadyEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "refund.ready";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RefundReadyEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveRefundSucceededEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "refund.succeeded";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RefundSucceededEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveRefundCancelledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "refund.cancelled";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RefundCancelledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
