@@ -47,22 +47,22 @@ const chains = Object.fromEntries(
   ]),
 );
 
-const usdcByChain = Object.fromEntries(
-  networks.map((network) => [
-    network.name,
-    {
-      address: network.usdc,
-      startBlock: network.startBlock,
-      // Money in (to a payment address) and money out (refunds, and whatever else the
-      // partner's wallet sends): the books need both directions. A transfer between two
-      // payment addresses matches both filters and is stored once.
-      filter: [
-        { event: "Transfer" as const, args: { to: network.paymentAddresses } },
-        { event: "Transfer" as const, args: { from: network.paymentAddresses } },
-      ],
-    },
-  ]),
-);
+// Money in (to a payment address) and money out (refunds, and whatever else the
+// partner's wallet sends): the books need both directions. Ponder 0.16 keeps one
+// filter per event of a contract (a second filter on `Transfer` replaces the first),
+// so money out is a second contract on the same token; a transfer between two payment
+// addresses matches both and is stored once.
+const usdcTransfers = (direction: "to" | "from") =>
+  Object.fromEntries(
+    networks.map((network) => [
+      network.name,
+      {
+        address: network.usdc,
+        startBlock: network.startBlock,
+        filter: { event: "Transfer" as const, args: { [direction]: network.paymentAddresses } },
+      },
+    ]),
+  );
 
 const certificateByChain = Object.fromEntries(
   networks
@@ -83,7 +83,8 @@ export default createConfig({
       : { kind: "pglite", directory: pgliteIndexDirectory(config) },
   chains,
   contracts: {
-    USDC: { abi: erc20Abi, chain: usdcByChain },
+    USDC: { abi: erc20Abi, chain: usdcTransfers("to") },
+    USDCOut: { abi: erc20Abi, chain: usdcTransfers("from") },
     Certificate: { abi: certificateNftAbi, chain: certificateByChain },
     RewardDistributor: { abi: rewardDistributorAbi, chain: rewardDistributorByChain },
   },

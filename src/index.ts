@@ -1,10 +1,11 @@
-import { ponder } from "ponder:registry";
+import { type IndexingFunctionArgs, ponder } from "ponder:registry";
 import { certificateMint, certificateRevocation, rewardClaim, usdcTransfer } from "ponder:schema";
 
 // Indexing functions only: each records one on-chain fact, deterministically.
 // Matching, settlement and everything partners see happen outside `src/`.
 
-ponder.on("USDC:Transfer", async ({ event, context }) => {
+// One handler for both directions (`USDC` is money in, `USDCOut` money out of a payment address).
+const recordTransfer = async ({ event, context }: IndexingFunctionArgs<"USDC:Transfer">) => {
   await context.db
     .insert(usdcTransfer)
     .values({
@@ -21,7 +22,9 @@ ponder.on("USDC:Transfer", async ({ event, context }) => {
       transactionIndex: event.transaction.transactionIndex,
     })
     .onConflictDoNothing();
-});
+};
+ponder.on("USDC:Transfer", recordTransfer);
+ponder.on("USDCOut:Transfer", recordTransfer);
 
 ponder.on("Certificate:CertificateClaimed", async ({ event, context }) => {
   await context.db
