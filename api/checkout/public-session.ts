@@ -11,6 +11,8 @@ import type { Store } from "../store/open-store.js";
 import { presentationView, readPresentation } from "./hosted-options.js";
 import { type CheckoutSession, getSession, saveCustomerDetails } from "./session-record.js";
 import { sessionView } from "./session-view.js";
+import { rewardsOfOrders } from "../rewards/reward-record.js";
+import { rewardView } from "../rewards/reward-view.js";
 import { testPaymentsEnabled } from "./test-payment.js";
 
 /**
@@ -94,5 +96,7 @@ export async function publicSessionView(context: AppContext, session: CheckoutSe
       mintTransactionHash: certificate?.mintTransactionHash ?? null,
     },
     ...(await gaslessSessionView(context, session)),
+    // The order's rewards the customer may claim (docs/rewards.md); ids for POST /v1/public/rewards/:id/claim.
+    rewards: (await rewardsOfOrders(context.store, [session.orderId])).map(rewardView),
   };
 }
