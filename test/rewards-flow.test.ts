@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { rewardIdOnChain, signRewardVoucher } from "../api/rewards/reward-voucher.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { createClient, SettlementApiError } from "../client/src/index.js";
 import { verifySignature } from "../client/src/signature.js";
 import { rewardDistributorAbi } from "../contracts/generated/index.js";
 import { voucherKeyFile } from "../local/local-secrets.js";
@@ -490,5 +491,25 @@ describe("revoke, unfunded, cashback, gasless, unknown claims", () => {
     });
     const asPartner = await call("/api/admin/reward-claims");
     expect(asPartner.status).toBe(401);
+  });
+});
+
+describe("the client library's reward methods", () => {
+  it("reads settings, grants (idempotently), lists, reads and revokes; a refusal carries its code", async () => {
+    const client = createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.local.baseUrl });
+    const settings = await client.rewards.settings.retrieve();
+    expect(settings.fundingAddress).toBe(accountAddress(FUNDER));
+    expect((await client.rewards.settings.update({ cashbackBps: 0 })).cashbackBps).toBe(0);
+    const session = await settledSession("4000000");
+    const granted = await client.rewards.grant(session.orderId, { amount: 300_000n, idempotencyKey: "client-1" });
+    expect(granted).toMatchObject({ status: "granted", amount: "300000", orderId: session.orderId });
+    expect((await client.rewards.grant(session.orderId, { amount: "300000", idempotencyKey: "client-1" })).id).toBe(granted.id);
+    const page = await client.rewards.list({ orderId: session.orderId });
+    expect(page.data.map((reward) => reward.id)).toEqual([granted.id]);
+    expect((await client.rewards.retrieve(granted.id)).status).toBe("granted");
+    expect(await client.rewards.revoke(granted.id, { reason: "client test" })).toMatchObject({ status: "revoked" });
+    const refused = await client.rewards.revoke(granted.id).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(SettlementApiError);
+    expect((refused as SettlementApiError).code).toBe("reward_not_revocable");
   });
 });

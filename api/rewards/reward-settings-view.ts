@@ -35,6 +35,8 @@ export async function readRewardSettings(context: AppContext, partnerId: string)
     cashbackBps: settings.cashbackBps,
     distributor:
       network?.rewardDistributor === undefined ? null : { address: network.rewardDistributor, chainId: network.chainId },
+    /** The token the rewards are paid in (the console approves the distributor on it). */
+    token: network?.rewardDistributor === undefined ? null : network.usdc,
     allowance: funding?.allowance.toString() ?? null,
     balance: funding?.balance.toString() ?? null,
     outstanding: outstanding.toString(),

@@ -50,6 +50,10 @@ export const RewardSettingsSchema = z
     fundingAddress: z.string().nullable(),
     cashbackBps: z.number().int(),
     distributor: z.object({ address: z.string(), chainId: z.number().int() }).nullable(),
+    token: z
+      .string()
+      .nullable()
+      .openapi({ description: "The USDC contract rewards are paid in (approve the distributor on it)" }),
     allowance: z
       .string()
       .nullable()

@@ -2755,6 +2755,8 @@ export interface components {
                 address: string;
                 chainId: number;
             } | null;
+            /** @description The USDC contract rewards are paid in (approve the distributor on it) */
+            token: string | null;
             /** @description The funding address's allowance to the distributor (null without one) */
             allowance: string | null;
             balance: string | null;
