@@ -6,13 +6,13 @@ import { ProblemError } from "../http/problem.js";
 import { shownConfirmations } from "../indexed/confirmations.js";
 import { getOrder } from "../orders/order-record.js";
 import { readBranding } from "../partners/branding.js";
+import { rewardsOfOrders } from "../rewards/reward-record.js";
+import { rewardView } from "../rewards/reward-view.js";
 import { paymentOfSession, unresolvedPaymentOfSession } from "../settlement/payment-record.js";
 import type { Store } from "../store/open-store.js";
 import { presentationView, readPresentation } from "./hosted-options.js";
 import { type CheckoutSession, getSession, saveCustomerDetails } from "./session-record.js";
 import { sessionView } from "./session-view.js";
-import { rewardsOfOrders } from "../rewards/reward-record.js";
-import { rewardView } from "../rewards/reward-view.js";
 import { testPaymentsEnabled } from "./test-payment.js";
 
 /**
