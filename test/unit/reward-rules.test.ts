@@ -1,3 +1,4 @@
+import { rmSync } from "node:fs";
 import { type Address, getAddress, keccak256, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fundingCovers } from "../../api/rewards/funding.js";
@@ -12,8 +13,9 @@ import {
   rewardMayMove,
 } from "../../api/rewards/reward-record.js";
 import { rewardIdOnChain } from "../../api/rewards/reward-voucher.js";
-import type { Store } from "../../api/store/open-store.js";
+import { migrateStore, openStore, type Store } from "../../api/store/open-store.js";
 import { TransitionRefused } from "../../api/store/transition-table.js";
+import { newDataDir } from "../support/test-stack.js";
 import { seedOrder, unitStore } from "../support/unit-store.js";
 
 const DISTRIBUTOR = "0x00000000000000000000000000000000000000dd" as Address;
@@ -175,5 +177,38 @@ describe("reward record on a real store", () => {
       }),
     );
     expect(later.revoked.map((reward) => reward.id)).toEqual([out.id]);
+  });
+});
+
+describe("reward tables on Postgres (PGlite)", () => {
+  it("migrate, and keep one automatic cashback per order while grants are many", { timeout: 60_000 }, async () => {
+    const dataDir = newDataDir();
+    const store = openStore({ storeUrl: `pglite:${dataDir}/pg`, dataDir });
+    try {
+      await migrateStore(store);
+      await seedOrder(store, { partnerId: "ptr_p", orderId: "ord_p", purchaseId: `0x${"3".repeat(64)}` });
+      const insert = (source: "grant" | "cashback") =>
+        store.transaction().execute((trx) =>
+          insertReward(trx, {
+            partnerId: "ptr_p",
+            orderId: "ord_p",
+            externalOrderId: "ext-ord_p",
+            source,
+            idempotencyKey: null,
+            chainId: 31337,
+            distributor: DISTRIBUTOR,
+            token: TOKEN,
+            amount: 5n,
+            now: 1,
+          }),
+        );
+      expect(await insert("cashback")).toMatchObject({ source: "cashback", amount: 5n, status: "granted" });
+      expect(await insert("cashback")).toBeUndefined();
+      expect(await insert("grant")).toBeDefined();
+      expect(await insert("grant")).toBeDefined();
+    } finally {
+      await store.destroy();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
