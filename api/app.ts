@@ -144,7 +144,9 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   // Rewards (docs/rewards.md): the order routes' authentication already covers /v1/orders/*.
   partnerRoutes("/v1/rewards", rewardRoutes(context));
   app.route("/v1/orders", orderRewardRoutes(context));
-  memberPortalRoutes("/api/partner/rewards", rewardRoutes(context));
+  // Rewards move the partner's money: in the console only an admin member changes them.
+  memberPortalRoutes("/api/partner/rewards", rewardRoutes(context), { adminChanges: true });
+  app.use("/api/partner/orders/*/rewards", requireAdminMemberToChange);
   app.route("/api/partner/orders", orderRewardRoutes(context));
   app.route("/v1/public/rewards", publicRewardRoutes(context));
   partnerRoutes("/v1/branding", brandingRoutes(context));

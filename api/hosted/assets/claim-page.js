@@ -86,9 +86,10 @@
     if (!certificate.enabled) {
       if (rewardsOffered) {
         $("claim-title").textContent = "Claim your reward";
+        $("rewards-title").textContent = "Cashback for this purchase";
         document.title = "Claim your reward";
         $("result-step").hidden = true;
-        return status("Your reward is below.", "info");
+        return status(`${session.merchant?.displayName || "The shop"} gives you USDC back for this purchase.`, "info");
       }
       status("This purchase does not include a certificate.", "info");
       return showResult("Nothing to claim for this purchase.");
