@@ -281,8 +281,13 @@ function RewardTable({ rows, token, onChanged }: { rows: RewardRow[]; token: str
             </td>
             <td>
               {(row.status === "granted" || row.status === "voucher_issued") && (
-                <button type="button" disabled={revoke.isPending} onClick={() => revoke.mutate(row.id)}>
-                  Revoke <span className="visually-hidden">reward {row.id}</span>
+                <button
+                  type="button"
+                  aria-label={`Revoke reward ${row.id}`}
+                  disabled={revoke.isPending}
+                  onClick={() => revoke.mutate(row.id)}
+                >
+                  Revoke
                 </button>
               )}
             </td>
