@@ -8,7 +8,7 @@ import {
   schemaOfPonderCommand,
 } from "./api/config/startup";
 import { indexerTransport } from "./api/indexed/indexer-transport";
-import { certificateNftAbi } from "./contracts/generated";
+import { certificateNftAbi, rewardDistributorAbi } from "./contracts/generated";
 
 /**
  * What the indexer watches: on every enabled network, canonical-USDC `Transfer`
@@ -70,6 +70,12 @@ const certificateByChain = Object.fromEntries(
     .map((network) => [network.name, { address: network.certificate, startBlock: network.startBlock }]),
 );
 
+const rewardDistributorByChain = Object.fromEntries(
+  networks
+    .filter((network) => network.rewardDistributor !== undefined)
+    .map((network) => [network.name, { address: network.rewardDistributor, startBlock: network.startBlock }]),
+);
+
 export default createConfig({
   database:
     config.databaseUrl !== undefined
@@ -80,5 +86,6 @@ export default createConfig({
     USDC: { abi: erc20Abi, chain: usdcTransfers("to") },
     USDCOut: { abi: erc20Abi, chain: usdcTransfers("from") },
     Certificate: { abi: certificateNftAbi, chain: certificateByChain },
+    RewardDistributor: { abi: rewardDistributorAbi, chain: rewardDistributorByChain },
   },
 });

@@ -68,3 +68,28 @@ export const certificateRevocation = onchainTable(
     pk: primaryKey({ columns: [table.purchaseId, table.chainId, table.contract] }),
   }),
 );
+
+/** A reward paid by the distributor's `claim(voucher, signature)`; the reward id is keccak256 of its API id. */
+export const rewardClaim = onchainTable(
+  "reward_claim",
+  (t) => ({
+    chainId: t.integer().notNull(),
+    contract: t.hex().notNull(),
+    rewardId: t.hex().notNull(),
+    funder: t.hex().notNull(),
+    recipient: t.hex().notNull(),
+    token: t.hex().notNull(),
+    amount: t.bigint().notNull(),
+    transactionHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockHash: t.hex().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.chainId, table.transactionHash, table.logIndex] }),
+    rewardIndex: index().on(table.rewardId),
+    funderIndex: index().on(table.funder),
+    blockIndex: index().on(table.chainId, table.blockNumber),
+  }),
+);

@@ -27,6 +27,7 @@ import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
+import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 
@@ -61,6 +62,8 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
     "/v1/public/checkout/payments",
     "/v1/public/checkout/sessions/*/authorizations",
     "/api/rwa/settlements/*",
+    // A reward claim may read the funder's allowance over RPC or send a relayed transaction.
+    "/v1/public/rewards/*",
   ]) {
     app.use(path, lookupRate);
   }
@@ -138,6 +141,14 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   for (const path of ["/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireAdminMemberToChange);
   app.route("/api/partner", partnerPortalRoutes(context));
   app.route("/console", consoleRoutes());
+  // Rewards (docs/rewards.md): the order routes' authentication already covers /v1/orders/*.
+  partnerRoutes("/v1/rewards", rewardRoutes(context));
+  app.route("/v1/orders", orderRewardRoutes(context));
+  // Rewards move the partner's money: in the console only an admin member changes them.
+  memberPortalRoutes("/api/partner/rewards", rewardRoutes(context), { adminChanges: true });
+  app.use("/api/partner/orders/*/rewards", requireAdminMemberToChange);
+  app.route("/api/partner/orders", orderRewardRoutes(context));
+  app.route("/v1/public/rewards", publicRewardRoutes(context));
   partnerRoutes("/v1/branding", brandingRoutes(context));
   app.route("/", logoRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));

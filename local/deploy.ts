@@ -12,9 +12,22 @@ import {
   type TransactionReceipt,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { certificateNftAbi, certificateNftBytecode, testUsdcAbi, testUsdcBytecode } from "../contracts/generated/index.js";
+import {
+  certificateNftAbi,
+  certificateNftBytecode,
+  rewardDistributorAbi,
+  rewardDistributorBytecode,
+  testUsdcAbi,
+  testUsdcBytecode,
+} from "../contracts/generated/index.js";
 
-export type ContractDeployment = { usdc: Address; certificate: Address; deployBlock: number; voucherSigner: Address };
+export type ContractDeployment = {
+  usdc: Address;
+  certificate: Address;
+  rewardDistributor: Address;
+  deployBlock: number;
+  voucherSigner: Address;
+};
 
 export const CERTIFICATE_NAME = "Settlement Certificate";
 export const CERTIFICATE_SYMBOL = "CERT";
@@ -69,6 +82,20 @@ export async function deployCertificate(
   return { certificate: deployedAddress(receipt, "CertificateNFT"), deployBlock: Number(receipt.blockNumber) };
 }
 
+/** The reward distributor alone (a fork, or a data directory deployed before rewards existed). */
+export async function deployRewardDistributor(
+  params: ChainParams & { voucherSigner: Address },
+): Promise<{ rewardDistributor: Address; deployBlock: number }> {
+  const { account, wallet, publicClient } = deployerClients(params);
+  const hash = await wallet.deployContract({
+    abi: rewardDistributorAbi,
+    bytecode: rewardDistributorBytecode,
+    args: [params.voucherSigner, account.address],
+  });
+  const receipt = await successfulReceipt(publicClient, hash, "RewardDistributor");
+  return { rewardDistributor: deployedAddress(receipt, "RewardDistributor"), deployBlock: Number(receipt.blockNumber) };
+}
+
 export async function deployContracts(
   params: ChainParams & { voucherSigner: Address; mintTo: { address: Address; amount: bigint }[] },
 ): Promise<ContractDeployment> {
@@ -89,8 +116,15 @@ export async function deployContracts(
     args: [CERTIFICATE_NAME, CERTIFICATE_SYMBOL, params.voucherSigner, account.address],
     nonce: nextNonce(),
   });
+  const distributorHash = await wallet.deployContract({
+    abi: rewardDistributorAbi,
+    bytecode: rewardDistributorBytecode,
+    args: [params.voucherSigner, account.address],
+    nonce: nextNonce(),
+  });
   const usdcReceipt = await successfulReceipt(publicClient, usdcHash, "TestUSDC");
   const certificateReceipt = await successfulReceipt(publicClient, certificateHash, "CertificateNFT");
+  const distributorReceipt = await successfulReceipt(publicClient, distributorHash, "RewardDistributor");
   const usdc = deployedAddress(usdcReceipt, "TestUSDC");
 
   const mintHashes: Hash[] = [];
@@ -110,6 +144,7 @@ export async function deployContracts(
   return {
     usdc,
     certificate: deployedAddress(certificateReceipt, "CertificateNFT"),
+    rewardDistributor: deployedAddress(distributorReceipt, "RewardDistributor"),
     deployBlock: Number(usdcReceipt.blockNumber),
     voucherSigner: params.voucherSigner,
   };

@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createPublicClient, createTestClient, http, parseEther, parseUnits } from "viem";
+import { type Address, createPublicClient, createTestClient, http, parseEther, parseUnits } from "viem";
 import {
   envPrefix,
   KNOWN_NETWORKS,
@@ -14,7 +14,7 @@ import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../ap
 import { migrateStore, openStore } from "../api/store/open-store.js";
 import { ensureConsoleBuilt } from "../console/build.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
-import { deployCertificate, deployContracts } from "./deploy.js";
+import { deployCertificate, deployContracts, deployRewardDistributor } from "./deploy.js";
 import { alignForkClock, type ForkTarget, fundAccountsWithForkUsdc, resolveForkTarget } from "./fork.js";
 import {
   addressOf,
@@ -37,7 +37,7 @@ export type LocalJson = {
   network: NetworkName;
   chainId: number;
   rpcUrl: string;
-  contracts: { usdc: string; certificate: string };
+  contracts: { usdc: string; certificate: string; rewardDistributor: string };
   partner: { id: string; apiKey: string; paymentAddress: string };
   admin: { address: string; privateKey: string };
   accounts: { address: string; privateKey: string }[];
@@ -143,6 +143,9 @@ export async function startLocalStack(options: {
         : {
             [`${prefix}PAYMENT_ADDRESSES`]: deployment.paymentAddresses.join(","),
             [`${prefix}CERTIFICATE_ADDRESS`]: deployment.certificate,
+            ...(deployment.rewardDistributor === undefined
+              ? {}
+              : { [`${prefix}REWARD_DISTRIBUTOR_ADDRESS`]: deployment.rewardDistributor }),
             [`${prefix}START_BLOCK`]: String(deployment.deployBlock),
           }),
       VOUCHER_KEY_FILE: voucherKeyPath,
@@ -215,7 +218,11 @@ export async function startLocalStack(options: {
       network,
       chainId,
       rpcUrl: anvil.rpcUrl,
-      contracts: { usdc: deployment.usdc, certificate: deployment.certificate },
+      contracts: {
+        usdc: deployment.usdc,
+        certificate: deployment.certificate,
+        rewardDistributor: deployment.rewardDistributor ?? "",
+      },
       partner: { id: DEMO_PARTNER_ID, apiKey: secrets.demoApiKey, paymentAddress: deployment.paymentAddresses[0] as string },
       admin: { address: addressOf(secrets.adminPrivateKey), privateKey: secrets.adminPrivateKey },
       accounts: anvilAccounts(),
@@ -267,7 +274,21 @@ async function ensureDeployment(params: {
   if (existing !== undefined) {
     const client = createPublicClient({ transport: http(params.rpcUrl) });
     const code = await client.getCode({ address: existing.certificate as `0x${string}` });
-    if (code !== undefined && code !== "0x") return { ...existing, rpcUrl: params.rpcUrl };
+    if (code !== undefined && code !== "0x") {
+      if (existing.rewardDistributor !== undefined) return { ...existing, rpcUrl: params.rpcUrl };
+      // Deployed before rewards existed: add the distributor to the same chain, keep everything else.
+      const deployer = anvilAccounts()[0];
+      if (deployer === undefined) throw new Error("no anvil account");
+      const { rewardDistributor } = await deployRewardDistributor({
+        rpcUrl: params.rpcUrl,
+        chainId: params.chainId,
+        deployerPrivateKey: deployer.privateKey,
+        voucherSigner: existing.voucherSigner as Address,
+      });
+      const upgraded: LocalDeployment = { ...existing, rpcUrl: params.rpcUrl, rewardDistributor };
+      writeFileSync(localDeploymentPath(params.dataDir), `${JSON.stringify(upgraded, null, 2)}\n`);
+      return upgraded;
+    }
     // The chain this data directory indexed is gone: its index and store describe
     // payments that no longer exist, so start both afresh.
     for (const stale of ["ponder", "app.sqlite", "app.sqlite-wal", "app.sqlite-shm"]) {
@@ -289,6 +310,7 @@ async function ensureDeployment(params: {
     rpcUrl: params.rpcUrl,
     usdc: contracts.usdc,
     certificate: contracts.certificate,
+    rewardDistributor: contracts.rewardDistributor,
     voucherSigner: contracts.voucherSigner,
     deployBlock: contracts.deployBlock,
     paymentAddresses: params.secrets.paymentPrivateKeys.map(addressOf),
@@ -322,6 +344,12 @@ async function prepareFork(params: {
     deployerPrivateKey: deployer.privateKey,
     voucherSigner: addressOf(params.secrets.voucherPrivateKey),
   });
+  const { rewardDistributor } = await deployRewardDistributor({
+    rpcUrl: params.rpcUrl,
+    chainId: fork.chainId,
+    deployerPrivateKey: deployer.privateKey,
+    voucherSigner: addressOf(params.secrets.voucherPrivateKey),
+  });
   await fundAccountsWithForkUsdc({
     rpcUrl: params.rpcUrl,
     chainId: fork.chainId,
@@ -334,6 +362,7 @@ async function prepareFork(params: {
     rpcUrl: params.rpcUrl,
     usdc: fork.usdc,
     certificate,
+    rewardDistributor,
     voucherSigner: addressOf(params.secrets.voucherPrivateKey),
     deployBlock: fork.blockNumber,
     paymentAddresses: params.secrets.paymentPrivateKeys.map(addressOf),

@@ -94,6 +94,7 @@ console.log(`
   Chain         ${local.rpcUrl}   (chain id ${local.chainId}, ${chainLabel})
   USDC          ${local.contracts.usdc}${local.fork === undefined ? "" : `   (${local.network}'s canonical USDC)`}
   Certificate   ${local.contracts.certificate}
+  Rewards       ${local.contracts.rewardDistributor}
   Partner       ${local.partner.id}   payment address ${local.partner.paymentAddress}
   API key       (in ${join(stack.dataDir, "local.json")})
   Admin wallet  ${local.admin.address}

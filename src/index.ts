@@ -1,5 +1,5 @@
 import { type IndexingFunctionArgs, ponder } from "ponder:registry";
-import { certificateMint, certificateRevocation, usdcTransfer } from "ponder:schema";
+import { certificateMint, certificateRevocation, rewardClaim, usdcTransfer } from "ponder:schema";
 
 // Indexing functions only: each records one on-chain fact, deterministically.
 // Matching, settlement and everything partners see happen outside `src/`.
@@ -54,6 +54,26 @@ ponder.on("Certificate:CertificateRevoked", async ({ event, context }) => {
       reason: event.args.reason,
       transactionHash: event.transaction.hash,
       blockNumber: event.block.number,
+      blockTimestamp: event.block.timestamp,
+    })
+    .onConflictDoNothing();
+});
+
+ponder.on("RewardDistributor:RewardClaimed", async ({ event, context }) => {
+  await context.db
+    .insert(rewardClaim)
+    .values({
+      chainId: context.chain.id,
+      contract: event.log.address,
+      rewardId: event.args.rewardId,
+      funder: event.args.funder,
+      recipient: event.args.recipient,
+      token: event.args.token,
+      amount: event.args.amount,
+      transactionHash: event.transaction.hash,
+      logIndex: event.log.logIndex,
+      blockNumber: event.block.number,
+      blockHash: event.block.hash,
       blockTimestamp: event.block.timestamp,
     })
     .onConflictDoNothing();

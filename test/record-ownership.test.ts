@@ -18,6 +18,9 @@ const OWNERS: Record<string, string> = {
   rwa_purchase: "api/portals/purchase-record.ts",
   certificate: "api/certificates/certificate-record.ts",
   webhook_delivery: "api/outbox/deliveries.ts",
+  reward: "api/rewards/reward-record.ts",
+  reward_settings: "api/rewards/reward-settings.ts",
+  reward_unknown_claim: "api/rewards/unknown-claims.ts",
 };
 
 /** A read may join another record's table when its rows are about its own record; writes stay with the owner. */
@@ -53,9 +56,13 @@ function findings(file: string, source: string): string[] {
 describe("each money record owns its SQL", () => {
   it("recognises reads, joins and writes of an owned table, and nothing else", () => {
     expect(findings("api/x.ts", 'await trx.updateTable("checkout_session").set(row)')).toHaveLength(1);
-    expect(findings("api/x.ts", 'store.selectFrom("payment as p").innerJoin("orders", "orders.id", "p.order_id")')).toHaveLength(2);
+    expect(findings("api/x.ts", 'store.selectFrom("payment as p").innerJoin("orders", "orders.id", "p.order_id")')).toHaveLength(
+      2,
+    );
     expect(findings("api/x.ts", 'trx.insertInto("event").values(row)')).toEqual([]);
-    expect(findings("api/checkout/session-record.ts", 'trx.selectFrom("checkout_session").innerJoin("orders", "a", "b")')).toEqual([]);
+    expect(
+      findings("api/checkout/session-record.ts", 'trx.selectFrom("checkout_session").innerJoin("orders", "a", "b")'),
+    ).toEqual([]);
     expect(findings("api/checkout/session-record.ts", 'trx.updateTable("orders").set(row)')).toHaveLength(1);
   });
 

@@ -6,6 +6,8 @@ import { ProblemError } from "../http/problem.js";
 import { shownConfirmations } from "../indexed/confirmations.js";
 import { getOrder } from "../orders/order-record.js";
 import { readBranding } from "../partners/branding.js";
+import { rewardsOfOrders } from "../rewards/reward-record.js";
+import { rewardView } from "../rewards/reward-view.js";
 import { paymentOfSession, unresolvedPaymentOfSession } from "../settlement/payment-record.js";
 import type { Store } from "../store/open-store.js";
 import { presentationView, readPresentation } from "./hosted-options.js";
@@ -94,5 +96,7 @@ export async function publicSessionView(context: AppContext, session: CheckoutSe
       mintTransactionHash: certificate?.mintTransactionHash ?? null,
     },
     ...(await gaslessSessionView(context, session)),
+    // The order's rewards the customer may claim (docs/rewards.md); ids for POST /v1/public/rewards/:id/claim.
+    rewards: (await rewardsOfOrders(context.store, [session.orderId])).map(rewardView),
   };
 }

@@ -158,12 +158,14 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
       else relayerKeys[name] = key.key;
     }
     const certificate = values.CERTIFICATE_ADDRESS ?? deployment?.certificate;
+    const rewardDistributor = values.REWARD_DISTRIBUTOR_ADDRESS ?? deployment?.rewardDistributor;
     networks.push({
       name,
       chainId: known.chainId,
       rpcUrl: rpcUrl ?? "",
       usdc: getAddress(usdc ?? "0x0000000000000000000000000000000000000000"),
       certificate: certificate === undefined ? undefined : getAddress(certificate),
+      rewardDistributor: rewardDistributor === undefined ? undefined : getAddress(rewardDistributor),
       paymentAddresses: dedupe([...(values.PAYMENT_ADDRESSES ?? []), ...(deployment?.paymentAddresses ?? [])]),
       startBlock: startBlock ?? 0,
       confirmations: values.CONFIRMATIONS ?? known.defaultConfirmations,
@@ -189,6 +191,11 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
       if (network.certificate !== undefined && network.name !== "local") {
         problems.push(
           `VOUCHER_KEY_FILE is not set, but ${envPrefix(network.name)}CERTIFICATE_ADDRESS names a certificate contract: without the voucher key no certificate can be claimed`,
+        );
+      }
+      if (network.rewardDistributor !== undefined && network.name !== "local") {
+        problems.push(
+          `VOUCHER_KEY_FILE is not set, but ${envPrefix(network.name)}REWARD_DISTRIBUTOR_ADDRESS names a reward distributor: without the voucher key no reward can be claimed`,
         );
       }
     }

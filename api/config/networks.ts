@@ -30,6 +30,8 @@ export type NetworkConfig = {
   rpcUrl: string;
   usdc: Address;
   certificate: Address | undefined;
+  /** The reward distributor (`<NET>_REWARD_DISTRIBUTOR_ADDRESS`); none: rewards are off on this network. */
+  rewardDistributor: Address | undefined;
   /** Recipients whose incoming USDC transfers are indexed. */
   paymentAddresses: Address[];
   startBlock: number;
@@ -49,6 +51,8 @@ export const localDeploymentSchema = z.object({
   rpcUrl: z.string().url(),
   usdc: z.string().refine(isAddress),
   certificate: z.string().refine(isAddress),
+  /** Absent in a data directory deployed before rewards existed: `npm start` then deploys it. */
+  rewardDistributor: z.string().refine(isAddress).optional(),
   voucherSigner: z.string().refine(isAddress),
   deployBlock: z.number().int().nonnegative(),
   paymentAddresses: z.array(z.string().refine(isAddress)).min(1),

@@ -95,6 +95,8 @@ export function indexedConfigHash(networks: NetworkConfig[]): string {
     chainId: network.chainId,
     usdc: network.usdc.toLowerCase(),
     certificate: network.certificate?.toLowerCase() ?? null,
+    // Only when set, so a network without rewards keeps the hash it had before they existed.
+    ...(network.rewardDistributor === undefined ? {} : { rewardDistributor: network.rewardDistributor.toLowerCase() }),
     startBlock: network.startBlock,
     watched: network.paymentAddresses.map((address) => address.toLowerCase()).sort(),
   }));

@@ -121,8 +121,9 @@ export const SERVICE_VARIABLES = {
     group: "keys",
     schema: z.string(),
     description:
-      "File holding the private key that signs certificate vouchers (EIP-712): 64 hex digits, with or without `0x`. Its address must be the certificate contract's voucher signer.",
-    required: "when a network has a certificate contract (`<NET>_CERTIFICATE_ADDRESS`)",
+      "File holding the private key that signs certificate and reward vouchers (EIP-712): 64 hex digits, with or without `0x`. Its address must be the voucher signer of the certificate contract and of the reward distributor.",
+    required:
+      "when a network has a certificate contract (`<NET>_CERTIFICATE_ADDRESS`) or a reward distributor (`<NET>_REWARD_DISTRIBUTOR_ADDRESS`)",
   },
   SECRETS_KEY_FILE: {
     group: "keys",
@@ -320,6 +321,12 @@ export const NETWORK_VARIABLES = {
     group: "networks",
     schema: address,
     description: "The deployed certificate contract, if certificates are offered (then `VOUCHER_KEY_FILE` is required).",
+  },
+  REWARD_DISTRIBUTOR_ADDRESS: {
+    group: "networks",
+    schema: address,
+    description:
+      "The deployed `RewardDistributor`, if rewards are offered (then `VOUCHER_KEY_FILE` is required; its address must be the distributor's voucher signer). Partners approve it from their funding address.",
   },
   PAYMENT_ADDRESSES: {
     group: "networks",

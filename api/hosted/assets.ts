@@ -11,6 +11,7 @@ export const HOSTED_ASSETS = [
   "checkout-page.js",
   "claim-page.js",
   "gasless.js",
+  "reward-claim.js",
   "hosted.css",
 ] as const;
 export type HostedAssetName = (typeof HOSTED_ASSETS)[number];

@@ -164,6 +164,19 @@ ${head("Pay with USDC")}
       <a id="success-link" class="button primary"></a></p>
   </section>
 
+  <section id="rewards-step" class="rewards" aria-labelledby="rewards-title" hidden>
+    <h2 id="rewards-title" tabindex="-1">Claim your reward</h2>
+    <p>The shop gives you USDC back for this purchase. It is paid from the shop's wallet to a wallet of yours: send the claim from your wallet (it pays a small network fee), or let us send it for you if your wallet holds no ETH.</p>
+    <div id="reward-address-field" class="field" hidden>
+      <label for="reward-address">Your wallet address</label>
+      <input id="reward-address" type="text" inputmode="text" autocomplete="off" spellcheck="false" aria-describedby="reward-address-hint">
+      <p id="reward-address-hint" class="hint">The reward is paid to this address on the network of your payment.</p>
+    </div>
+    <p id="reward-wallet-line" hidden>Connected wallet: <code id="reward-account" class="address"></code></p>
+    <p id="reward-error" class="error" role="alert" hidden></p>
+    <ul id="rewards-list" class="rewards-list"></ul>
+  </section>
+
   <section id="closed-step" aria-labelledby="closed-title" hidden>
     <h2 id="closed-title" tabindex="-1">This checkout is closed</h2>
     <p id="closed-message"></p>
@@ -176,6 +189,7 @@ ${head("Pay with USDC")}
 </main>
 <script src="/assets/hosted-api.js"></script>
 <script src="/assets/gasless.js"></script>
+<script src="/assets/reward-claim.js"></script>
 <script src="/assets/checkout-page.js"></script>
 </body>
 </html>`;
@@ -212,8 +226,21 @@ ${head("Claim your certificate")}
     <p id="result-message"></p>
     <p id="mint-line" hidden>Transaction: <code id="mint-hash" class="address"></code> <a id="mint-link" hidden target="_blank" rel="noopener noreferrer">View on the block explorer</a></p>
   </section>
+  <section id="rewards-step" class="rewards" aria-labelledby="rewards-title" hidden>
+    <h2 id="rewards-title" tabindex="-1">Claim your reward</h2>
+    <p>The shop gives you USDC back for this purchase. It is paid from the shop's wallet to a wallet of yours: send the claim from your wallet (it pays a small network fee), or let us send it for you if your wallet holds no ETH.</p>
+    <div id="reward-address-field" class="field" hidden>
+      <label for="reward-address">Your wallet address</label>
+      <input id="reward-address" type="text" inputmode="text" autocomplete="off" spellcheck="false" aria-describedby="reward-address-hint">
+      <p id="reward-address-hint" class="hint">The reward is paid to this address on the network of your payment.</p>
+    </div>
+    <p id="reward-wallet-line" hidden>Connected wallet: <code id="reward-account" class="address"></code></p>
+    <p id="reward-error" class="error" role="alert" hidden></p>
+    <ul id="rewards-list" class="rewards-list"></ul>
+  </section>
 </main>
 <script src="/assets/hosted-api.js"></script>
+<script src="/assets/reward-claim.js"></script>
 <script src="/assets/claim-page.js"></script>
 </body>
 </html>`;

@@ -25,7 +25,8 @@ export const PROBLEM_REGISTRY = {
   invalid_cursor: {
     status: 400,
     title: "The cursor is not valid",
-    meaning: "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
+    meaning:
+      "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
   },
   invalid_webhook_url: {
     status: 400,
@@ -507,6 +508,51 @@ export const PROBLEM_REGISTRY = {
     status: 503,
     title: "The authorization cannot pay this checkout",
     meaning: "No relayer is configured on the session's network (`<NET>_RELAYER_KEY_FILE`); pay by plain transfer.",
+  },
+  // Rewards (docs/rewards.md)
+  invalid_funding_address: {
+    status: 400,
+    title: "This funding address cannot pay rewards",
+    meaning: "`PUT /v1/rewards/settings`: the funding address is the zero address or the token itself.",
+  },
+  rewards_not_configured: {
+    status: 409,
+    title: "Rewards are not set up",
+    meaning: "The partner has no funding address yet (`PUT /v1/rewards/settings`); no reward can be granted or claimed.",
+  },
+  reward_order_not_settled: {
+    status: 409,
+    title: "This order cannot be rewarded",
+    meaning: "Rewards are granted on settled orders only.",
+  },
+  reward_exceeds_amount_paid: {
+    status: 409,
+    title: "The rewards would exceed the amount paid",
+    meaning: "The order's rewards (revoked and expired ones aside) plus this one would exceed the order's `amountPaid`.",
+  },
+  reward_not_claimable: {
+    status: 409,
+    title: "This reward cannot be claimed",
+    meaning:
+      "No voucher: `reason` is revoked, expired, claimed, claim_pending (its claim is being confirmed) or voucher_out (a voucher for another wallet is out until `retryAfter`).",
+  },
+  reward_not_revocable: {
+    status: 409,
+    title: "This reward cannot be revoked",
+    meaning:
+      "`reason` is claimed or claim_pending (paid or being paid), voucher_out (a voucher is out until its deadline: revoke after `retryAfter`), revoked or expired.",
+  },
+  reward_unfunded: {
+    status: 409,
+    title: "The partner's funding cannot cover this reward",
+    meaning:
+      "The funding address's allowance to the distributor or its balance is below this reward plus its other vouchers still out (read at most 10 s ago); no voucher was issued.",
+  },
+  rewards_unavailable: {
+    status: 503,
+    title: "Rewards are not offered on this network",
+    meaning:
+      "The order's network has no reward distributor (`<NET>_REWARD_DISTRIBUTOR_ADDRESS`), or the service has no voucher key.",
   },
 } as const satisfies Record<string, ProblemDefinition>;
 

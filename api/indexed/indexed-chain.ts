@@ -46,6 +46,31 @@ export type IndexedCertificateMint = {
   blockTimestamp: bigint;
 };
 
+/** A `RewardClaimed` log of a reward distributor (addresses and hashes lower-case). */
+export type IndexedRewardClaim = {
+  chainId: number;
+  contract: Address;
+  rewardId: Hex;
+  funder: Address;
+  recipient: Address;
+  token: Address;
+  amount: bigint;
+  transactionHash: Hex;
+  logIndex: number;
+  blockNumber: bigint;
+  blockHash: Hex;
+  blockTimestamp: bigint;
+};
+
+export type RewardClaimFilter = {
+  chainIds?: number[];
+  rewardIds?: Hex[];
+  funders?: Address[];
+  fromBlock?: bigint;
+  toBlock?: bigint;
+  limit?: number;
+};
+
 export type IndexedHead = { chainId: number; blockNumber: bigint; blockTimestamp: bigint };
 
 /**
@@ -62,6 +87,8 @@ export type IndexedChain = {
     tokenId?: bigint;
   }): Promise<IndexedCertificateMint[]>;
   revokedPurchaseIds(purchaseIds: Hex[]): Promise<Set<string>>;
+  /** Reward claims in chain order (chain, block, log), oldest first; at most `limit` (default 500). */
+  rewardClaims(filter: RewardClaimFilter): Promise<IndexedRewardClaim[]>;
   /** The newest block the indexer has processed, per chain. */
   heads(): Promise<Map<number, IndexedHead>>;
 };
@@ -72,7 +99,7 @@ const HEADS_TTL_MS = 15;
 const lower = <value extends string>(value: value) => value.toLowerCase() as value;
 
 export function createIndexedChain({ db, schema }: { db: PonderDb; schema: PonderSchema }): IndexedChain {
-  const { usdcTransfer, certificateMint, certificateRevocation } = schema;
+  const { usdcTransfer, certificateMint, certificateRevocation, rewardClaim } = schema;
   let headsCache: { at: number; value: Promise<Map<number, IndexedHead>> } | undefined;
 
   const toTransfer = (row: typeof usdcTransfer.$inferSelect): IndexedTransfer => ({
@@ -143,6 +170,32 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         .from(certificateRevocation)
         .where(inArray(certificateRevocation.purchaseId, purchaseIds.map(lower)));
       return new Set(rows.map((row) => lower(row.purchaseId)));
+    },
+
+    async rewardClaims(filter) {
+      const conditions = [
+        filter.chainIds && inArray(rewardClaim.chainId, filter.chainIds),
+        filter.rewardIds && inArray(rewardClaim.rewardId, filter.rewardIds.map(lower)),
+        filter.funders && inArray(rewardClaim.funder, filter.funders.map(lower)),
+        filter.fromBlock !== undefined && gte(rewardClaim.blockNumber, filter.fromBlock),
+        filter.toBlock !== undefined && lte(rewardClaim.blockNumber, filter.toBlock),
+      ].filter((condition) => condition !== undefined && condition !== false);
+      const rows = await db
+        .select()
+        .from(rewardClaim)
+        .where(and(...conditions))
+        .orderBy(asc(rewardClaim.chainId), asc(rewardClaim.blockNumber), asc(rewardClaim.logIndex))
+        .limit(filter.limit ?? 500);
+      return rows.map((row) => ({
+        ...row,
+        contract: lower(row.contract as Address),
+        rewardId: lower(row.rewardId as Hex),
+        funder: lower(row.funder as Address),
+        recipient: lower(row.recipient as Address),
+        token: lower(row.token as Address),
+        transactionHash: lower(row.transactionHash as Hex),
+        blockHash: lower(row.blockHash as Hex),
+      }));
     },
 
     heads() {

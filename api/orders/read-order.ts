@@ -7,6 +7,7 @@ import { paymentView } from "../checkout/session-view.js";
 import { relayOfTransaction } from "../gasless/gasless-view.js";
 import { problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
+import { rewardsOfOrders } from "../rewards/reward-record.js";
 import { paymentOfSession } from "../settlement/payment-record.js";
 import type { Database } from "../store/database.js";
 import { findOrderOfPartner, type Order } from "./order-record.js";
@@ -27,6 +28,7 @@ export async function readOrder(context: AppContext, params: { partnerId: string
       ? undefined
       : await paymentOfSession(context.store, { sessionId: order.settledSessionId, statuses: ["settled", "attached"] });
   const certificate = await findCertificate(context.store, order.id);
+  const rewards = await rewardsOfOrders(context.store, [order.id]);
   const relay =
     payment === undefined
       ? null
@@ -77,6 +79,7 @@ export async function readOrder(context: AppContext, params: { partnerId: string
       owner: certificate?.buyer ?? null,
       mintTransactionHash: certificate?.mintTransactionHash ?? null,
     },
+    rewardIds: rewards.map((reward) => reward.id),
     fulfilment:
       order.fulfilledAt !== null
         ? { reference: order.fulfilmentReference, fulfilledAt: new Date(order.fulfilledAt).toISOString() }

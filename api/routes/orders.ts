@@ -47,6 +47,9 @@ export const OrderSchema = z
       owner: nullableString,
       mintTransactionHash: nullableString,
     }),
+    rewardIds: z
+      .array(z.string())
+      .openapi({ description: "The ids of the order's rewards (`GET /v1/rewards/{id}`), oldest first" }),
     fulfilment: z
       .object({ reference: z.string().nullable(), fulfilledAt: z.string() })
       .nullable()

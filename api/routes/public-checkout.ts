@@ -70,6 +70,9 @@ const PublicSessionSchema = z
     contactProvided: z.boolean(),
     deliveryProvided: z.boolean(),
     certificate: z.object({ enabled: z.boolean(), status: z.string(), mintTransactionHash: z.string().nullable() }),
+    rewards: z
+      .array(z.record(z.string(), z.unknown()))
+      .openapi({ description: "The order's rewards (docs/rewards.md), claimed with POST /v1/public/rewards/{rewardId}/claim" }),
   })
   .passthrough()
   .openapi("PublicCheckoutSession");

@@ -17,6 +17,7 @@ import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { creditOrder, findOrder, getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
+import { grantCashbackAtSettlement } from "../rewards/grant-reward.js";
 import type { Database, PaymentStatus } from "../store/database.js";
 import { findPayment, forgetPendingPayment, insertPayment, movePayment, type Payment } from "./payment-record.js";
 
@@ -241,6 +242,14 @@ export async function settleOrder(
       now,
     });
   }
+  // The partner's automatic cashback (docs/rewards.md), in the settlement's own transaction.
+  const cashback = await grantCashbackAtSettlement(trx, {
+    order,
+    amountPaid: payment.amount,
+    network,
+    token: session.tokenAddress,
+    now,
+  });
   await recordEvent(trx, {
     partnerId: session.partnerId,
     type: "purchase.settled",
@@ -263,6 +272,7 @@ export async function settleOrder(
       totalPriceUsdc: session.totalPriceUsdc.toString(),
       amountPaid: payment.amount.toString(),
       certificate: { enabled: session.certificateEnabled },
+      ...(cashback === undefined ? {} : { rewardIds: [cashback.id] }),
       settledAt: new Date(now).toISOString(),
       ...(params.resolution === undefined ? {} : { resolution: params.resolution }),
       // An attached payment may be below the total: the partner decided to accept it.

@@ -11,9 +11,11 @@ import type {
   CreatedWebhookEndpoint,
   CreateWebhookEndpointParams,
   FulfilOrderParams,
+  GrantRewardParams,
   Health,
   ListEventsParams,
   ListPaymentsParams,
+  ListRewardsParams,
   ListTransfersParams,
   Order,
   Page,
@@ -23,6 +25,9 @@ import type {
   RefundRequestParams,
   RequestBody,
   ResponseBody,
+  Reward,
+  RewardSettings,
+  RewardSettingsUpdate,
   RotatedWebhookSecret,
   SettlementEvent,
   Transfer,
@@ -157,6 +162,29 @@ export function createClient(options: ClientOptions) {
     update: (params: BrandingUpdate) => request<Branding>(transport, { method: "PATCH", path: "/v1/branding", body: params }),
   };
 
+  const rewards = {
+    settings: {
+      /** Funding address, cashback, and the funding address's allowance and balance against outstanding rewards. */
+      retrieve: () => get<RewardSettings>("/v1/rewards/settings"),
+      /** A partial update: a field left out keeps its value. */
+      update: (params: RewardSettingsUpdate) =>
+        request<RewardSettings>(transport, { method: "PUT", path: "/v1/rewards/settings", body: params }),
+    },
+    /** Grants a reward on a settled order; the same idempotency key answers the same reward. */
+    grant: (orderId: string, params: GrantRewardParams) =>
+      post<Reward>(path`/v1/orders/${orderId}/rewards`, {
+        amount: baseUnitsString(params.amount, "amount"),
+        idempotencyKey: params.idempotencyKey,
+      }),
+    list: (params: ListRewardsParams = {}) => get<Page<Reward>>("/v1/rewards", params),
+    async *iterate(params: Omit<ListRewardsParams, "cursor"> = {}): AsyncGenerator<Reward> {
+      yield* paginate(await rewards.list(params), (cursor) => rewards.list({ ...params, cursor }));
+    },
+    retrieve: (rewardId: string) => get<Reward>(path`/v1/rewards/${rewardId}`),
+    /** Revokes a reward nothing is paying; with a voucher out, only after its deadline (`reward_not_revocable`). */
+    revoke: (rewardId: string, params: { reason?: string } = {}) => post<Reward>(path`/v1/rewards/${rewardId}/revoke`, params),
+  };
+
   return {
     network: options.network,
     baseUrl,
@@ -188,6 +216,7 @@ export function createClient(options: ClientOptions) {
     transfers,
     payments,
     branding,
+    rewards,
     /** Indexer head and lag per chain, store and workers; a degraded service answers too (status "degraded"). */
     health: () => request<Health>(transport, { method: "GET", path: "/v1/health", accept: [503] }),
   };

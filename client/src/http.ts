@@ -15,7 +15,7 @@ export type Query = Record<string, string | number | bigint | undefined>;
  */
 export async function request<answer>(
   transport: Transport,
-  params: { method: "GET" | "POST" | "PATCH" | "DELETE"; path: string; query?: Query; body?: unknown; accept?: number[] },
+  params: { method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE"; path: string; query?: Query; body?: unknown; accept?: number[] },
 ): Promise<answer> {
   const url = new URL(params.path.replace(/^\//, ""), `${transport.baseUrl.replace(/\/+$/, "")}/`);
   for (const [key, value] of Object.entries(params.query ?? {})) {

@@ -113,6 +113,8 @@ type KnownOrder = {
     owner: string | null;
     mintTransactionHash: Hex | null;
   };
+  /** The ids of the order's rewards, oldest first (docs/rewards.md). */
+  rewardIds: string[];
   fulfilment: { reference: string; fulfilledAt: Timestamp } | null;
   createdAt: Timestamp;
   updatedAt: Timestamp;
@@ -191,3 +193,11 @@ export type Health = Schemas["Health"];
 
 /** The problem+json body of a refused call (RFC 9457), with the service's stable `code`. */
 export type Problem = Schemas["Problem"];
+
+/** A reward (USDC cashback claimed on chain, docs/rewards.md). */
+export type Reward = ResponseBody<"/v1/rewards/{rewardId}", "get">;
+export type RewardSettings = ResponseBody<"/v1/rewards/settings", "get">;
+export type RewardSettingsUpdate = RequestBody<"/v1/rewards/settings", "put">;
+export type ListRewardsParams = { orderId?: string; status?: Reward["status"]; cursor?: string; limit?: number };
+/** `amount` in base units, as a bigint or an integer string; sent as a string. */
+export type GrantRewardParams = { amount: bigint | string; idempotencyKey: string };

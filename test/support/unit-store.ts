@@ -59,6 +59,7 @@ export const unitNetwork: NetworkConfig = {
   rpcUrl: "http://127.0.0.1:1",
   usdc: UNIT_USDC,
   certificate: undefined,
+  rewardDistributor: undefined,
   paymentAddresses: [UNIT_PAY_TO],
   startBlock: 0,
   confirmations: 3,

@@ -6,6 +6,7 @@ import { sessionTransitions } from "../../api/checkout/session-record.js";
 import { orderTransitions } from "../../api/orders/order-record.js";
 import { DELIVERY_TRANSITIONS } from "../../api/outbox/deliveries.js";
 import { purchaseTransitions } from "../../api/portals/purchase-record.js";
+import { REWARD_TRANSITIONS } from "../../api/rewards/reward-record.js";
 import { paymentTransitions } from "../../api/settlement/payment-record.js";
 
 // docs/architecture.md prints each record's transition table for the reader; the
@@ -21,6 +22,7 @@ const RECORDS: { heading: string; table: Table }[] = [
   { heading: "## RWA purchase (`api/portals/purchase-record.ts`)", table: purchaseTransitions },
   { heading: "### Certificate (`api/certificates/certificate-record.ts`)", table: CERTIFICATE_TRANSITIONS },
   { heading: "### Webhook delivery (`api/outbox/deliveries.ts`)", table: DELIVERY_TRANSITIONS },
+  { heading: "### Reward (`api/rewards/reward-record.ts`)", table: REWARD_TRANSITIONS },
 ];
 
 const page = readFileSync(join(import.meta.dirname, "..", "..", "docs", "architecture.md"), "utf8");

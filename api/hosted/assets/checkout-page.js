@@ -474,7 +474,14 @@
     $("done-hash").textContent = session.transactionHash || "";
     show("done-step");
     setState("settled", "Payment received. Thank you!", "ok");
-    if (!framed && session.successUrl) {
+    // A reward to claim keeps the customer here: the way back is a link, not a timed redirect.
+    const rewardToClaim = window.UsdcRewards ? window.UsdcRewards.render(session, clientToken) : false;
+    if (rewardToClaim && !framed && session.successUrl) {
+      $("success-link").textContent = `Return to ${shopName()}`;
+      $("success-link").href = session.successUrl;
+      $("redirect-message").textContent = "";
+      $("redirect-line").hidden = false;
+    } else if (!framed && session.successUrl) {
       $("redirect-message").textContent = `Taking you back to ${shopName()} in a few seconds… `;
       $("success-link").textContent = `Return to ${shopName()} now`;
       $("success-link").href = session.successUrl;

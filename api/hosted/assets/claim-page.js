@@ -81,8 +81,16 @@
     $("summary").textContent = `${session.product.quantity} × ${session.product.name} · order ${session.externalOrderId}`;
     $("summary").hidden = false;
     showMerchant();
+    const rewardsOffered = window.UsdcRewards.render(session, clientToken) || (session.rewards || []).length > 0;
     const certificate = session.certificate;
     if (!certificate.enabled) {
+      if (rewardsOffered) {
+        $("claim-title").textContent = "Claim your reward";
+        $("rewards-title").textContent = "Cashback for this purchase";
+        document.title = "Claim your reward";
+        $("result-step").hidden = true;
+        return status(`${session.merchant?.displayName || "The shop"} gives you USDC back for this purchase.`, "info");
+      }
       status("This purchase does not include a certificate.", "info");
       return showResult("Nothing to claim for this purchase.");
     }

@@ -5,6 +5,7 @@ import type { PortalSettings } from "../portal-settings.js";
 import { adminMemberRoutes } from "./admin-member-routes.js";
 import { adminPaymentRoutes } from "./admin-payment-routes.js";
 import { adminRelayRoutes } from "./admin-relay-routes.js";
+import { adminRewardRoutes } from "./admin-reward-routes.js";
 import { adminRoutes } from "./admin-routes.js";
 import { authRoutes } from "./auth-routes.js";
 import { gaslessPurchaseRoutes } from "./gasless-purchase-routes.js";
@@ -42,5 +43,6 @@ export function portalRoutes(context: AppContext, portal: PortalSettings = conte
     .route("/admin/payments", adminPaymentRoutes(context))
     .route("/admin/partners", adminMemberRoutes(context))
     .route("/admin/relayed-authorizations", adminRelayRoutes(context))
+    .route("/admin/reward-claims", adminRewardRoutes(context))
     .route("/admin", adminRoutes(context));
 }

@@ -792,6 +792,212 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rewards/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reward settings: funding address, automatic cashback, allowance, balance and outstanding rewards */
+        get: operations["getV1RewardsSettings"];
+        /** Change the reward settings (partial: a field left out keeps its value) */
+        put: operations["putV1RewardsSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's rewards, newest first */
+        get: operations["getV1Rewards"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards/{rewardId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a reward */
+        get: operations["getV1RewardsByRewardId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards/{rewardId}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke a reward nothing is paying (with a voucher out: only after its deadline) */
+        post: operations["postV1RewardsByRewardIdRevoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orders/{orderId}/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Grant a reward (USDC cashback) on a settled order; idempotent on idempotencyKey */
+        post: operations["postV1OrdersByOrderIdRewards"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/rewards/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reward settings: funding address, automatic cashback, allowance, balance and outstanding rewards */
+        get: operations["getApiPartnerRewardsSettings"];
+        /** Change the reward settings (partial: a field left out keeps its value) */
+        put: operations["putApiPartnerRewardsSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's rewards, newest first */
+        get: operations["getApiPartnerRewards"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/rewards/{rewardId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a reward */
+        get: operations["getApiPartnerRewardsByRewardId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/rewards/{rewardId}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke a reward nothing is paying (with a voucher out: only after its deadline) */
+        post: operations["postApiPartnerRewardsByRewardIdRevoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/orders/{orderId}/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Grant a reward (USDC cashback) on a settled order; idempotent on idempotencyKey */
+        post: operations["postApiPartnerOrdersByOrderIdRewards"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/rewards/{rewardId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read a reward of one's own order (browser; the client token rides in the body) */
+        post: operations["postV1PublicRewardsByRewardId"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/rewards/{rewardId}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Claim a reward (browser): the voucher and ready-to-send transaction, or with gasless the relayed transaction's hash */
+        post: operations["postV1PublicRewardsByRewardIdClaim"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/branding": {
         parameters: {
             query?: never;
@@ -1800,6 +2006,23 @@ export interface paths {
         };
         /** Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei) */
         get: operations["getApiAdminRelayedAuthorizations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/reward-claims": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reward claims seen on chain for no known reward (or for one not expecting a claim), newest first */
+        get: operations["getApiAdminRewardClaims"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3045,6 +3268,8 @@ export interface components {
                 owner: string | null;
                 mintTransactionHash: string | null;
             };
+            /** @description The ids of the order's rewards (`GET /v1/rewards/{id}`), oldest first */
+            rewardIds: string[];
             /** @description Set once the partner fulfilled the order (`POST /v1/orders/{orderId}/fulfilment`) */
             fulfilment: {
                 reference: string | null;
@@ -3088,6 +3313,64 @@ export interface components {
             supportUrl: string | null;
             supportEmail: string | null;
         };
+        RewardSettings: {
+            fundingAddress: string | null;
+            cashbackBps: number;
+            distributor: {
+                address: string;
+                chainId: number;
+            } | null;
+            /** @description The USDC contract rewards are paid in (approve the distributor on it) */
+            token: string | null;
+            /** @description The funding address's allowance to the distributor (null without one) */
+            allowance: string | null;
+            balance: string | null;
+            /** @description Rewards not yet paid, revoked or expired */
+            outstanding: string;
+            warnings: ("allowance_below_outstanding" | "balance_below_outstanding")[];
+        };
+        Reward: {
+            /** @example rw_5f1c… */
+            id: string;
+            /** @enum {string} */
+            status: "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
+            orderId: string;
+            externalOrderId: string;
+            /** @description USDC base units */
+            amount: string;
+            recipient: string | null;
+            transactionHash: string | null;
+            expiresAt: string;
+            /** @enum {string} */
+            source: "grant" | "cashback";
+            chainId: number;
+            voucherDeadline: string | null;
+            revokedReason: string | null;
+            claimedAt: string | null;
+            createdAt: string;
+        };
+        RewardClaim: {
+            voucher: {
+                rewardId: string;
+                funder: string;
+                recipient: string;
+                token: string;
+                amount: string;
+                deadline: string;
+            };
+            signature: string;
+            contract: {
+                address: string;
+                chainId: number;
+            };
+            transaction: {
+                to: string;
+                data: string;
+                chainId: number;
+            };
+        } | {
+            transactionHash: string;
+        };
         PublicCheckoutSession: {
             id: string;
             /** @enum {string} */
@@ -3126,6 +3409,10 @@ export interface components {
                 status: string;
                 mintTransactionHash: string | null;
             };
+            /** @description The order's rewards (docs/rewards.md), claimed with POST /v1/public/rewards/{rewardId}/claim */
+            rewards: {
+                [key: string]: unknown;
+            }[];
         } & {
             [key: string]: unknown;
         };
@@ -3247,7 +3534,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -9233,6 +9520,1394 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getV1RewardsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardSettings"];
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rpc_unavailable" | "store_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putV1RewardsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fundingAddress?: string;
+                    cashbackBps?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_funding_address` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_funding_address";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rpc_unavailable" | "store_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getV1Rewards: {
+        parameters: {
+            query?: {
+                orderId?: string;
+                status?: "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rewards */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Reward"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getV1RewardsByRewardId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postV1RewardsByRewardIdRevoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The revoked reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `reward_not_revocable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "reward_not_revocable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postV1OrdersByOrderIdRewards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example 1500000 */
+                    amount: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The reward (a replay answers the same reward, 201 again) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `rewards_not_configured`, `reward_order_not_settled`, `reward_exceeds_amount_paid`, `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRewardsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardSettings"];
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rpc_unavailable" | "store_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    putApiPartnerRewardsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fundingAddress?: string;
+                    cashbackBps?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_funding_address` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_funding_address";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rpc_unavailable" | "store_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRewards: {
+        parameters: {
+            query?: {
+                orderId?: string;
+                status?: "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rewards */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Reward"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRewardsByRewardId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRewardsByRewardIdRevoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The revoked reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `reward_not_revocable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "reward_not_revocable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerOrdersByOrderIdRewards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example 1500000 */
+                    amount: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The reward (a replay answers the same reward, 201 again) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `rewards_not_configured`, `reward_order_not_settled`, `reward_exceeds_amount_paid`, `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postV1PublicRewardsByRewardId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    clientToken: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `invalid_client_token` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_client_token";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    postV1PublicRewardsByRewardIdClaim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    clientToken: string;
+                    walletAddress: string;
+                    gasless?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The voucher and transaction, or the relayed transaction's hash */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardClaim"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `invalid_client_token` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_client_token";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `reward_not_claimable`, `reward_unfunded`, `rewards_not_configured` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "reward_not_claimable" | "reward_unfunded" | "rewards_not_configured";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "rpc_unavailable" | "store_unavailable";
                     };
                 };
             };
@@ -18002,6 +19677,153 @@ export interface operations {
                             [key: string]: unknown;
                         }[];
                         totalGasCostWei: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                    };
+                };
+            };
+        };
+    };
+    getApiAdminRewardClaims: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Unknown claims */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            chainId: number;
+                            transactionHash: string;
+                            logIndex: number;
+                            contract: string;
+                            onchainRewardId: string;
+                            funder: string;
+                            recipient: string;
+                            token: string;
+                            amount: string;
+                            blockNumber: string;
+                            /** @description unknown_reward, reward_mismatch, or reward_<status> (revoked, expired, granted) */
+                            reason: string;
+                            rewardId: string | null;
+                            seenAt: string;
+                        }[];
                     };
                 };
             };

@@ -17,6 +17,7 @@ import {
   usePagedList,
   When,
 } from "../ui";
+import { UnknownRewardClaims } from "./admin-rewards";
 import type { OfferingRow } from "./investor";
 
 export const adminNav: NavItem[] = [
@@ -27,6 +28,7 @@ export const adminNav: NavItem[] = [
   { path: "payments", label: "Unresolved payments" },
   { path: "deliveries", label: "Event deliveries" },
   { path: "audit", label: "Audit log" },
+  { path: "reward-claims", label: "Unknown reward claims" },
 ];
 
 export function AdminScreens({ sub }: { sub: string[] }) {
@@ -43,6 +45,8 @@ export function AdminScreens({ sub }: { sub: string[] }) {
       return <Deliveries />;
     case "audit":
       return <Audit />;
+    case "reward-claims":
+      return <UnknownRewardClaims />;
     default:
       return <Review />;
   }

@@ -18,6 +18,7 @@ import {
   usePagedList,
   When,
 } from "../ui";
+import { Rewards } from "./partner-rewards";
 
 export const partnerNav: NavItem[] = [
   { path: "sessions", label: "Sessions and orders" },
@@ -27,6 +28,7 @@ export const partnerNav: NavItem[] = [
   { path: "api-keys", label: "API keys" },
   { path: "members", label: "Members" },
   { path: "branding", label: "Branding" },
+  { path: "rewards", label: "Rewards" },
 ];
 
 export function PartnerScreens({ sub }: { sub: string[] }) {
@@ -43,6 +45,8 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
       return <Members />;
     case "branding":
       return <Branding />;
+    case "rewards":
+      return <Rewards />;
     default:
       return <Sessions />;
   }

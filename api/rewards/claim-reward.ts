@@ -1,0 +1,180 @@
+import { type Address, BaseError, encodeFunctionData, getAddress, type Hex } from "viem";
+import { rewardDistributorAbi } from "../../contracts/generated/index.js";
+import type { AppContext } from "../app-context.js";
+import { networkByChainId } from "../app-context.js";
+import { relayerOf } from "../gasless/relayer.js";
+import { ProblemError } from "../http/problem.js";
+import { fundingCovers, readFunding } from "./funding.js";
+import { indexedSecondsOf } from "./revoke-reward.js";
+import { findReward, moveReward, type Reward, vouchersOutOfFunder } from "./reward-record.js";
+import { rewardSettingsOf } from "./reward-settings.js";
+import { type RewardVoucher, signRewardVoucher } from "./reward-voucher.js";
+
+/** A voucher is good for one hour (never past the claim window): long enough to send, short enough to revoke soon. */
+export const REWARD_VOUCHER_LIFETIME_SECONDS = 3_600;
+
+export type RewardClaimAnswer =
+  | {
+      voucher: {
+        rewardId: Hex;
+        funder: Address;
+        recipient: Address;
+        token: Address;
+        amount: string;
+        deadline: string;
+      };
+      signature: Hex;
+      contract: { address: Address; chainId: number };
+      transaction: { to: Address; data: Hex; chainId: number };
+    }
+  | { transactionHash: Hex };
+
+const notClaimable = (reason: string, detail: string, extensions: Record<string, unknown> = {}) =>
+  new ProblemError({ code: "reward_not_claimable", detail, extensions: { reason, ...extensions } });
+
+/**
+ * Issues the voucher of a reward for `walletAddress` (SPEC 16): refused for a
+ * reward that is not (or no longer) claimable and, before any voucher, when the
+ * funder's allowance or balance cannot cover this reward plus its other vouchers
+ * still out (`reward_unfunded`). The reward moves to `voucher_issued` before the
+ * voucher is signed, so a voucher never exists that the record does not know.
+ * With `gasless`, the service's relayer sends the claim and the answer is its hash.
+ */
+export async function claimReward(
+  context: AppContext,
+  params: { reward: Reward; walletAddress: Address; gasless: boolean; now?: number },
+): Promise<RewardClaimAnswer> {
+  const now = params.now ?? Date.now();
+  const { reward } = params;
+  const recipient = getAddress(params.walletAddress);
+  const indexedSeconds = await indexedSecondsOf(context.indexed, reward.chainId);
+  switch (reward.status) {
+    case "revoked":
+    case "expired":
+    case "claimed":
+      throw notClaimable(reward.status, `The reward is ${reward.status}.`);
+    case "pending":
+      throw notClaimable("claim_pending", "The reward's claim is on chain and being confirmed.");
+  }
+  if (now >= reward.expiresAt) throw notClaimable("expired", "The reward's claim window has ended.");
+  if (
+    reward.status === "voucher_issued" &&
+    reward.voucherDeadlineSeconds !== null &&
+    reward.voucherDeadlineSeconds >= indexedSeconds
+  ) {
+    throw notClaimable("voucher_out", "A voucher of this reward is out; a new one can be issued after its deadline.", {
+      retryAfter: new Date(Number(reward.voucherDeadlineSeconds + 1n) * 1000).toISOString(),
+      recipient: reward.recipient,
+    });
+  }
+  const network = networkByChainId(context, reward.chainId);
+  const client = context.rpc.get(reward.chainId);
+  const privateKey = context.settings.voucherPrivateKey;
+  if (network?.rewardDistributor === undefined || client === undefined || privateKey === undefined) {
+    throw new ProblemError({ code: "rewards_unavailable", detail: "Rewards are not offered on this reward's network." });
+  }
+  const relayer = params.gasless ? relayerOf(context, network, context.store) : undefined;
+  if (params.gasless && relayer === undefined) {
+    throw new ProblemError({
+      code: "gasless_unavailable",
+      detail: `Claiming without gas is not offered on ${network.name}; claim from a wallet that holds ETH.`,
+    });
+  }
+  const settings = await rewardSettingsOf(context.store, reward.partnerId);
+  if (settings.fundingAddress === null) {
+    throw new ProblemError({ code: "rewards_not_configured", detail: "The shop has not set up its reward funding." });
+  }
+  const funder = settings.fundingAddress;
+  const nowSeconds = BigInt(Math.floor(now / 1000));
+  const others = await vouchersOutOfFunder(context.store, {
+    chainId: reward.chainId,
+    funder,
+    deadlineAfterSeconds: Number(nowSeconds),
+  });
+  const alreadyOut = others.filter((other) => other.id !== reward.id).reduce((sum, other) => sum + other.amount, 0n);
+  const funding = await readFunding(client, {
+    chainId: reward.chainId,
+    token: reward.token,
+    funder,
+    distributor: reward.distributor,
+    now,
+  });
+  if (!fundingCovers(funding, reward.amount, alreadyOut)) {
+    throw new ProblemError({
+      code: "reward_unfunded",
+      detail: "The shop's reward funding cannot cover this reward right now; try again later or contact the shop.",
+    });
+  }
+
+  const windowEnd = BigInt(Math.floor(reward.expiresAt / 1000));
+  const deadline = nowSeconds + BigInt(REWARD_VOUCHER_LIFETIME_SECONDS);
+  const voucher: RewardVoucher = {
+    rewardId: reward.onchainId,
+    funder,
+    recipient,
+    token: reward.token,
+    amount: reward.amount,
+    deadline: deadline < windowEnd ? deadline : windowEnd,
+  };
+  const issued = await context.store.transaction().execute((trx) =>
+    moveReward(trx, {
+      reward,
+      transition: "issueVoucher",
+      input: { indexedSeconds, recipient, funder, deadlineSeconds: voucher.deadline },
+      now,
+    }),
+  );
+  if (!issued.moved) {
+    const current = (await findReward(context.store, reward.id)) as Reward;
+    throw notClaimable(current.status === "pending" ? "claim_pending" : current.status, issued.reason);
+  }
+  const signature = await signRewardVoucher({ privateKey, chainId: reward.chainId, contract: reward.distributor, voucher });
+  const data = encodeFunctionData({ abi: rewardDistributorAbi, functionName: "claim", args: [voucher, signature] });
+  if (relayer !== undefined) return { transactionHash: await relayClaim(relayer, { to: reward.distributor, data }) };
+  return {
+    voucher: { ...voucher, amount: voucher.amount.toString(), deadline: voucher.deadline.toString() },
+    signature,
+    contract: { address: reward.distributor, chainId: reward.chainId },
+    transaction: { to: reward.distributor, data, chainId: reward.chainId },
+  };
+}
+
+/**
+ * Sends the claim from the network's relayer, through its one entry point
+ * (`exclusive`: the relayer's nonce queue and store lease): simulated first, so a
+ * claim that would revert is never sent.
+ */
+async function relayClaim(relayer: NonNullable<ReturnType<typeof relayerOf>>, call: { to: Address; data: Hex }) {
+  return relayer.exclusive(async (lease) => {
+    const { client } = relayer;
+    let gas: bigint;
+    try {
+      gas = await client.estimateGas({ account: relayer.account, to: call.to, data: call.data });
+    } catch (error) {
+      if (/insufficient funds/i.test(String(error))) {
+        throw new ProblemError({ code: "relayer_out_of_funds", detail: "The relayer has no ETH left to pay the fee." });
+      }
+      throw new ProblemError({
+        code: "relay_failed",
+        detail: `The distributor refuses this claim: ${error instanceof BaseError ? error.shortMessage : String(error)}`,
+      });
+    }
+    const nonce = Math.max(await client.getTransactionCount({ address: relayer.address, blockTag: "pending" }), lease.nextNonce);
+    try {
+      const hash = await relayer.wallet.sendTransaction({
+        account: relayer.account,
+        chain: null,
+        to: call.to,
+        data: call.data,
+        nonce,
+        gas: (gas * 12n) / 10n,
+      });
+      return { result: hash, nextNonce: nonce + 1 };
+    } catch (error) {
+      throw new ProblemError({
+        code: /insufficient funds/i.test(String(error)) ? "relayer_out_of_funds" : "relay_failed",
+        detail: `The claim could not be sent: ${error instanceof BaseError ? error.shortMessage : String(error)}`,
+      });
+    }
+  });
+}

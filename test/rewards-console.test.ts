@@ -1,0 +1,179 @@
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { type Address, createWalletClient, erc20Abi, type Hex, http, isAddressEqual } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
+import { createSession, submitHash } from "./support/checkout-helpers.js";
+import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
+
+// The console's Rewards screen (partner) and unknown reward claims (admin) in headless
+// Chromium at 1280 and 390 px: screenshots in test-artifacts/rewards-console/ (not
+// committed), axe-core clean, every request to the service's origin. The funding
+// wallet is a partner admin member; it approves the distributor from the screen.
+
+const ARTIFACTS = freshArtifacts("rewards-console");
+const FUNDER = 5;
+
+let stack: TestStack;
+let context: BrowserContext;
+let chromium: Chromium | undefined;
+let walletKey: Hex;
+const requestedUrls: string[] = [];
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely
+type Json = Record<string, any>;
+
+async function partner(path: string, init: RequestInit & { json?: unknown } = {}): Promise<Json> {
+  const response = await stack.partnerFetch(path, init);
+  const body = (await response.json()) as Json;
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** `window.ethereum` forwarding each request to a key in this process (reads go to Anvil). */
+async function injectTestWallet(browser: BrowserContext) {
+  const chainIdHex = `0x${stack.chain.id.toString(16)}`;
+  await browser.exposeFunction("__testWalletRequest", async (method: string, params: unknown[]) => {
+    const account = privateKeyToAccount(walletKey);
+    const wallet = createWalletClient({ account, chain: stack.chain, transport: http(stack.local.rpcUrl) });
+    switch (method) {
+      case "eth_requestAccounts":
+      case "eth_accounts":
+        return [account.address];
+      case "eth_chainId":
+        return chainIdHex;
+      case "wallet_switchEthereumChain":
+        return null;
+      case "personal_sign": {
+        const [message, from] = params as [Hex, Address];
+        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
+        return account.signMessage({ message: { raw: message } });
+      }
+      case "eth_sendTransaction": {
+        const transaction = params[0] as { from: Address; to: Address; data: Hex };
+        if (!isAddressEqual(transaction.from, account.address)) throw new Error("unknown sender");
+        return wallet.sendTransaction({ account, chain: stack.chain, to: transaction.to, data: transaction.data });
+      }
+      default:
+        return stack.publicClient.request({ method, params } as never);
+    }
+  });
+  await browser.addInitScript(() => {
+    const target = window as unknown as Record<string, unknown>;
+    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
+    target.ethereum = {
+      isTestWallet: true,
+      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
+      on: () => undefined,
+      removeListener: () => undefined,
+    };
+  });
+}
+
+async function capture(page: Page, name: string) {
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
+    const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}-${width}.json`), { blockingOnly: true });
+    expect(blocking, `${name} at ${width} px: accessibility violations`).toEqual([]);
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+async function signIn(page: Page, portal: "Partner" | "Administrator", key: Hex) {
+  walletKey = key;
+  await page.goto(`${stack.local.baseUrl}/console`);
+  await page.getByRole("heading", { name: "Sign in to the console" }).waitFor();
+  await page.getByRole("radio", { name: new RegExp(`^${portal}`) }).check();
+  await page.getByRole("button", { name: "Sign in with wallet" }).click();
+  await page.getByRole("button", { name: "Sign out" }).waitFor();
+}
+
+beforeAll(async () => {
+  requireChromium();
+  stack = await startTestStack();
+  chromium = await launchChromium("rewards-console", { width: 1280, height: 900 });
+  context = chromium.context;
+  context.on("request", (request) => requestedUrls.push(request.url()));
+  await injectTestWallet(context);
+}, 420_000);
+
+afterAll(async () => {
+  const foreign = requestedUrls.filter((url) => new URL(url).origin !== stack.local.baseUrl);
+  expect(foreign).toEqual([]);
+  await chromium?.close();
+  await stack?.stop();
+});
+
+describe("the console's rewards screens (Chromium)", () => {
+  it("a partner admin sees the shortfall, approves the distributor from the funding wallet, grants and revokes", {
+    timeout: 240_000,
+  }, async () => {
+    const funderKey = stack.local.accounts[FUNDER]!.privateKey as Hex;
+    const funder = privateKeyToAccount(funderKey).address;
+    await partner("/v1/members", { method: "POST", json: { address: funder, role: "admin" } });
+    await partner("/v1/rewards/settings", { method: "PUT", json: { fundingAddress: funder, cashbackBps: 0 } });
+    const session = await createSession(stack, { totalPriceUsdc: "10000000", certificate: { enabled: false } });
+    const paid = await stack.payUsdc({ from: 1, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+    await waitFor(async () => {
+      const body = (await (await submitHash(stack, session.clientToken, paid.hash)).json()) as Json;
+      return body.status === "settled" ? body : undefined;
+    });
+    await partner(`/v1/orders/${session.orderId}/rewards`, {
+      method: "POST",
+      json: { amount: "2000000", idempotencyKey: "console-first" },
+    });
+
+    const page = await context.newPage();
+    await signIn(page, "Partner", funderKey);
+    await page.getByRole("navigation").getByRole("link", { name: "Rewards" }).click();
+    await page.getByRole("heading", { name: "Rewards", level: 1 }).waitFor();
+    await page.getByRole("alert").filter({ hasText: "allowance is below your outstanding rewards" }).waitFor();
+    expect(await page.getByTestId("reward-outstanding").textContent()).toBe("2.00 USDC");
+    expect(await page.getByTestId("reward-allowance").textContent()).toBe("0.00 USDC");
+    await capture(page, "01-partner-rewards-short");
+
+    await page.getByLabel("Allowance to approve (USDC)").fill("50");
+    await page.getByRole("button", { name: "Approve the distributor" }).click();
+    await page.getByRole("status").filter({ hasText: "Approved." }).waitFor({ timeout: 30_000 });
+    await expect.poll(() => page.getByTestId("reward-allowance").textContent(), { timeout: 15_000 }).toBe("50.00 USDC");
+    expect(
+      await stack.publicClient.readContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "allowance",
+        args: [funder, stack.local.contracts.rewardDistributor as Address],
+      }),
+    ).toBe(50_000_000n);
+    expect(await page.getByRole("alert").filter({ hasText: "allowance is below" }).count()).toBe(0);
+
+    await page.getByLabel("Order id").fill(session.orderId);
+    await page.getByLabel("Amount (USDC)").fill("1.5");
+    await page.getByRole("button", { name: "Grant reward" }).click();
+    await page.getByRole("status").filter({ hasText: "Granted 1.50 USDC" }).waitFor();
+    await expect.poll(() => page.getByTestId("reward-outstanding").textContent()).toBe("3.50 USDC");
+    const rows = page.getByRole("row").filter({ hasText: session.externalOrderId });
+    await expect.poll(() => rows.count()).toBe(2);
+    await capture(page, "02-partner-rewards-granted");
+
+    await rows
+      .first()
+      .getByRole("button", { name: /^Revoke/ })
+      .click();
+    await expect.poll(() => page.locator(".status-revoked").count()).toBe(1);
+    await expect.poll(() => page.getByTestId("reward-outstanding").textContent()).not.toBe("3.50 USDC");
+    await capture(page, "03-partner-rewards-revoked");
+    await page.close();
+  });
+
+  it("an administrator lists unknown reward claims", async () => {
+    const page = await context.newPage();
+    await signIn(page, "Administrator", stack.local.admin.privateKey as Hex);
+    await page.getByRole("navigation").getByRole("link", { name: "Unknown reward claims" }).click();
+    await page.getByRole("heading", { name: "Unknown reward claims", level: 1 }).waitFor();
+    await page.getByRole("cell", { name: "None." }).waitFor();
+    await capture(page, "04-admin-unknown-claims");
+    await page.close();
+  });
+});
