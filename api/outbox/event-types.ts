@@ -79,6 +79,7 @@ export const EVENT_DATA = {
     settledAt: instant,
     resolution: z.string().optional().openapi({ description: "How an unresolved payment was credited by hand (attach)" }),
     underpaid: z.boolean().optional().openapi({ description: "An attached payment below the total, accepted by the partner" }),
+    rewardIds: z.array(z.string()).optional().openapi({ description: "The automatic cashback granted at settlement" }),
   }),
   "certificate.minted": z.object({
     ...order,
@@ -96,6 +97,12 @@ export const EVENT_DATA = {
     recipient: address,
     amount: units,
     transactionHash: hex,
+    network: z.string(),
+    chainId: z.number().int(),
+    contract: address.openapi({ description: "The RewardDistributor that paid it" }),
+    funder: address.openapi({ description: "The partner's funding address the USDC came from" }),
+    blockNumber: units,
+    claimedAt: instant,
   }),
   "session.expired": z.object({
     ...order,

@@ -5,6 +5,7 @@ import type { NetworkConfig } from "../config/networks.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedRewardClaim } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
+import { getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { indexedSecondsOf } from "./revoke-reward.js";
@@ -135,6 +136,7 @@ async function applyClaim(
   return context.store.transaction().execute(async (trx) => {
     const moved = await moveReward(trx, { reward, transition: "confirmClaim", input: seen, now });
     if (!moved.moved) return false;
+    const order = await getOrder(trx, reward.orderId);
     await recordEvent(trx, {
       partnerId: reward.partnerId,
       type: "reward.claimed",
@@ -144,13 +146,15 @@ async function applyClaim(
         rewardId: reward.id,
         orderId: reward.orderId,
         externalOrderId: reward.externalOrderId,
-        recipient: moved.reward.recipient,
+        purchaseId: order.purchaseId,
+        // The chain's word: the claim paid this wallet (the voucher fixed it).
+        recipient: claim.recipient,
         amount: reward.amount.toString(),
         transactionHash: claim.transactionHash,
         network: network.name,
         chainId: network.chainId,
-        contract: moved.reward.distributor,
-        funder: moved.reward.funder,
+        contract: claim.contract,
+        funder: claim.funder,
         blockNumber: claim.blockNumber.toString(),
         claimedAt: new Date(now).toISOString(),
       },

@@ -37,6 +37,12 @@ const SAMPLES: { [type in EventType]?: (orderId: string) => EventData<type> } = 
     recipient: `0x${"44".repeat(20)}`,
     amount: "10000",
     transactionHash: `0x${"ef".repeat(32)}`,
+    network: "local",
+    chainId: 31337,
+    contract: `0x${"55".repeat(20)}`,
+    funder: `0x${"66".repeat(20)}`,
+    blockNumber: "1",
+    claimedAt: new Date(0).toISOString(),
   }),
   "order.fulfilled": (orderId) => ({
     externalOrderId: `ext-${orderId}`,

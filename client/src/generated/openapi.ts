@@ -2674,6 +2674,8 @@ export interface components {
                 resolution?: string;
                 /** @description An attached payment below the total, accepted by the partner */
                 underpaid?: boolean;
+                /** @description The automatic cashback granted at settlement */
+                rewardIds?: string[];
             };
         };
         CertificateMintedEvent: {
@@ -2722,6 +2724,16 @@ export interface components {
                 /** @description USDC base units (6 decimals), a decimal string */
                 amount: string;
                 transactionHash: string;
+                network: string;
+                chainId: number;
+                /** @description The RewardDistributor that paid it */
+                contract: string;
+                /** @description The partner's funding address the USDC came from */
+                funder: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                blockNumber: string;
+                /** @description ISO 8601 */
+                claimedAt: string;
             };
         };
         SessionExpiredEvent: {
