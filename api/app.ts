@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
+import { logJson } from "./config/redact.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
 import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
 import { partnerAuth } from "./http/partner-auth.js";
@@ -74,16 +75,14 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
     }
     const unavailable = unavailableProblemFor(error);
     if (unavailable !== undefined) {
-      console.error(
-        JSON.stringify({ level: "warn", msg: unavailable.title, code: unavailable.code, path: c.req.path, error: String(error) }),
-      );
+      logJson({ level: "warn", msg: unavailable.title, code: unavailable.code, path: c.req.path, error: String(error) });
       c.header("Retry-After", String(RETRY_AFTER_SECONDS));
       return problemResponse(c, unavailable);
     }
     if (error instanceof HTTPException && error.status < 500) {
       return problemResponse(c, problems.invalidRequest(error.message || "The request could not be read."));
     }
-    console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(error) }));
+    logJson({ level: "error", msg: "unhandled error", path: c.req.path, error: String(error) });
     return problemResponse(
       c,
       new ProblemError({

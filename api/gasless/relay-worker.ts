@@ -1,6 +1,7 @@
 import { type Hex, type TransactionReceipt, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { logJson } from "../config/redact.js";
 import type { Worker } from "../workers/run-worker.js";
 import { relayerOf, replaceStuckTransaction } from "./relayer.js";
 import { recordRelayFailure } from "./submit-authorization.js";
@@ -88,9 +89,7 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
         .where("status", "=", "submitted")
         .execute();
     } catch (error) {
-      console.error(
-        JSON.stringify({ level: "warn", msg: "relayed transaction not replaced", authorization: row.id, error: String(error) }),
-      );
+      logJson({ level: "warn", msg: "relayed transaction not replaced", authorization: row.id, error: String(error) });
     }
   }
 }
