@@ -25,7 +25,8 @@ export const PROBLEM_REGISTRY = {
   invalid_cursor: {
     status: 400,
     title: "The cursor is not valid",
-    meaning: "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
+    meaning:
+      "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
   },
   invalid_webhook_url: {
     status: 400,
@@ -355,9 +356,10 @@ export const PROBLEM_REGISTRY = {
     meaning: "The transaction is on another network.",
   },
   wrong_payer: {
-    status: 422,
+    status: [422, 409],
     title: "The transaction does not pay this checkout",
-    meaning: "RWA: the transfer did not come from the investor's wallet.",
+    meaning:
+      "RWA: the transfer did not come from the investor's wallet (422 on a submitted hash; 409 when such a payment is attached to the purchase by hand).",
   },
   reverted: { status: 422, title: "The transaction does not pay this checkout", meaning: "The transaction failed on chain." },
   replay: {
@@ -507,6 +509,19 @@ export const PROBLEM_REGISTRY = {
     status: 503,
     title: "The authorization cannot pay this checkout",
     meaning: "No relayer is configured on the session's network (`<NET>_RELAYER_KEY_FILE`); pay by plain transfer.",
+  },
+  // Issue 24 (second attack review): attach re-checks, relayer limits, test payments.
+  offering_sold_out: {
+    status: 409,
+    title: "The offering no longer has the units this payment was for",
+    meaning:
+      "RWA: a late payment attached to a purchase whose reservation was released, and the offering has too few units left to reserve them again; mark the payment for refund.",
+  },
+  investor_not_eligible: {
+    status: 403,
+    title: "The investor may no longer buy into this offering",
+    meaning:
+      "RWA: a payment attached by hand to a purchase whose investor fails the offering's rules now (frozen, KYC, jurisdiction, accreditation; `reasons`); mark the payment for refund.",
   },
 } as const satisfies Record<string, ProblemDefinition>;
 
