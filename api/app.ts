@@ -31,6 +31,9 @@ import { publicCheckoutRoutes } from "./routes/public-checkout.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 
+/** Routes a browser reaches without a credential besides `/v1/public/*` and the three portals' sign-in. */
+const BROWSER_ROUTES_WITHOUT_CREDENTIAL = ["/api/partner/auth/*", "/checkout/*", "/claim/*"];
+
 /**
  * The HTTP surface. Ponder's server mounts it at `/` (it owns /health, /ready,
  * /status, /metrics, /graphql and /sql/*); everything here lives under /v1, /api
@@ -52,10 +55,15 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   for (const prefix of ["/v1/public/*", "/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) {
     app.use(prefix, limitBody(limits.publicBodyBytes));
   }
+  // Every other route a browser reaches without a credential (issue 24): the partner
+  // portal's sign-in, the hosted pages and their QR and claim posts.
+  for (const prefix of BROWSER_ROUTES_WITHOUT_CREDENTIAL) app.use(prefix, limitBody(limits.publicBodyBytes));
   app.use("*", emptyJsonBodyIsNoBody());
   // One counter per kind, shared by its paths: three portals do not triple the sign-in allowance.
   const signInRate = limitRate("sign-in", limits.signIn, limits.trustProxy);
-  for (const prefix of ["/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) app.use(prefix, signInRate);
+  for (const prefix of ["/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*", "/api/partner/auth/*"]) {
+    app.use(prefix, signInRate);
+  }
   // Hash submissions and authorizations may each cost an RPC look-up of a receipt.
   const lookupRate = limitRate("look-up", limits.lookups, limits.trustProxy);
   for (const path of [
@@ -65,12 +73,17 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   ]) {
     app.use(path, lookupRate);
   }
-  app.use("/v1/public/*", limitRate("public", limits.publicCalls, limits.trustProxy));
+  const publicRate = limitRate("public", limits.publicCalls, limits.trustProxy);
+  app.use("/v1/public/*", publicRate);
+  // The hosted pages count with /v1/public: one allowance per browser, whichever it calls.
+  for (const prefix of ["/checkout/*", "/claim/*"]) app.use(prefix, publicRate);
   app.onError((error, c) => {
     if (error instanceof ProblemError) {
       if (error.status === 401) ensureChallenge(c);
       if (error.code === "store_unavailable" || error.code === "rpc_unavailable")
         c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      const retryAfter = error.extensions.retryAfterSeconds;
+      if (typeof retryAfter === "number") c.header("Retry-After", String(retryAfter));
       return problemResponse(c, error);
     }
     const unavailable = unavailableProblemFor(error);

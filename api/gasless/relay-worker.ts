@@ -3,6 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { logJson } from "../config/redact.js";
 import type { Worker } from "../workers/run-worker.js";
+import { settleRelayCharge } from "./relay-charges.js";
 import { relayerOf, replaceStuckTransaction } from "./relayer.js";
 import { recordRelayFailure } from "./submit-authorization.js";
 
@@ -59,6 +60,7 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
         .where("id", "=", row.id)
         .where("status", "=", "submitted")
         .execute();
+      await settleRelayCharge(context.store, { transactionHashes: hashes, gasCostWei: cost });
       if (receipt.status !== "success") {
         await recordRelayFailure(context, row.id, "reverted_on_chain", "The relayed transaction reverted; no USDC moved.");
       }
