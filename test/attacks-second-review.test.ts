@@ -3,6 +3,7 @@ import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { issueApiKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { createSession, outboxEvents } from "./support/checkout-helpers.js";
 import { accountWallet, adminWallet, api, expectJson, openOffering, registerIssuer, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
@@ -10,6 +11,8 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 // stack. Reservations last 8 s and go back on sale as soon as the index passed the
 // expiry, so a "late payment for a released reservation" takes seconds to stage.
 const RESERVATION_SECONDS = 8;
+const SIGN_IN_LIMIT = 30;
+const PUBLIC_LIMIT = 100;
 
 let stack: TestStack;
 let store: Store;
@@ -19,7 +22,14 @@ let issuerPartnerKey: string;
 
 beforeAll(async () => {
   stack = await startTestStack({
-    env: { RWA_RESERVATION_SECONDS: String(RESERVATION_SECONDS), RWA_RELEASE_GRACE_SECONDS: "0", TRUST_PROXY: "true" },
+    env: {
+      RWA_RESERVATION_SECONDS: String(RESERVATION_SECONDS),
+      RWA_RELEASE_GRACE_SECONDS: "0",
+      // Rate-limit attacks below each come from their own X-Forwarded-For address.
+      TRUST_PROXY: "true",
+      SIGN_IN_RATE_LIMIT: String(SIGN_IN_LIMIT),
+      PUBLIC_RATE_LIMIT: String(PUBLIC_LIMIT),
+    },
   });
   store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
   adminToken = await signIn(stack, "admin", adminWallet(stack));
@@ -183,5 +193,89 @@ describe("finding 1 and 2: attaching a payment to an RWA purchase is judged as a
     await expectProblem(await adminAttach(payment, payment.orderId as string), 409, "wrong_payer");
     expect((await readPurchase(5, purchase.id)).status).not.toBe("settled");
     expect(await heldUnits(offeringId)).toBe(0);
+  });
+});
+
+describe("finding 5: a flood of zero-value and dust transfers", () => {
+  it("records every transfer and writes no webhook event for any of them", { timeout: 60_000 }, async () => {
+    const address = stack.local.partner.paymentAddress as Address;
+    await createSession(stack, { totalPriceUsdc: "5000000" }); // an open session: dust is below its amount
+    const hashes: string[] = [];
+    for (let index = 0; index < 15; index++) hashes.push((await stack.payUsdc({ from: 7, to: address, amount: 0n })).hash);
+    for (let index = 0; index < 5; index++) hashes.push((await stack.payUsdc({ from: 7, to: address, amount: 1n })).hash);
+    const recorded = await waitFor(
+      async () => {
+        const list = await expectJson(await stack.partnerFetch("/v1/payments?status=unresolved&limit=500"), 200);
+        const ours = list.data.filter((row: UnresolvedPayment) => hashes.includes(row.transactionHash));
+        return ours.length === hashes.length ? ours : undefined;
+      },
+      { what: "20 spam transfers recorded" },
+    );
+    expect(recorded.every((row: UnresolvedPayment) => row.reason === "unmatched")).toBe(true);
+    const events = await outboxEvents(stack, store);
+    const flooded = events.filter((event) => hashes.includes(String(event.data.transactionHash ?? "").toLowerCase()));
+    expect(flooded.map((event) => event.type)).toEqual([]);
+    // A real wrong amount is still told to the partner.
+    const { hash } = await stack.payUsdc({ from: 7, to: address, amount: 1_234_567n });
+    await waitFor(async () =>
+      (await outboxEvents(stack, store)).some(
+        (event) => event.type === "payment.unresolved" && event.data.transactionHash === hash.toLowerCase(),
+      )
+        ? true
+        : undefined,
+    );
+  });
+});
+
+describe("finding 8: body and rate limits on every browser route without a credential", () => {
+  const big = "x".repeat(200 * 1024);
+  const post = (path: string, body: string, ip: string, type = "application/json") =>
+    fetch(`${stack.ponder.baseUrl}${path}`, {
+      method: "POST",
+      headers: { "Content-Type": type, "X-Forwarded-For": ip },
+      body,
+    });
+  const routes = [
+    { path: "/api/partner/auth/challenge", type: "application/json", limit: SIGN_IN_LIMIT, ip: "203.0.113.10" },
+    { path: "/checkout/cs_attack/qr", type: "application/json", limit: PUBLIC_LIMIT, ip: "203.0.113.11" },
+    { path: "/claim/cs_attack", type: "application/x-www-form-urlencoded", limit: PUBLIC_LIMIT, ip: "203.0.113.12" },
+  ];
+
+  it("refuses a 200 KB body on each", async () => {
+    for (const route of routes) {
+      await expectProblem(await post(route.path, big, "203.0.113.20", route.type), 413, "payload_too_large");
+    }
+  });
+
+  it("answers 429 with Retry-After past the per-IP limit on each", { timeout: 60_000 }, async () => {
+    for (const route of routes) {
+      const body =
+        route.type === "application/json"
+          ? JSON.stringify({ address: accountWallet(stack, 1).address, clientToken: "x" })
+          : "clientToken=x";
+      for (let index = 0; index < route.limit; index++) {
+        const response = await post(route.path, body, route.ip, route.type);
+        expect(response.status, `${route.path} #${index}`).not.toBe(429);
+        await response.arrayBuffer();
+      }
+      const limited = await post(route.path, body, route.ip, route.type);
+      expect(limited.headers.get("Retry-After"), route.path).not.toBeNull();
+      await expectProblem(limited, 429, "rate_limited");
+    }
+  });
+});
+
+describe("finding 9: a test payment the test account cannot afford", () => {
+  it("is a 422 problem, and nothing is sent", async () => {
+    const session = await createSession(stack, { totalPriceUsdc: "3000000" });
+    const problem = await expectProblem(
+      await stack.partnerFetch(`/v1/checkout/sessions/${session.id}/test-payment`, {
+        method: "POST",
+        json: { amount: "999999999999999999" },
+      }),
+      422,
+      "test_payment_refused",
+    );
+    expect(problem.detail).toContain("Nothing was sent");
   });
 });
