@@ -1798,7 +1798,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei) */
+        /** Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei), and today's spend of the relayer per partner against its limits */
         get: operations["getApiAdminRelayedAuthorizations"];
         put?: never;
         post?: never;
@@ -2231,6 +2231,9 @@ export interface components {
                 balanceWei: string | null;
                 lowBalanceWei: string;
                 lowBalance: boolean;
+                /** @description Below this balance health is `degraded` (`RELAYER_BALANCE_FLOOR_WEI`) */
+                balanceFloorWei: string;
+                belowFloor: boolean;
                 warning: string | null;
             }[];
         };
@@ -2682,7 +2685,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -4275,6 +4278,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "test_payment_refused";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -5040,7 +5055,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5048,7 +5063,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -5180,7 +5195,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5188,7 +5203,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -6685,6 +6700,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "test_payment_refused";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -7534,7 +7561,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7542,7 +7569,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -7674,7 +7701,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7682,7 +7709,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -8189,7 +8216,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8197,7 +8224,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -8328,7 +8355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8336,7 +8363,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -8459,7 +8486,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8467,7 +8494,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -8599,7 +8626,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8607,7 +8634,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -9322,6 +9349,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The resource's state does not allow this: `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_payer";
+                    };
+                };
+            };
             /** @description Gone: `session_expired` (see the problem catalogue) */
             410: {
                 headers: {
@@ -9494,6 +9533,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "test_payment_refused";
                     };
                 };
             };
@@ -10164,7 +10215,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10172,7 +10223,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -10331,7 +10382,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10339,7 +10390,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -10481,7 +10532,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10489,7 +10540,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -10638,7 +10689,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10646,7 +10697,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -10792,7 +10843,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10800,7 +10851,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -10959,7 +11010,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10967,7 +11018,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -11109,7 +11160,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11117,7 +11168,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -11266,7 +11317,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11274,7 +11325,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -11420,7 +11471,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11428,7 +11479,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -11587,7 +11638,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11595,7 +11646,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -11737,7 +11788,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11745,7 +11796,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -11894,7 +11945,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11902,7 +11953,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12048,7 +12099,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12056,7 +12107,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12215,7 +12266,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12223,7 +12274,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12365,7 +12416,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12373,7 +12424,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12522,7 +12573,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12530,7 +12581,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12662,7 +12713,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12670,7 +12721,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12797,7 +12848,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12805,7 +12856,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12927,7 +12978,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12935,7 +12986,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13060,7 +13111,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13068,7 +13119,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13191,7 +13242,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13199,7 +13250,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13330,7 +13381,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13338,7 +13389,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13472,7 +13523,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13480,7 +13531,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13615,7 +13666,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13623,7 +13674,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13755,7 +13806,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13763,7 +13814,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13897,7 +13948,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13905,7 +13956,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14039,7 +14090,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14047,7 +14098,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14210,7 +14261,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14218,7 +14269,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14350,7 +14401,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14358,7 +14409,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14496,7 +14547,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14504,7 +14555,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14650,7 +14701,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14658,7 +14709,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14796,7 +14847,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14804,7 +14855,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14924,7 +14975,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14932,7 +14983,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15058,7 +15109,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15066,7 +15117,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15190,7 +15241,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15198,7 +15249,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15332,7 +15383,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15340,7 +15391,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15466,7 +15517,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15474,7 +15525,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15614,7 +15665,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15622,7 +15673,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15762,7 +15813,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15770,7 +15821,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15910,7 +15961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15918,7 +15969,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16058,7 +16109,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16066,7 +16117,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16206,7 +16257,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16214,7 +16265,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16336,7 +16387,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16344,7 +16395,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16476,7 +16527,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16484,7 +16535,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16606,7 +16657,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16614,7 +16665,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16742,7 +16793,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16750,7 +16801,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16884,7 +16935,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16892,7 +16943,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17037,7 +17088,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17045,7 +17096,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17192,7 +17243,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17200,7 +17251,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17340,7 +17391,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17348,7 +17399,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17437,6 +17488,20 @@ export interface operations {
                             [key: string]: unknown;
                         }[];
                         totalGasCostWei: string;
+                        /** @description What the relayer spent today per partner and network (mined gas, plus the maximum of what is in flight) */
+                        spendByPartner: {
+                            /** @description UTC day the quotas and budgets count */
+                            day: string;
+                            partnerDailyRelays: number;
+                            partnerDailyGasWei: string;
+                            partners: {
+                                partnerId: string;
+                                chainId: number;
+                                relays: number;
+                                spentWei: string;
+                                remainingWei: string;
+                            }[];
+                        };
                     };
                 };
             };
@@ -17488,7 +17553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17496,7 +17561,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17618,7 +17683,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17626,7 +17691,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17754,7 +17819,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17762,7 +17827,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17896,7 +17961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17904,7 +17969,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18044,7 +18109,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18052,7 +18117,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18174,7 +18239,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18182,7 +18247,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18319,7 +18384,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18327,7 +18392,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18467,7 +18532,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18475,7 +18540,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18609,7 +18674,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18617,7 +18682,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18756,7 +18821,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18764,7 +18829,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18886,7 +18951,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18894,7 +18959,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19022,7 +19087,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19030,7 +19095,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19170,7 +19235,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19178,7 +19243,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19318,7 +19383,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19326,7 +19391,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19466,7 +19531,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19474,7 +19539,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19614,7 +19679,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19622,7 +19687,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19760,7 +19825,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19768,7 +19833,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19901,7 +19966,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19909,7 +19974,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20043,7 +20108,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20051,7 +20116,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20177,7 +20242,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20185,7 +20250,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20318,7 +20383,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20326,7 +20391,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20475,7 +20540,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20483,7 +20548,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20626,7 +20691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20634,7 +20699,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20763,7 +20828,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20771,7 +20836,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
