@@ -3,6 +3,7 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
+import { logJson } from "./config/redact.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
 import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
 import { partnerAuth } from "./http/partner-auth.js";
@@ -31,6 +32,9 @@ import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/re
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 
+/** Routes a browser reaches without a credential besides `/v1/public/*` and the three portals' sign-in. */
+const BROWSER_ROUTES_WITHOUT_CREDENTIAL = ["/api/partner/auth/*", "/checkout/*", "/claim/*"];
+
 /**
  * The HTTP surface. Ponder's server mounts it at `/` (it owns /health, /ready,
  * /status, /metrics, /graphql and /sql/*); everything here lives under /v1, /api
@@ -52,10 +56,15 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   for (const prefix of ["/v1/public/*", "/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) {
     app.use(prefix, limitBody(limits.publicBodyBytes));
   }
+  // Every other route a browser reaches without a credential (issue 24): the partner
+  // portal's sign-in, the hosted pages and their QR and claim posts.
+  for (const prefix of BROWSER_ROUTES_WITHOUT_CREDENTIAL) app.use(prefix, limitBody(limits.publicBodyBytes));
   app.use("*", emptyJsonBodyIsNoBody());
   // One counter per kind, shared by its paths: three portals do not triple the sign-in allowance.
   const signInRate = limitRate("sign-in", limits.signIn, limits.trustProxy);
-  for (const prefix of ["/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) app.use(prefix, signInRate);
+  for (const prefix of ["/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*", "/api/partner/auth/*"]) {
+    app.use(prefix, signInRate);
+  }
   // Hash submissions and authorizations may each cost an RPC look-up of a receipt.
   const lookupRate = limitRate("look-up", limits.lookups, limits.trustProxy);
   for (const path of [
@@ -67,26 +76,29 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   ]) {
     app.use(path, lookupRate);
   }
-  app.use("/v1/public/*", limitRate("public", limits.publicCalls, limits.trustProxy));
+  const publicRate = limitRate("public", limits.publicCalls, limits.trustProxy);
+  app.use("/v1/public/*", publicRate);
+  // The hosted pages count with /v1/public: one allowance per browser, whichever it calls.
+  for (const prefix of ["/checkout/*", "/claim/*"]) app.use(prefix, publicRate);
   app.onError((error, c) => {
     if (error instanceof ProblemError) {
       if (error.status === 401) ensureChallenge(c);
       if (error.code === "store_unavailable" || error.code === "rpc_unavailable")
         c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      const retryAfter = error.extensions.retryAfterSeconds;
+      if (typeof retryAfter === "number") c.header("Retry-After", String(retryAfter));
       return problemResponse(c, error);
     }
     const unavailable = unavailableProblemFor(error);
     if (unavailable !== undefined) {
-      console.error(
-        JSON.stringify({ level: "warn", msg: unavailable.title, code: unavailable.code, path: c.req.path, error: String(error) }),
-      );
+      logJson({ level: "warn", msg: unavailable.title, code: unavailable.code, path: c.req.path, error: String(error) });
       c.header("Retry-After", String(RETRY_AFTER_SECONDS));
       return problemResponse(c, unavailable);
     }
     if (error instanceof HTTPException && error.status < 500) {
       return problemResponse(c, problems.invalidRequest(error.message || "The request could not be read."));
     }
-    console.error(JSON.stringify({ level: "error", msg: "unhandled error", path: c.req.path, error: String(error) }));
+    logJson({ level: "error", msg: "unhandled error", path: c.req.path, error: String(error) });
     return problemResponse(
       c,
       new ProblemError({

@@ -4,6 +4,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { AppContext } from "../api/app-context.js";
 import { ConfigError, type ServiceConfig } from "../api/config/config.js";
 import { envPrefix } from "../api/config/networks.js";
+import { redactUrl } from "../api/config/redact.js";
 import { settingsOf } from "../api/config/settings.js";
 import { prepareStart } from "../api/config/startup.js";
 import { problems } from "../api/http/problem.js";
@@ -88,8 +89,7 @@ export const commands: Record<string, Command> = {
       confirmations: network.confirmations,
       paymentAddresses: network.paymentAddresses,
     }));
-    const store =
-      config.storeUrl === undefined ? `sqlite:${config.dataDir}/app.sqlite` : config.storeUrl.replace(/\/\/[^@/]*@/, "//***@");
+    const store = config.storeUrl === undefined ? `sqlite:${config.dataDir}/app.sqlite` : redactUrl(config.storeUrl);
     const index = config.databaseUrl === undefined ? `pglite:${config.dataDir}/ponder` : "postgres (DATABASE_URL)";
     const lines = [
       "Configuration is valid.",

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { ConfigError, readConfig } from "../api/config/config.js";
+import { redactSecrets } from "../api/config/redact.js";
 import { ProblemError } from "../api/http/problem.js";
 import { type CommandContext, commands, UsageError } from "./commands.js";
 
@@ -32,12 +33,19 @@ export const USAGE = `Usage: npx settlement <command> [options] [--json]
 The environment is the service's (docs/configuration.md). --json prints one JSON
 document for scripts. Exit codes: 0 done, 1 refused, 2 usage, 78 configuration.`;
 
+/** Where the CLI writes; every line passes `redactSecrets` (an RPC URL's credentials never reach a terminal or a log). */
+type Output = { write: (text: string) => unknown };
+
+const redacting = (stream: Output): Output => ({ write: (text: string) => stream.write(redactSecrets(text)) });
+
 export async function runCli(
   argv: string[],
   env: NodeJS.ProcessEnv,
-  out = process.stdout,
-  err = process.stderr,
+  rawOut: Output = process.stdout,
+  rawErr: Output = process.stderr,
 ): Promise<number> {
+  const out = redacting(rawOut);
+  const err = redacting(rawErr);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -84,7 +92,7 @@ function parse(argv: string[]) {
   });
 }
 
-function report(error: unknown, json: boolean, out: NodeJS.WritableStream, err: NodeJS.WritableStream): number {
+function report(error: unknown, json: boolean, out: Output, err: Output): number {
   if (error instanceof UsageError) {
     err.write(`${error.message}\n\n${USAGE}\n`);
     return EXIT.usage;

@@ -435,3 +435,27 @@ export async function sessionsByIds(db: Kysely<Database>, sessionIds: readonly s
     .execute();
   return rows.map(toCheckoutSession);
 }
+
+/**
+ * The smallest amount due of the open sessions paying to an address (undefined when
+ * none is open): a transfer below it can pay no open session (issue 24, dust).
+ * Amounts are text in the store, so they are compared as `bigint` here, not in SQL.
+ */
+export async function smallestOpenAmountDue(
+  db: Kysely<Database>,
+  params: { chainId: number; paymentAddress: string },
+): Promise<bigint | undefined> {
+  const rows = await db
+    .selectFrom("checkout_session")
+    .select("amount_due")
+    .where("chain_id", "=", params.chainId)
+    .where("payment_address", "=", params.paymentAddress.toLowerCase())
+    .where("status", "=", "awaiting_payment")
+    .execute();
+  let smallest: bigint | undefined;
+  for (const row of rows) {
+    const amount = BigInt(row.amount_due);
+    if (smallest === undefined || amount < smallest) smallest = amount;
+  }
+  return smallest;
+}

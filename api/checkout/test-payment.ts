@@ -1,4 +1,4 @@
-import { type Address, createWalletClient, defineChain, erc20Abi, type Hex, http } from "viem";
+import { type Address, ContractFunctionExecutionError, createWalletClient, defineChain, erc20Abi, type Hex, http } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
@@ -61,6 +61,15 @@ export async function sendTestPayment(
   const client = context.rpc.get(network.chainId);
   if (client === undefined) throw problems.notFound("Test payments");
 
+  // An amount the test account cannot pay is the caller's mistake, not ours (issue 24): a 4xx, nothing sent.
+  const balance = await client.readContract({
+    address: session.tokenAddress,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [account.address],
+  });
+  if (amount > balance)
+    throw testPaymentRefused(`The test account ${account.address} holds ${balance} base units, less than ${amount}.`);
   const send = async () => {
     const hash = await wallet.writeContract({
       address: session.tokenAddress,
@@ -73,7 +82,11 @@ export async function sendTestPayment(
   };
   const sent = queue.then(send, send);
   queue = sent.catch(() => undefined);
-  const transactionHash = await sent;
+  const transactionHash = await sent.catch((error: unknown) => {
+    // The chain refused the transfer (a balance spent meanwhile, an amount the token rejects).
+    if (error instanceof ContractFunctionExecutionError) throw testPaymentRefused(error.shortMessage);
+    throw error;
+  });
 
   await waitUntilIndexed(context, transactionHash);
   if (!params.submit) return { transactionHash, from: account.address, amount: amount.toString(), submission: null };
@@ -97,4 +110,13 @@ async function waitUntilIndexed(context: AppContext, transactionHash: Hex): Prom
     if ((await context.indexed.transfersByHash(transactionHash)).length > 0) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+function testPaymentRefused(detail: string): ProblemError {
+  return new ProblemError({
+    status: 422,
+    code: "test_payment_refused",
+    title: "The test account cannot send this payment",
+    detail: `${detail} Nothing was sent.`,
+  });
 }

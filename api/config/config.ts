@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, getAddress, type Hex } from "viem";
 import type { z } from "zod";
+import type { RelayLimits } from "../gasless/relay-charges.js";
 import type { RequestLimits } from "../http/request-limits.js";
 import type { WatchdogSettings } from "../indexed/indexer-watchdog.js";
 import type { DispatcherOptions } from "../outbox/dispatcher.js";
@@ -49,6 +50,7 @@ export type ServiceConfig = {
   port: string | undefined;
   relayerReplaceAfterMs: number;
   relayerLowBalanceWei: bigint;
+  relayLimits: RelayLimits;
 };
 
 export class ConfigError extends Error {
@@ -274,6 +276,14 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
     relayerReplaceAfterMs: (service.RELAYER_REPLACE_AFTER_SECONDS ?? 30) * 1000,
     // 0.002 ETH: some 400 relayed payments on Base at its usual fees.
     relayerLowBalanceWei: BigInt(service.RELAYER_LOW_BALANCE_WEI ?? "2000000000000000"),
+    relayLimits: {
+      minAmount: BigInt(service.RELAYER_MIN_AMOUNT ?? "100000"),
+      partnerDailyRelays: service.RELAYER_PARTNER_DAILY_RELAYS ?? 2000,
+      sessionRelays: service.RELAYER_SESSION_RELAYS ?? 3,
+      // 0.05 ETH: some 10,000 relayed payments a day on Base at its usual fees.
+      partnerDailyGasWei: BigInt(service.RELAYER_PARTNER_DAILY_GAS_WEI ?? "50000000000000000"),
+      balanceFloorWei: BigInt(service.RELAYER_BALANCE_FLOOR_WEI ?? "200000000000000"),
+    },
   };
   return { config, problems };
 }

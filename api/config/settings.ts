@@ -1,4 +1,5 @@
 import type { Address, Hex } from "viem";
+import type { RelayLimits } from "../gasless/relay-charges.js";
 import type { RequestLimits } from "../http/request-limits.js";
 import type { WatchdogSettings } from "../indexed/indexer-watchdog.js";
 import type { DispatcherOptions } from "../outbox/dispatcher.js";
@@ -30,6 +31,8 @@ export type ServiceSettings = {
   relayerReplaceAfterMs: number;
   /** Gasless payment: health warns when a relayer holds less ETH than this (wei). */
   relayerLowBalanceWei: bigint;
+  /** The relayer's limits per partner and session (docs/gasless.md, "Limits"). */
+  relayLimits: RelayLimits;
 };
 
 export function settingsOf(config: ServiceConfig): ServiceSettings {
@@ -47,5 +50,6 @@ export function settingsOf(config: ServiceConfig): ServiceSettings {
     port: config.port,
     relayerReplaceAfterMs: config.relayerReplaceAfterMs,
     relayerLowBalanceWei: config.relayerLowBalanceWei,
+    relayLimits: config.relayLimits,
   };
 }

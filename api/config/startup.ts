@@ -6,6 +6,7 @@ import { type Address, getAddress } from "viem";
 import { migrateStore, openStore, type Store } from "../store/open-store.js";
 import { ConfigError, readConfig, type ServiceConfig } from "./config.js";
 import { envPrefix, type NetworkConfig } from "./networks.js";
+import { redactSecrets } from "./redact.js";
 
 /**
  * What a process does with the configuration: the indexer (`ponder start`) records
@@ -81,7 +82,7 @@ export async function checkChainIds(networks: NetworkConfig[], timeoutMs = CHAIN
         } catch (error) {
           const reason =
             (error as Error).name === "TimeoutError" ? `no answer within ${timeoutMs / 1000} s` : (error as Error).message;
-          return `${variable}: eth_chainId failed (${reason})`;
+          return `${variable}: eth_chainId failed (${redactSecrets(reason)})`;
         }
       }),
   );

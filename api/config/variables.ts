@@ -272,6 +272,41 @@ export const SERVICE_VARIABLES = {
     description: "Gasless payment: health warns when a relayer holds less ETH than this (wei).",
     default: "2000000000000000",
   },
+  RELAYER_MIN_AMOUNT: {
+    group: "keys",
+    schema: z.string().regex(/^\d{1,30}$/, { error: "a whole number of USDC base units" }),
+    description:
+      "Gasless payment: the smallest amount (USDC base units) the relayer submits; a smaller authorization is refused with `relay_amount_too_small` and costs no gas.",
+    default: "100000",
+  },
+  RELAYER_PARTNER_DAILY_RELAYS: {
+    group: "keys",
+    schema: integer(0, 10_000_000),
+    description:
+      "Relayer: transactions it sends for one partner per UTC day and network (payments, and later refunds and reward claims); then `429 relay_quota_exceeded` until the next day.",
+    default: "2000",
+  },
+  RELAYER_SESSION_RELAYS: {
+    group: "keys",
+    schema: integer(1, 100),
+    description:
+      "Relayer: transactions it sends for one checkout session (failed relays free the session for another try); then `409 relay_session_limit`.",
+    default: "3",
+  },
+  RELAYER_PARTNER_DAILY_GAS_WEI: {
+    group: "keys",
+    schema: z.string().regex(/^\d{1,30}$/, { error: "a whole number of wei" }),
+    description:
+      "Relayer: gas (wei) it spends for one partner per UTC day and network, counting a sent transaction's maximum cost until it is mined; then `429 relay_budget_spent` with `Retry-After`.",
+    default: "50000000000000000",
+  },
+  RELAYER_BALANCE_FLOOR_WEI: {
+    group: "keys",
+    schema: z.string().regex(/^\d{1,30}$/, { error: "a whole number of wei" }),
+    description:
+      "Relayer: below this balance (wei) health answers `degraded` (reason `relayer_balance_low`); between it and `RELAYER_LOW_BALANCE_WEI` health only warns.",
+    default: "200000000000000",
+  },
   INDEXER_STALL_TIMEOUT_MS: {
     group: "indexer",
     schema: integer(1_000, Number.MAX_SAFE_INTEGER),

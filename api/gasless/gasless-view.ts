@@ -81,6 +81,7 @@ export async function relayerHealth(context: AppContext) {
           .catch((error: unknown) => ({ balance: undefined, error: String(error) }))
           .then(({ balance }) => {
             const low = balance === undefined || balance < context.settings.relayerLowBalanceWei;
+            const floor = context.settings.relayLimits.balanceFloorWei;
             return {
               network: network.name,
               chainId: network.chainId,
@@ -88,6 +89,9 @@ export async function relayerHealth(context: AppContext) {
               balanceWei: balance?.toString() ?? null,
               lowBalanceWei: context.settings.relayerLowBalanceWei.toString(),
               lowBalance: low,
+              balanceFloorWei: floor.toString(),
+              /** Under the floor, health is `degraded` (issue 24): gasless payments are about to fail for everyone. */
+              belowFloor: balance !== undefined && balance < floor,
               warning: low
                 ? balance === undefined
                   ? "The relayer's balance could not be read."

@@ -1,7 +1,9 @@
 import { type Hex, type TransactionReceipt, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
+import { logJson } from "../config/redact.js";
 import type { Worker } from "../workers/run-worker.js";
+import { settleRelayCharge } from "./relay-charges.js";
 import { relayerOf, replaceStuckTransaction } from "./relayer.js";
 import { recordRelayFailure } from "./submit-authorization.js";
 
@@ -58,6 +60,7 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
         .where("id", "=", row.id)
         .where("status", "=", "submitted")
         .execute();
+      await settleRelayCharge(context.store, { transactionHashes: hashes, gasCostWei: cost });
       if (receipt.status !== "success") {
         await recordRelayFailure(context, row.id, "reverted_on_chain", "The relayed transaction reverted; no USDC moved.");
       }
@@ -88,9 +91,7 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
         .where("status", "=", "submitted")
         .execute();
     } catch (error) {
-      console.error(
-        JSON.stringify({ level: "warn", msg: "relayed transaction not replaced", authorization: row.id, error: String(error) }),
-      );
+      logJson({ level: "warn", msg: "relayed transaction not replaced", authorization: row.id, error: String(error) });
     }
   }
 }

@@ -4,6 +4,7 @@ import {
   type Address,
   BaseError,
   createWalletClient,
+  encodeFunctionData,
   type Hex,
   http,
   type PublicClient,
@@ -15,6 +16,7 @@ import type { NetworkConfig } from "../config/networks.js";
 import type { Store } from "../store/open-store.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { eip3009Abi } from "./eip3009.js";
+import { assertRelayAllowed, type RelayCharge, recordRelayCharge } from "./relay-charges.js";
 
 /**
  * One relayer per network: the key in `<NET>_RELAYER_KEY_FILE` pays the gas of
@@ -139,23 +141,30 @@ export type SentTransaction = {
   maxPriorityFeePerGas: bigint;
 };
 
+/** A contract call for the relayer to send: the target and its encoded calldata. */
+export type RelayedCall = { to: Address; data: Hex };
+
 /**
- * Sends `transferWithAuthorization` for a stored authorization: simulated first (a
- * call that would revert is never sent), refused when the relayer cannot pay the
- * gas, then signed with the next nonce of this relayer.
+ * THE entry of every transaction the relayer sends (docs/gasless.md, "Limits"): a
+ * gasless payment today, refund sends and reward claims tomorrow. Inside the
+ * relayer's lease (one sender at a time, across processes) it simulates the call (a
+ * call that would revert is never sent), prices it, checks the charge against the
+ * partner's quotas and daily gas budget (`assertRelayAllowed`), refuses when the
+ * relayer cannot pay the gas, signs with the next nonce, sends, and records the
+ * charge, so concurrent calls count each other. Refusals of the limits are problems
+ * (`isRelayLimitRefusal`); the relayer's own failures are `RelayFailure`s.
  */
-export function sendAuthorization(relayer: Relayer, row: RelayedAuthorizationTable): Promise<SentTransaction> {
+export function relayContractCall(
+  context: Pick<AppContext, "store" | "settings">,
+  relayer: Relayer,
+  params: { charge: RelayCharge; call: RelayedCall },
+): Promise<SentTransaction> {
+  const { charge, call } = params;
   return relayer.exclusive(async (lease) => {
     const { client } = relayer;
     let gas: bigint;
     try {
-      gas = await client.estimateContractGas({
-        account: relayer.account,
-        address: row.token_address as Address,
-        abi: eip3009Abi,
-        functionName: "transferWithAuthorization",
-        args: authorizationArgs(row),
-      });
+      gas = await client.estimateGas({ account: relayer.account, to: call.to, data: call.data });
     } catch (error) {
       if (/insufficient funds/i.test(String(error))) {
         throw new RelayFailure("relayer_out_of_funds", "The relayer has no ETH left to pay the network fee.");
@@ -164,36 +173,55 @@ export function sendAuthorization(relayer: Relayer, row: RelayedAuthorizationTab
     }
     const fees = await client.estimateFeesPerGas();
     const gasLimit = (gas * 12n) / 10n;
+    const maxCost = gasLimit * fees.maxFeePerGas;
+    await assertRelayAllowed(context.store, context.settings.relayLimits, { ...charge, estimatedCostWei: maxCost });
     const balance = await client.getBalance({ address: relayer.address });
-    if (balance < gasLimit * fees.maxFeePerGas) {
+    if (balance < maxCost) {
       throw new RelayFailure(
         "relayer_out_of_funds",
-        `The relayer holds ${balance} wei, less than the ${gasLimit * fees.maxFeePerGas} wei this transaction may cost.`,
+        `The relayer holds ${balance} wei, less than the ${maxCost} wei this transaction may cost.`,
       );
     }
     const chainNonce = await client.getTransactionCount({ address: relayer.address, blockTag: "pending" });
     const nonce = Math.max(chainNonce, lease.nextNonce);
+    let hash: Hex;
     try {
-      const hash = await relayer.wallet.writeContract({
+      hash = await relayer.wallet.sendTransaction({
         account: relayer.account,
         chain: null,
-        address: row.token_address as Address,
-        abi: eip3009Abi,
-        functionName: "transferWithAuthorization",
-        args: authorizationArgs(row),
+        to: call.to,
+        data: call.data,
         nonce,
         gas: gasLimit,
         maxFeePerGas: fees.maxFeePerGas,
         maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
       });
-      const sent = { hash, nonce, gasLimit, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
-      return { result: sent, nextNonce: nonce + 1 };
     } catch (error) {
       if (/insufficient funds/i.test(String(error))) {
         throw new RelayFailure("relayer_out_of_funds", "The relayer has no ETH left to pay the network fee.");
       }
       throw new RelayFailure("relay_failed", `The transaction could not be sent: ${shortReason(error)}`);
     }
+    await recordRelayCharge(context.store, { ...charge, transactionHash: hash, reservedWei: maxCost });
+    const sent = { hash, nonce, gasLimit, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas };
+    return { result: sent, nextNonce: nonce + 1 };
+  });
+}
+
+/**
+ * Sends `transferWithAuthorization` for a stored authorization through the relayer's
+ * one entry (`relayContractCall`), charged to the session's partner.
+ */
+export function sendAuthorization(
+  context: Pick<AppContext, "store" | "settings">,
+  relayer: Relayer,
+  row: RelayedAuthorizationTable,
+  charge: Omit<RelayCharge, "chainId" | "purpose">,
+): Promise<SentTransaction> {
+  const data = encodeFunctionData({ abi: eip3009Abi, functionName: "transferWithAuthorization", args: authorizationArgs(row) });
+  return relayContractCall(context, relayer, {
+    charge: { ...charge, chainId: row.chain_id, purpose: "payment" },
+    call: { to: row.token_address as Address, data },
   });
 }
 

@@ -6,6 +6,7 @@ import { type CheckoutSession, findSession } from "../checkout/session-record.js
 import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";
+import { assertRelayAllowed, assertRelayedAmount, isRelayLimitRefusal } from "./relay-charges.js";
 import { RelayFailure, relayerOf, sendAuthorization } from "./relayer.js";
 
 /**
@@ -75,6 +76,11 @@ export async function submitAuthorization(
   if (session.status !== "awaiting_payment") {
     throw refused("session_not_open", `The session is ${session.status}; it takes no new payment.`, 409);
   }
+  // The relayer's limits (issue 24): refused before any RPC call and before anything is stored.
+  const limits = context.settings.relayLimits;
+  assertRelayedAmount(limits, session.amountDue);
+  const charge = { partnerId: session.partnerId, subjectId: session.id };
+  await assertRelayAllowed(context.store, limits, { ...charge, chainId: session.chainId, purpose: "payment" });
   if (submission.domain?.chainId !== undefined && submission.domain.chainId !== session.chainId) {
     throw refused("authorization_wrong_network", `This checkout is paid on chain ${session.chainId}.`);
   }
@@ -138,7 +144,7 @@ export async function submitAuthorization(
     throw refused("session_not_open", `The session is ${current?.status}; it takes no new payment.`, 409);
   }
   try {
-    const sent = await sendAuthorization(relayer, row);
+    const sent = await sendAuthorization(context, relayer, row, charge);
     const now = Date.now();
     const updated = {
       status: "submitted" as const,
@@ -155,6 +161,10 @@ export async function submitAuthorization(
     await context.store.updateTable("relayed_authorization").set(updated).where("id", "=", row.id).execute();
     return answerOf({ ...row, ...updated });
   } catch (error) {
+    if (isRelayLimitRefusal(error)) {
+      await recordRelayFailure(context, row.id, error.code, error.message);
+      throw error;
+    }
     const failure =
       error instanceof RelayFailure ? error : new RelayFailure("relay_failed", `The relayer failed: ${String(error)}`);
     await recordRelayFailure(context, row.id, failure.code, failure.message);

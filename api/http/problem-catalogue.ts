@@ -356,9 +356,10 @@ export const PROBLEM_REGISTRY = {
     meaning: "The transaction is on another network.",
   },
   wrong_payer: {
-    status: 422,
+    status: [422, 409],
     title: "The transaction does not pay this checkout",
-    meaning: "RWA: the transfer did not come from the investor's wallet.",
+    meaning:
+      "RWA: the transfer did not come from the investor's wallet (422 on a submitted hash; 409 when such a payment is attached to the purchase by hand).",
   },
   reverted: { status: 422, title: "The transaction does not pay this checkout", meaning: "The transaction failed on chain." },
   replay: {
@@ -553,6 +554,48 @@ export const PROBLEM_REGISTRY = {
     title: "Rewards are not offered on this network",
     meaning:
       "The order's network has no reward distributor (`<NET>_REWARD_DISTRIBUTOR_ADDRESS`), or the service has no voucher key.",
+  },
+  // Issue 24 (second attack review): attach re-checks, relayer limits, test payments.
+  offering_sold_out: {
+    status: 409,
+    title: "The offering no longer has the units this payment was for",
+    meaning:
+      "RWA: a late payment attached to a purchase whose reservation was released, and the offering has too few units left to reserve them again; mark the payment for refund.",
+  },
+  investor_not_eligible: {
+    status: 403,
+    title: "The investor may no longer buy into this offering",
+    meaning:
+      "RWA: a payment attached by hand to a purchase whose investor fails the offering's rules now (frozen, KYC, jurisdiction, accreditation; `reasons`); mark the payment for refund.",
+  },
+  relay_amount_too_small: {
+    status: 422,
+    title: "The amount is too small to pay without gas",
+    meaning: "Gasless payment: the amount is under the relayer's minimum (`RELAYER_MIN_AMOUNT`); pay by plain transfer.",
+  },
+  relay_session_limit: {
+    status: 409,
+    title: "This checkout cannot be paid without gas any more",
+    meaning:
+      "Gasless payment: the relayer already sent the most transactions it sends for one checkout (`RELAYER_SESSION_RELAYS`); pay by plain transfer.",
+  },
+  relay_quota_exceeded: {
+    status: 429,
+    title: "The relayer's daily quota for this shop is used up",
+    meaning:
+      "Relayer: it sent the most transactions it sends for one partner today on this network (`RELAYER_PARTNER_DAILY_RELAYS`); retry after `Retry-After` seconds (the next UTC day) or pay by plain transfer.",
+  },
+  relay_budget_spent: {
+    status: 429,
+    title: "The relayer's daily gas budget for this shop is spent",
+    meaning:
+      "Relayer: the gas it spent for one partner today on this network reached `RELAYER_PARTNER_DAILY_GAS_WEI`; retry after `Retry-After` seconds (the next UTC day) or pay by plain transfer.",
+  },
+  test_payment_refused: {
+    status: 422,
+    title: "The test account cannot send this payment",
+    meaning:
+      "Local mode: the test account holds less test USDC than the amount asked for (or the chain refused the transfer); nothing was sent.",
   },
 } as const satisfies Record<string, ProblemDefinition>;
 

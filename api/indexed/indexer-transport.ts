@@ -1,4 +1,5 @@
 import { createTransport, type EIP1193RequestFn, HttpRequestError, http, TimeoutError, type Transport } from "viem";
+import { logJson } from "../config/redact.js";
 
 /**
  * The indexer's JSON-RPC transport (ponder.config.ts). It exists because of how
@@ -43,7 +44,7 @@ export type IndexerTransportOptions = {
 
 type RequestArgs = Parameters<EIP1193RequestFn>[0];
 
-const defaultLog = (entry: Record<string, unknown>) => console.warn(JSON.stringify({ level: "warn", ...entry }));
+const defaultLog = (entry: Record<string, unknown>) => logJson({ level: "warn", ...entry });
 
 export function indexerTransport(url: string, options: IndexerTransportOptions = {}): Transport {
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;

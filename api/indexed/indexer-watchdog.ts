@@ -1,5 +1,6 @@
 import type { PublicClient } from "viem";
 import type { NetworkConfig } from "../config/networks.js";
+import { logJson } from "../config/redact.js";
 import type { IndexedChain } from "./indexed-chain.js";
 
 /**
@@ -61,7 +62,7 @@ export class IndexerStalledError extends Error {
   override name = "IndexerStalledError";
 }
 
-const log = (entry: Record<string, unknown>) => console.error(JSON.stringify(entry));
+const log = (entry: Record<string, unknown>) => logJson(entry);
 
 export function startIndexerWatchdog(params: {
   networks: NetworkConfig[];

@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { SIGNATURE_HEADER, signPayload } from "../../client/src/signature.js";
 import type { AppContext } from "../app-context.js";
+import { logJson } from "../config/redact.js";
 import type { Store } from "../store/open-store.js";
 import type { Worker } from "../workers/run-worker.js";
 import { claimDueDeliveries, claimedDelivery, type DeliveryClaim, recordAttempt, releaseLease } from "./deliveries.js";
@@ -67,11 +68,7 @@ export function webhookDispatcher(
     inFlight++;
     held.set(claim.id, claim);
     attemptDelivery(context.store, claim, { secretBox, policy, options })
-      .catch((error) =>
-        console.error(
-          JSON.stringify({ level: "error", msg: "webhook attempt failed", delivery: claim.id, error: String(error) }),
-        ),
-      )
+      .catch((error) => logJson({ level: "error", msg: "webhook attempt failed", delivery: claim.id, error: String(error) }))
       .finally(() => {
         inFlight--;
         held.delete(claim.id);

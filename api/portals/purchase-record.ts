@@ -87,6 +87,16 @@ export const purchaseTransitions = {
     to: "released",
     guard: "released_at IS NULL; the session expired, the index passed its expiry and the grace went by (or it has no session)",
   },
+  /**
+   * A late payment attached by hand (its partner or an admin) takes the units again,
+   * in the transaction that re-reserved them from the offering and re-checked the
+   * investor exactly as a fresh purchase (see `reserveForAttachedPayment`).
+   */
+  rehold: {
+    from: ["released"],
+    to: "held",
+    guard: "released_at IS NOT NULL; the offering's units were taken again in the same transaction",
+  },
 } as const satisfies TransitionTable<ReservationState>;
 
 /** A purchase is created with its checkout session, in the transaction that reserved its units. */
@@ -126,6 +136,27 @@ export async function releasePurchase(
     .where("released_at", "is", null)
     .executeTakeFirst();
   return released.numUpdatedRows === 1n;
+}
+
+/** Marks a released reservation held again; answers false when it no longer was released (the guard). */
+export async function reholdPurchase(
+  trx: Kysely<Database>,
+  params: { purchase: Pick<Purchase, "id" | "releasedAt"> },
+): Promise<boolean> {
+  ruleFor("RWA purchase", purchaseTransitions, "rehold", reservationOf(params.purchase));
+  const held = await trx
+    .updateTable("rwa_purchase")
+    .set({ released_at: null })
+    .where("id", "=", params.purchase.id)
+    .where("released_at", "is not", null)
+    .executeTakeFirst();
+  return held.numUpdatedRows === 1n;
+}
+
+/** The purchase a checkout session pays, if the session is an RWA purchase's. */
+export async function purchaseOfSession(db: Kysely<Database>, sessionId: string): Promise<Purchase | undefined> {
+  const row = await db.selectFrom("rwa_purchase").selectAll().where("session_id", "=", sessionId).executeTakeFirst();
+  return row === undefined ? undefined : toPurchase(row);
 }
 
 export type PurchaseCursor = { t: number; id: string };

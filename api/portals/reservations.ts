@@ -1,11 +1,18 @@
 import { type Kysely, sql } from "kysely";
+import { isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
+import type { CheckoutSession } from "../checkout/session-record.js";
 import { ProblemError } from "../http/problem.js";
+import type { Payment } from "../settlement/payment-record.js";
 import type { Database } from "../store/database.js";
 import type { OfferingTable } from "../store/portal-tables.js";
+import { findEligibility, ineligibilityReasons } from "./eligibility.js";
+import { findOffering } from "./offerings.js";
 import {
   countUnpaidPurchases,
   findPurchase,
+  purchaseOfSession,
+  reholdPurchase,
   releaseCandidates,
   releasePurchase,
   settledUnitsOfExhaustedOfferings,
@@ -184,4 +191,111 @@ async function closeSoldOutOfferings(db: Kysely<Database>, offeringIds: string[]
       .where("status", "in", ["open", "paused"])
       .execute();
   }
+}
+
+/**
+ * The rules of a fresh purchase, applied to a payment attached by hand (by the
+ * issuer's partner through `/v1/payments/.../attach`, or by an admin) to an RWA
+ * purchase, in the attach's transaction (docs/security.md, issue 24):
+ *
+ * - the payer: only the investor's own wallet settles a purchase (`409 wrong_payer`);
+ * - compliance now: the investor, and a recipient other than the investor, must pass
+ *   the offering's rules at the time of the attach (`403 investor_not_eligible`,
+ *   `403 recipient_not_eligible`, with `reasons`);
+ * - the units: a purchase whose reservation was released takes its units from the
+ *   offering again, guarded as a reservation is (never below zero, never past the
+ *   per-investor limit), and is held again; with too few units left the attach is
+ *   refused with `409 offering_sold_out`, on a paused or closed offering (or past its
+ *   `closesAt`) with `offering_paused` / `offering_not_open`.
+ *
+ * The unpaid-hold caps of a fresh purchase (open purchases per wallet, the share of
+ * unverified wallets) are not applied: they bound units held *unpaid*, and an attached
+ * purchase is paid in the same transaction. A refusal leaves the payment unresolved,
+ * for its partner to mark for refund.
+ */
+export async function reserveForAttachedPayment(
+  trx: Kysely<Database>,
+  params: { session: CheckoutSession; payment: Pick<Payment, "from">; now: number },
+): Promise<void> {
+  const { session, payment, now } = params;
+  if (session.kind !== "rwa") return;
+  if (session.requiredPayer !== null && !isAddressEqual(payment.from, session.requiredPayer)) {
+    throw new ProblemError({
+      status: 409,
+      code: "wrong_payer",
+      title: "Only the investor's own wallet can pay this purchase",
+      detail: `This transfer came from ${payment.from}; the purchase is paid only from the investor's wallet ${session.requiredPayer}. Mark the payment for refund.`,
+    });
+  }
+  const purchase = await purchaseOfSession(trx, session.id);
+  if (purchase === undefined) return;
+  const offering = await findOffering(trx, purchase.offeringId);
+  if (offering === undefined) throw offeringNotOpen("closed");
+  const investor = purchase.investor.toLowerCase();
+  const reasons = ineligibilityReasons(await findEligibility(trx, investor), offering, now);
+  if (reasons.length > 0) {
+    throw new ProblemError({
+      status: 403,
+      code: "investor_not_eligible",
+      title: "The investor may no longer buy into this offering",
+      detail: `The investor ${purchase.investor} fails this offering's rules now: ${reasons.join(", ")}. Mark the payment for refund.`,
+      extensions: { reasons },
+    });
+  }
+  if (!isAddressEqual(purchase.recipient, purchase.investor)) {
+    const recipientReasons = ineligibilityReasons(await findEligibility(trx, purchase.recipient.toLowerCase()), offering, now);
+    if (recipientReasons.length > 0) {
+      throw new ProblemError({
+        status: 403,
+        code: "recipient_not_eligible",
+        title: "This wallet may not receive the certificate",
+        detail: `The recipient ${purchase.recipient} fails this offering's rules now: ${recipientReasons.join(", ")}. Mark the payment for refund.`,
+        extensions: { reasons: recipientReasons },
+      });
+    }
+  }
+  if (purchase.releasedAt === null) return;
+  if (now >= Number(offering.closes_at)) throw offeringNotOpen("closed");
+  const taken = await trx
+    .updateTable("offering")
+    .set({ units_available: sql<number>`units_available - ${purchase.units}` })
+    .where("id", "=", offering.id)
+    .where("status", "=", "open")
+    .where("units_available", ">=", purchase.units)
+    .executeTakeFirst();
+  if (taken.numUpdatedRows !== 1n) {
+    const current = await findOffering(trx, offering.id);
+    if (current !== undefined && current.units_available < purchase.units) {
+      throw new ProblemError({
+        status: 409,
+        code: "offering_sold_out",
+        title: "The offering no longer has the units this payment was for",
+        detail: `The purchase's reservation was released and ${current.units_available} unit(s) are left of the ${purchase.units} it paid for. Mark the payment for refund.`,
+        extensions: { unitsAvailable: current.units_available, units: purchase.units },
+      });
+    }
+    throw offeringNotOpen(current?.status ?? "closed");
+  }
+  await trx
+    .insertInto("offering_position")
+    .values({ offering_id: offering.id, investor, units: 0 })
+    .onConflict((oc) => oc.columns(["offering_id", "investor"]).doNothing())
+    .execute();
+  const capped = await trx
+    .updateTable("offering_position")
+    .set({ units: sql<number>`units + ${purchase.units}` })
+    .where("offering_id", "=", offering.id)
+    .where("investor", "=", investor)
+    .where(sql<boolean>`units + ${purchase.units} <= ${offering.max_units_per_investor}`)
+    .executeTakeFirst();
+  if (capped.numUpdatedRows !== 1n) {
+    throw new ProblemError({
+      status: 409,
+      code: "investor_limit_exceeded",
+      title: "This would exceed the per-investor limit",
+      detail: `An investor may hold at most ${offering.max_units_per_investor} unit(s) of this offering, reserved or bought.`,
+      extensions: { maxUnitsPerInvestor: offering.max_units_per_investor },
+    });
+  }
+  if (!(await reholdPurchase(trx, { purchase }))) throw offeringNotOpen("changing");
 }

@@ -229,7 +229,7 @@ const testPaymentRoute = createRoute({
       description: "The transfer sent and its submission's answer",
       content: { "application/json": { schema: TestPaymentResultSchema } },
     },
-    ...errorResponses("not_found", "session_not_open"),
+    ...errorResponses("not_found", "session_not_open", "test_payment_refused"),
   },
 });
 

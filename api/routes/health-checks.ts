@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { redactSecrets } from "../config/redact.js";
 import type { Store } from "../store/open-store.js";
 import { storeAvailability } from "../store/store-availability.js";
 import { pingStore } from "../store/store-ping.js";
@@ -63,7 +64,7 @@ export async function storeCheck(store: Store): Promise<{ ok: boolean; writable:
     reasons.push({
       check: "store",
       code: "store_unavailable",
-      detail: `The latest write failed: ${storeAvailability.lastFailure()?.message ?? "unknown"}.`,
+      detail: redactSecrets(`The latest write failed: ${storeAvailability.lastFailure()?.message ?? "unknown"}.`),
     });
   }
   return { ok: answers && writable, writable, reasons };
@@ -133,5 +134,5 @@ export async function chainChecks(context: AppContext): Promise<Map<number, Chai
 }
 
 function rpcReason(network: string, error: string): HealthReason {
-  return { check: "node", network, code: "rpc_unavailable", detail: `The chain node does not answer: ${error}.` };
+  return { check: "node", network, code: "rpc_unavailable", detail: redactSecrets(`The chain node does not answer: ${error}.`) };
 }

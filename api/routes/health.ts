@@ -57,6 +57,10 @@ const HealthSchema = z
           balanceWei: z.string().nullable(),
           lowBalanceWei: z.string(),
           lowBalance: z.boolean(),
+          balanceFloorWei: z
+            .string()
+            .openapi({ description: "Below this balance health is `degraded` (`RELAYER_BALANCE_FLOOR_WEI`)" }),
+          belowFloor: z.boolean(),
           warning: z.string().nullable(),
         }),
       )
@@ -135,8 +139,16 @@ export function healthRoutes(context: AppContext) {
         ...(checks.get(chain.chainId)?.reasons ?? []),
       ]),
     ];
-    const healthy = reasons.length === 0;
     const relayers = await withTimeout(relayerHealth(context), CHECK_TIMEOUT_MS).catch(() => []);
+    for (const relayer of relayers.filter((candidate) => candidate.belowFloor)) {
+      reasons.push({
+        check: "relayer",
+        network: relayer.network,
+        code: "relayer_balance_low",
+        detail: `The relayer ${relayer.address} holds ${relayer.balanceWei} wei, under the floor of ${relayer.balanceFloorWei}: gasless payments will soon be refused; top it up.`,
+      });
+    }
+    const healthy = reasons.length === 0;
     const reorgs = store.ok ? await withTimeout(reorgSummary(context.store), CHECK_TIMEOUT_MS).catch(() => null) : null;
     const body = {
       status: healthy ? ("ok" as const) : ("degraded" as const),

@@ -192,7 +192,7 @@ const testPaymentRoute = createRoute({
   },
   responses: {
     ...ok("The transfer sent and the answer of its submission", TestPaymentResultSchema.extend({ session: PublicSessionSchema })),
-    ...errorResponses(...tokenProblems, "session_not_open"),
+    ...errorResponses(...tokenProblems, "session_not_open", "test_payment_refused"),
   },
 });
 

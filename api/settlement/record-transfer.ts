@@ -9,6 +9,7 @@ import {
   moveSession,
   openSessionsOfOrder,
   orderHasPayingSession,
+  smallestOpenAmountDue,
 } from "../checkout/session-record.js";
 import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
@@ -103,6 +104,27 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
   return { kind: "unresolved", reason: judged.reason, session: judged.linked ? session : undefined };
 }
 
+/**
+ * A transfer anyone can send for free to flood a partner's receiver (issue 24): zero
+ * USDC, or dust (less than the smallest amount of any open session on that address,
+ * and under `DUST_CEILING`, so a customer's real mis-sent payment is always told),
+ * naming no session. It is recorded like every movement (the books see it, the
+ * partner can list it), but no `payment.unresolved` event is written for it.
+ */
+async function isSpam(
+  trx: Kysely<Database>,
+  params: { transfer: IndexedTransfer; decision: TransferDecision & { kind: "unresolved" } },
+): Promise<boolean> {
+  const { transfer, decision } = params;
+  if (decision.session !== undefined || decision.reason !== "unmatched") return false;
+  if (transfer.value === 0n) return true;
+  const smallest = await smallestOpenAmountDue(trx, { chainId: transfer.chainId, paymentAddress: transfer.to });
+  return smallest !== undefined && transfer.value < smallest && transfer.value < DUST_CEILING;
+}
+
+/** 1 USDC: a transfer of this much or more always reaches the partner as an event. */
+export const DUST_CEILING = 1_000_000n;
+
 /** A payment for an indexed transfer, as first recorded. */
 export function newPayment(
   transfer: IndexedTransfer,
@@ -165,7 +187,9 @@ export async function recordTransfer(
     if (decision.session !== undefined) await holdReferenceForLateWindow(trx, decision.session);
 
     if (decision.kind === "unresolved") {
-      if (payment.partnerId !== null) await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });
+      if (payment.partnerId !== null && !(await isSpam(trx, { transfer, decision }))) {
+        await recordUnresolvedEvent(trx, { payment, session: decision.session, network, now });
+      }
       return payment;
     }
     const moved = await moveSession(trx, {

@@ -3,6 +3,7 @@ import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { findSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
+import { logJson } from "../config/redact.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { Database } from "../store/database.js";
@@ -103,7 +104,7 @@ async function markReorged(
   return store.transaction().execute(async (trx) => {
     if (!(await movePayment(trx, { payment, transition: "reorg", now }))) return false;
     const data = await recordReorgEvent(trx, { ...params, type: "payment.reorged" });
-    console.warn(JSON.stringify({ level: "warn", msg: "a credited payment was reorged off the chain", ...data }));
+    logJson({ level: "warn", msg: "a credited payment was reorged off the chain", ...data });
     return true;
   });
 }
@@ -120,7 +121,7 @@ async function restorePayment(
     if (!(await movePayment(trx, { payment, transition, now, block }))) return false;
     const restored = { ...payment, blockNumber: where.blockNumber, blockHash: where.blockHash };
     const data = await recordReorgEvent(trx, { payment: restored, network: params.network, now, type: "payment.restored" });
-    console.warn(JSON.stringify({ level: "warn", msg: "a reorged payment is back on the chain", ...data }));
+    logJson({ level: "warn", msg: "a reorged payment is back on the chain", ...data });
     return true;
   });
 }

@@ -6,6 +6,7 @@ import { ProblemError, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
+import { reserveForAttachedPayment } from "../portals/reservations.js";
 import type { Database } from "../store/database.js";
 import { allows } from "../store/transition-table.js";
 import { movePayment, type Payment, paymentTransitions } from "./payment-record.js";
@@ -110,6 +111,9 @@ export async function attachPayment(
   }
   const network = networkByChainId(params, payment.chainId);
   if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");
+
+  // An RWA purchase: the payer, the investor's eligibility now and the units, as a fresh purchase (issue 24).
+  await reserveForAttachedPayment(trx, { session, payment, now });
 
   const resolution = `attached to ${order.id}${params.note ? `: ${params.note}` : ""}`;
   const attached = await movePayment(trx, {

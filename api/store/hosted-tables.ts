@@ -19,6 +19,8 @@ export interface PartnerBrandingTable {
   logo_base64: string | null;
   /** Hex SHA-256 of the logo bytes: the logo's URL names it, so a new logo is a new URL. */
   logo_sha256: string | null;
+  /** JSON array of origins (`https://shop.example`) that may frame the hosted checkout (migration 0012). */
+  frame_origins: string | null;
   updated_at: number;
 }
 

@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { logJson } from "../config/redact.js";
 import type { Store } from "../store/open-store.js";
 
 export type Worker = {
@@ -46,7 +47,7 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
       try {
         await worker.tick();
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", msg: "worker tick failed", worker: worker.name, error: String(error) }));
+        logJson({ level: "error", msg: "worker tick failed", worker: worker.name, error: String(error) });
       }
       if (started - lastBeat > 5_000) {
         lastBeat = started;

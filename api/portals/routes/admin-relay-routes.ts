@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { listRelays, relayView } from "../../gasless/gasless-view.js";
+import { relaySpendByPartner } from "../../gasless/relay-charges.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
@@ -13,7 +14,8 @@ export function adminRelayRoutes(context: AppContext) {
       method: "get",
       path: "/",
       tags: ["Admin portal"],
-      summary: "Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei)",
+      summary:
+        "Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei), and today's spend of the relayer per partner against its limits",
       security: [{ portalSession: [] }],
       middleware: [adminOnly] as const,
       request: {
@@ -25,7 +27,29 @@ export function adminRelayRoutes(context: AppContext) {
       responses: {
         200: jsonResponse(
           "Relayed authorizations",
-          z.object({ data: z.array(z.record(z.string(), z.unknown())), totalGasCostWei: z.string() }),
+          z.object({
+            data: z.array(z.record(z.string(), z.unknown())),
+            totalGasCostWei: z.string(),
+            spendByPartner: z
+              .object({
+                day: z.string().openapi({ description: "UTC day the quotas and budgets count" }),
+                partnerDailyRelays: z.number().int(),
+                partnerDailyGasWei: z.string(),
+                partners: z.array(
+                  z.object({
+                    partnerId: z.string(),
+                    chainId: z.number().int(),
+                    relays: z.number().int(),
+                    spentWei: z.string(),
+                    remainingWei: z.string(),
+                  }),
+                ),
+              })
+              .openapi({
+                description:
+                  "What the relayer spent today per partner and network (mined gas, plus the maximum of what is in flight)",
+              }),
+          }),
         ),
         ...problemResponses,
       },
@@ -40,7 +64,19 @@ export function adminRelayRoutes(context: AppContext) {
         sessionId: row.session_id,
       }));
       const totalGasCostWei = rows.reduce((sum, row) => sum + BigInt(row.gas_cost_wei ?? "0"), 0n).toString();
-      return c.json({ data, totalGasCostWei }, 200);
+      const limits = context.settings.relayLimits;
+      const spend = await relaySpendByPartner(context.store, limits);
+      const spendByPartner = {
+        day: spend.day,
+        partnerDailyRelays: limits.partnerDailyRelays,
+        partnerDailyGasWei: limits.partnerDailyGasWei.toString(),
+        partners: spend.partners.map((partner) => ({
+          ...partner,
+          spentWei: partner.spentWei.toString(),
+          remainingWei: partner.remainingWei.toString(),
+        })),
+      };
+      return c.json({ data, totalGasCostWei, spendByPartner }, 200);
     },
   );
 }

@@ -2004,7 +2004,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei) */
+        /** Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei), and today's spend of the relayer per partner against its limits */
         get: operations["getApiAdminRelayedAuthorizations"];
         put?: never;
         post?: never;
@@ -3031,6 +3031,9 @@ export interface components {
                 balanceWei: string | null;
                 lowBalanceWei: string;
                 lowBalance: boolean;
+                /** @description Below this balance health is `degraded` (`RELAYER_BALANCE_FLOOR_WEI`) */
+                balanceFloorWei: string;
+                belowFloor: boolean;
                 warning: string | null;
             }[];
         };
@@ -3546,7 +3549,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -5139,6 +5142,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "test_payment_refused";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -5904,7 +5919,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5912,7 +5927,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -6044,7 +6059,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6052,7 +6067,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -7549,6 +7564,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "test_payment_refused";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -8398,7 +8425,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8406,7 +8433,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -8538,7 +8565,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8546,7 +8573,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -9053,7 +9080,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9061,7 +9088,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -9192,7 +9219,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9200,7 +9227,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -9323,7 +9350,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9331,7 +9358,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -9463,7 +9490,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9471,7 +9498,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -11574,6 +11601,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description The resource's state does not allow this: `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_payer";
+                    };
+                };
+            };
             /** @description Gone: `session_expired` (see the problem catalogue) */
             410: {
                 headers: {
@@ -11746,6 +11785,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "test_payment_refused";
                     };
                 };
             };
@@ -12416,7 +12467,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12424,7 +12475,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12583,7 +12634,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12591,7 +12642,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12733,7 +12784,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12741,7 +12792,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -12890,7 +12941,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12898,7 +12949,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13044,7 +13095,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13052,7 +13103,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13211,7 +13262,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13219,7 +13270,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13361,7 +13412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13369,7 +13420,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13518,7 +13569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13526,7 +13577,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13672,7 +13723,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13680,7 +13731,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13839,7 +13890,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13847,7 +13898,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -13989,7 +14040,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13997,7 +14048,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14146,7 +14197,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14154,7 +14205,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14300,7 +14351,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14308,7 +14359,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14467,7 +14518,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14475,7 +14526,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14617,7 +14668,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14625,7 +14676,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14774,7 +14825,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14782,7 +14833,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -14914,7 +14965,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14922,7 +14973,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15049,7 +15100,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15057,7 +15108,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15179,7 +15230,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15187,7 +15238,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15312,7 +15363,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15320,7 +15371,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15443,7 +15494,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15451,7 +15502,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15582,7 +15633,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15590,7 +15641,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15724,7 +15775,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15732,7 +15783,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -15867,7 +15918,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15875,7 +15926,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16007,7 +16058,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16015,7 +16066,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16149,7 +16200,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16157,7 +16208,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16291,7 +16342,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16299,7 +16350,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16462,7 +16513,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16470,7 +16521,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16602,7 +16653,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16610,7 +16661,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16748,7 +16799,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16756,7 +16807,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -16902,7 +16953,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16910,7 +16961,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17048,7 +17099,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17056,7 +17107,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17176,7 +17227,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17184,7 +17235,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17310,7 +17361,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17318,7 +17369,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17442,7 +17493,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17450,7 +17501,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17584,7 +17635,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17592,7 +17643,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17718,7 +17769,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17726,7 +17777,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -17866,7 +17917,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17874,7 +17925,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18014,7 +18065,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18022,7 +18073,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18162,7 +18213,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18170,7 +18221,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18310,7 +18361,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18318,7 +18369,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18458,7 +18509,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18466,7 +18517,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18588,7 +18639,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18596,7 +18647,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18728,7 +18779,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18736,7 +18787,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18858,7 +18909,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18866,7 +18917,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -18994,7 +19045,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19002,7 +19053,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19136,7 +19187,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19144,7 +19195,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19289,7 +19340,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19297,7 +19348,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19444,7 +19495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19452,7 +19503,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19592,7 +19643,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19600,7 +19651,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19689,6 +19740,20 @@ export interface operations {
                             [key: string]: unknown;
                         }[];
                         totalGasCostWei: string;
+                        /** @description What the relayer spent today per partner and network (mined gas, plus the maximum of what is in flight) */
+                        spendByPartner: {
+                            /** @description UTC day the quotas and budgets count */
+                            day: string;
+                            partnerDailyRelays: number;
+                            partnerDailyGasWei: string;
+                            partners: {
+                                partnerId: string;
+                                chainId: number;
+                                relays: number;
+                                spentWei: string;
+                                remainingWei: string;
+                            }[];
+                        };
                     };
                 };
             };
@@ -19740,7 +19805,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19748,7 +19813,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -19887,7 +19952,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19895,7 +19960,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20017,7 +20082,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20025,7 +20090,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20153,7 +20218,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20161,7 +20226,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20295,7 +20360,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20303,7 +20368,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20443,7 +20508,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20451,7 +20516,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20573,7 +20638,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20581,7 +20646,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20718,7 +20783,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20726,7 +20791,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -20866,7 +20931,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20874,7 +20939,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -21008,7 +21073,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21016,7 +21081,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -21155,7 +21220,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21163,7 +21228,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -21285,7 +21350,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21293,7 +21358,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -21421,7 +21486,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21429,7 +21494,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -21569,7 +21634,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21577,7 +21642,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -21717,7 +21782,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21725,7 +21790,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -21865,7 +21930,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21873,7 +21938,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -22013,7 +22078,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22021,7 +22086,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -22159,7 +22224,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22167,7 +22232,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -22300,7 +22365,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22308,7 +22373,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -22442,7 +22507,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22450,7 +22515,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -22576,7 +22641,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22584,7 +22649,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -22717,7 +22782,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22725,7 +22790,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -22874,7 +22939,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22882,7 +22947,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -23025,7 +23090,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23033,7 +23098,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
@@ -23162,7 +23227,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open` (see the problem catalogue) */
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23170,7 +23235,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open";
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
                     };
                 };
             };
