@@ -15,8 +15,8 @@ import * as m0008 from "./migrations/0008_hosted_checkout.js";
 import * as m0009 from "./migrations/0009_operator.js";
 import * as m0010 from "./migrations/0010_partner_members.js";
 import * as m0011 from "./migrations/0011_gasless_relay.js";
-import * as m0015 from "./migrations/0015_rewards.js";
 import * as m0012 from "./migrations/0012_relay_limits.js";
+import * as m0015 from "./migrations/0015_rewards.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
@@ -31,8 +31,8 @@ const migrations: Record<string, Migration> = {
   "0009_operator": m0009,
   "0010_partner_members": m0010,
   "0011_gasless_relay": m0011,
-  "0015_rewards": m0015,
   "0012_relay_limits": m0012,
+  "0015_rewards": m0015,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
