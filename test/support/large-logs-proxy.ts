@@ -9,13 +9,21 @@ type JsonRpcRequest = { jsonrpc: "2.0"; id: unknown; method: string; params?: un
  * busy payment address's backfill does on Base: the real logs, plus a filler field
  * that JSON-RPC clients ignore. Everything else is forwarded as it is. It counts the
  * oversized answers it served (a test that never triggered one proves nothing) and
- * every call by method.
+ * every call by method. `holdLogs()` keeps every `eth_getLogs` waiting until
+ * `releaseLogs()`: an indexer held in its backfill, for as long as a test needs.
  */
 export type LargeLogsProxy = {
   url: string;
   /** Oversized `eth_getLogs` answers served so far. */
   oversized: () => number;
   calls: () => Record<string, number>;
+  /** From now on, `eth_getLogs` answers wait until `releaseLogs()`. */
+  holdLogs: () => void;
+  releaseLogs: () => void;
+  /** The block ranges of every `eth_getLogs` by range, in order (not those by block hash). */
+  logRanges: () => { from: number; to: number }[];
+  /** `eth_getLogs` calls waiting right now. */
+  heldLogs: () => number;
   stop: () => Promise<void>;
 };
 
@@ -25,6 +33,9 @@ export async function startLargeLogsProxy(target: () => string, options: { maxSp
   let oversized = 0;
   const calls: Record<string, number> = {};
   const filler = "0".repeat(OVERSIZED_BYTES);
+  let held: { released: Promise<void>; release: () => void } | undefined;
+  let waiting = 0;
+  const ranges: { from: number; to: number }[] = [];
 
   const forward = async (request: JsonRpcRequest): Promise<Record<string, unknown>> => {
     const response = await fetch(target(), {
@@ -51,7 +62,18 @@ export async function startLargeLogsProxy(target: () => string, options: { maxSp
         requests.map((request) => {
           calls[request.method] = (calls[request.method] ?? 0) + 1;
           const span = spanOf(request);
+          if (span !== undefined) {
+            const filter = request.params?.[0] as { fromBlock: string; toBlock: string };
+            ranges.push({ from: Number.parseInt(filter.fromBlock, 16), to: Number.parseInt(filter.toBlock, 16) });
+          }
           if (span !== undefined && span > options.maxSpan) pad = true;
+          if (request.method === "eth_getLogs" && held !== undefined) {
+            waiting++;
+            return held.released.then(() => {
+              waiting--;
+              return forward(request);
+            });
+          }
           return forward(request);
         }),
       );
@@ -73,8 +95,23 @@ export async function startLargeLogsProxy(target: () => string, options: { maxSp
     url: `http://127.0.0.1:${port}`,
     oversized: () => oversized,
     calls: () => ({ ...calls }),
+    holdLogs() {
+      if (held !== undefined) return;
+      let release = () => undefined as void;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      held = { released, release };
+    },
+    releaseLogs() {
+      held?.release();
+      held = undefined;
+    },
+    heldLogs: () => waiting,
+    logRanges: () => [...ranges],
     stop: () =>
       new Promise<void>((resolve) => {
+        held?.release();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
