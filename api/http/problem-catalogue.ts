@@ -25,7 +25,8 @@ export const PROBLEM_REGISTRY = {
   invalid_cursor: {
     status: 400,
     title: "The cursor is not valid",
-    meaning: "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
+    meaning:
+      "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
   },
   invalid_webhook_url: {
     status: 400,
@@ -472,6 +473,12 @@ export const PROBLEM_REGISTRY = {
     title: "The chain node is not answering",
     meaning:
       "The chain node did not answer in time (timeout, refused, 502/503/504); nothing changed. Retry after `Retry-After` seconds.",
+  },
+  index_not_ready: {
+    status: 503,
+    title: "The index is not ready",
+    meaning:
+      "The indexer is restarting or backfilling and could not answer this read in time; nothing changed, and a payment made meanwhile is settled once the index reaches it. Retry after `Retry-After` seconds.",
   },
   reference_space_exhausted: {
     status: 503,

@@ -2682,7 +2682,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -2986,7 +2986,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2994,7 +2994,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3060,7 +3060,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3068,7 +3068,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3161,7 +3161,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3169,7 +3169,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3243,7 +3243,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3251,7 +3251,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3341,7 +3341,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3349,7 +3349,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3446,7 +3446,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3454,7 +3454,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3547,7 +3547,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3555,7 +3555,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3625,7 +3625,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3633,7 +3633,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3707,7 +3707,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3715,7 +3715,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3793,7 +3793,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3801,7 +3801,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3909,7 +3909,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3917,7 +3917,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4026,7 +4026,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4034,7 +4034,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4172,7 +4172,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4180,7 +4180,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4287,7 +4287,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4295,7 +4295,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4369,7 +4369,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4377,7 +4377,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4451,7 +4451,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4459,7 +4459,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4564,7 +4564,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4572,7 +4572,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4639,7 +4639,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4647,7 +4647,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4756,7 +4756,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4764,7 +4764,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4873,7 +4873,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4881,7 +4881,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4948,7 +4948,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4956,7 +4956,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5100,7 +5100,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5108,7 +5108,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5240,7 +5240,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5248,7 +5248,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5326,7 +5326,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5334,7 +5334,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5439,7 +5439,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5447,7 +5447,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5533,7 +5533,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5541,7 +5541,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5643,7 +5643,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5651,7 +5651,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5760,7 +5760,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5768,7 +5768,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5873,7 +5873,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5881,7 +5881,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5963,7 +5963,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5971,7 +5971,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6057,7 +6057,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6065,7 +6065,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6155,7 +6155,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6163,7 +6163,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6283,7 +6283,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6291,7 +6291,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6412,7 +6412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6420,7 +6420,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6570,7 +6570,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6578,7 +6578,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6697,7 +6697,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6705,7 +6705,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6791,7 +6791,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6799,7 +6799,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6885,7 +6885,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6893,7 +6893,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7010,7 +7010,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7018,7 +7018,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7097,7 +7097,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7105,7 +7105,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7226,7 +7226,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7234,7 +7234,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7355,7 +7355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7363,7 +7363,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7442,7 +7442,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7450,7 +7450,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7594,7 +7594,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7602,7 +7602,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7734,7 +7734,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7742,7 +7742,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7802,7 +7802,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7810,7 +7810,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7904,7 +7904,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7912,7 +7912,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8008,7 +8008,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8016,7 +8016,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8088,7 +8088,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8096,7 +8096,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8237,7 +8237,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8245,7 +8245,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8376,7 +8376,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8384,7 +8384,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8519,7 +8519,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8527,7 +8527,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8659,7 +8659,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8667,7 +8667,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8715,7 +8715,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8723,7 +8723,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8805,7 +8805,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8813,7 +8813,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8897,7 +8897,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8905,7 +8905,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8965,7 +8965,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8973,7 +8973,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9089,7 +9089,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9097,7 +9097,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9240,7 +9240,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9248,7 +9248,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9382,7 +9382,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9390,7 +9390,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9521,7 +9521,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9529,7 +9529,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9670,7 +9670,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9678,7 +9678,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9818,7 +9818,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9826,7 +9826,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable";
+                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9888,7 +9888,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9896,7 +9896,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10000,7 +10000,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10008,7 +10008,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10070,7 +10070,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10078,7 +10078,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10236,7 +10236,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10244,7 +10244,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10403,7 +10403,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10411,7 +10411,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10553,7 +10553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10561,7 +10561,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10698,7 +10698,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10706,7 +10706,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10864,7 +10864,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10872,7 +10872,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11031,7 +11031,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11039,7 +11039,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11181,7 +11181,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11189,7 +11189,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11326,7 +11326,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11334,7 +11334,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11492,7 +11492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11500,7 +11500,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11659,7 +11659,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11667,7 +11667,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11809,7 +11809,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11817,7 +11817,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11954,7 +11954,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11962,7 +11962,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12120,7 +12120,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12128,7 +12128,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12287,7 +12287,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12295,7 +12295,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12437,7 +12437,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12445,7 +12445,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12582,7 +12582,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12590,7 +12590,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12710,7 +12710,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12718,7 +12718,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12845,7 +12845,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12853,7 +12853,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12975,7 +12975,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12983,7 +12983,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13108,7 +13108,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13116,7 +13116,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13248,7 +13248,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13256,7 +13256,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13387,7 +13387,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13395,7 +13395,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13529,7 +13529,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13537,7 +13537,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13663,7 +13663,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13671,7 +13671,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13815,7 +13815,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13823,7 +13823,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13945,7 +13945,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13953,7 +13953,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14111,7 +14111,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14119,7 +14119,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14258,7 +14258,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14266,7 +14266,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14410,7 +14410,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14418,7 +14418,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14568,7 +14568,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14576,7 +14576,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14710,7 +14710,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14718,7 +14718,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14844,7 +14844,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14852,7 +14852,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14972,7 +14972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14980,7 +14980,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15106,7 +15106,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15114,7 +15114,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15250,7 +15250,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15258,7 +15258,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15380,7 +15380,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15388,7 +15388,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15526,7 +15526,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15534,7 +15534,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15674,7 +15674,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15682,7 +15682,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15822,7 +15822,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15830,7 +15830,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15970,7 +15970,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15978,7 +15978,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16118,7 +16118,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16126,7 +16126,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16254,7 +16254,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16262,7 +16262,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16384,7 +16384,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16392,7 +16392,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16524,7 +16524,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16532,7 +16532,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16654,7 +16654,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16662,7 +16662,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16790,7 +16790,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16798,7 +16798,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16944,7 +16944,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16952,7 +16952,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17097,7 +17097,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17105,7 +17105,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17240,7 +17240,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17248,7 +17248,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17400,7 +17400,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17408,7 +17408,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17536,7 +17536,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17544,7 +17544,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17666,7 +17666,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17674,7 +17674,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17814,7 +17814,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17822,7 +17822,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17956,7 +17956,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17964,7 +17964,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18092,7 +18092,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18100,7 +18100,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18222,7 +18222,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18230,7 +18230,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18379,7 +18379,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18387,7 +18387,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18527,7 +18527,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18535,7 +18535,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18669,7 +18669,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18677,7 +18677,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18804,7 +18804,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18812,7 +18812,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18934,7 +18934,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18942,7 +18942,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19082,7 +19082,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19090,7 +19090,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19230,7 +19230,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19238,7 +19238,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19378,7 +19378,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19386,7 +19386,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19526,7 +19526,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19534,7 +19534,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19674,7 +19674,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19682,7 +19682,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19808,7 +19808,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19816,7 +19816,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19961,7 +19961,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19969,7 +19969,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20091,7 +20091,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20099,7 +20099,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20237,7 +20237,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20245,7 +20245,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20378,7 +20378,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20386,7 +20386,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20535,7 +20535,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20543,7 +20543,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20674,7 +20674,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20682,7 +20682,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20811,7 +20811,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20819,7 +20819,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
