@@ -46,7 +46,7 @@ const chains = Object.fromEntries(
       // and rebuilt under the same chain id: its cache is trusted only where it lives in the
       // data directory's embedded index, which the local stack deletes with a lost chain.
       // A local index on a Postgres server (DATABASE_URL) outlives the chain: no cache there.
-      disableCache: network.name === "local" && config.databaseUrl !== undefined,
+      disableCache: network.name === "local",
     },
   ]),
 );
