@@ -41,7 +41,11 @@ const chains = Object.fromEntries(
       // New blocks pushed by `eth_subscribe("newHeads")` rather than found by polling:
       // up to a polling interval sooner (Ponder polls again if the socket keeps failing).
       ws: network.wsUrl,
-      // A local Anvil chain is thrown away and rebuilt; never trust a cached copy of it.
+      // Ponder's RPC cache (`ponder_sync`) is what lets a restart resume without fetching
+      // again the range it had indexed (issue 30). A local Anvil chain can be thrown away
+      // and rebuilt under the same chain id: its cache is trusted only where it lives in the
+      // data directory's embedded index, which the local stack deletes with a lost chain.
+      // A local index on a Postgres server (DATABASE_URL) outlives the chain: no cache there.
       disableCache: network.name === "local",
     },
   ]),

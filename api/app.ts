@@ -83,7 +83,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.onError((error, c) => {
     if (error instanceof ProblemError) {
       if (error.status === 401) ensureChallenge(c);
-      if (error.code === "store_unavailable" || error.code === "rpc_unavailable")
+      if (error.code === "store_unavailable" || error.code === "rpc_unavailable" || error.code === "index_not_ready")
         c.header("Retry-After", String(RETRY_AFTER_SECONDS));
       const retryAfter = error.extensions.retryAfterSeconds;
       if (typeof retryAfter === "number") c.header("Retry-After", String(retryAfter));

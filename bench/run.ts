@@ -10,6 +10,7 @@ import { type HashSubmissionResult, measureHashSubmission } from "./scenarios/ha
 import { type IndexerResult, measureIndexer } from "./scenarios/indexer.js";
 import { measureSessionCreation, type SessionCreationResult } from "./scenarios/session-creation.js";
 import { type LatencyResult, measureSettlementLatency } from "./scenarios/settlement-latency.js";
+import { type Goal, goalsOf } from "./support/goals.js";
 import { startMemorySampler } from "./support/memory.js";
 import { PROJECT_ROOT } from "./support/processes.js";
 import { renderReport } from "./support/report.js";
@@ -65,6 +66,8 @@ export type BenchResults = {
   hashSubmission?: HashSubmissionResult;
   sessionCreation?: SessionCreationResult;
   indexer?: IndexerResult;
+  /** Issue 30's goals, one entry each, beside the figure before it. */
+  goals?: Goal[];
   errors: { scenario: string; message: string }[];
 };
 
@@ -230,6 +233,7 @@ async function main(): Promise<number> {
   await postgres?.stop();
   rmSync(workDir, { recursive: true, force: true });
   results.durationS = Math.round((performance.now() - started) / 1000);
+  results.goals = goalsOf(results);
 
   const report = renderReport(results);
   log(`\n${report}`);

@@ -116,7 +116,7 @@ const RATE_LIMITED = [/^\/v1\/public\//, SIGN_IN, /^\/api\/rwa\/settlements\//, 
 
 /** What the mount around a route (middleware, validation, the app's error handler) can answer with. */
 export function mountProblems(path: string, method: string, operation: Operation): ProblemCode[] {
-  const codes: ProblemCode[] = ["internal_error", "store_unavailable", "rpc_unavailable"];
+  const codes: ProblemCode[] = ["internal_error", "store_unavailable", "rpc_unavailable", "index_not_ready"];
   const parameters = operation.parameters ?? [];
   if (parameters.length > 0 || operation.requestBody !== undefined) codes.push("invalid_request");
   if (method !== "get") codes.push("payload_too_large");

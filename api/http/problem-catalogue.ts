@@ -475,6 +475,12 @@ export const PROBLEM_REGISTRY = {
     meaning:
       "The chain node did not answer in time (timeout, refused, 502/503/504); nothing changed. Retry after `Retry-After` seconds.",
   },
+  index_not_ready: {
+    status: 503,
+    title: "The index is not ready",
+    meaning:
+      "The indexer is restarting or backfilling and could not answer this read in time; nothing changed, and a payment made meanwhile is settled once the index reaches it. Retry after `Retry-After` seconds.",
+  },
   reference_space_exhausted: {
     status: 503,
     title: "No payment reference is free for this amount",

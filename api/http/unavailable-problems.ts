@@ -22,7 +22,40 @@ export const unavailableProblems = {
       detail: "The service could not reach its node for this network in time; nothing was changed. Try again in a few seconds.",
       extensions: { retryAfterSeconds: RETRY_AFTER_SECONDS },
     }),
+  index: () =>
+    new ProblemError({
+      status: 503,
+      code: "index_not_ready",
+      title: "The index is not ready",
+      detail:
+        "The indexer is restarting or backfilling and could not answer in time; nothing was changed. Try again in a few seconds.",
+      extensions: { retryAfterSeconds: RETRY_AFTER_SECONDS },
+    }),
 };
+
+/**
+ * A read of the index that cannot be answered now: it did not answer within its bound
+ * (the indexer busy with a backfill on the same embedded database), or the tables it
+ * reads are not there yet (a fresh schema while Ponder creates it).
+ */
+export class IndexNotReadyError extends Error {
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(`the index is not ready: ${reason}`, options);
+    this.name = "IndexNotReadyError";
+  }
+}
+
+/** Postgres/PGlite codes of a relation or schema that does not exist (yet). */
+const MISSING_RELATION_CODES = new Set(["42P01", "3F000"]);
+
+export function isIndexNotReady(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 6; cause = cause.cause, depth++) {
+    if (cause instanceof IndexNotReadyError) return true;
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && MISSING_RELATION_CODES.has(code)) return true;
+  }
+  return false;
+}
 
 /** A failure on the way to the chain node (timeout, refused, 502/503/504), not an answer from it. */
 export function isRpcUnavailable(error: unknown): boolean {
@@ -37,5 +70,6 @@ export function isRpcUnavailable(error: unknown): boolean {
 export function unavailableProblemFor(error: unknown): ProblemError | undefined {
   if (isStoreUnavailable(error)) return unavailableProblems.store();
   if (isRpcUnavailable(error)) return unavailableProblems.rpc();
+  if (isIndexNotReady(error)) return unavailableProblems.index();
   return undefined;
 }

@@ -2,6 +2,7 @@ import type { ReadonlyDrizzle } from "ponder";
 import { and, asc, desc, eq, gte, inArray, lte, sql } from "ponder";
 import type { Address, Hex } from "viem";
 import type * as ponderSchema from "../../ponder.schema";
+import { IndexNotReadyError } from "../http/unavailable-problems.js";
 
 export type PonderSchema = typeof ponderSchema;
 export type PonderDb = ReadonlyDrizzle<PonderSchema>;
@@ -93,6 +94,24 @@ export type IndexedChain = {
   heads(): Promise<Map<number, IndexedHead>>;
 };
 
+/**
+ * The longest a read of the index may take before the request answers `503
+ * index_not_ready` (Retry-After) instead of waiting: while Ponder backfills on the
+ * embedded database, a read can queue behind its writes (issue 30).
+ */
+const INDEX_READ_TIMEOUT_MS = 5_000;
+
+function bounded<value>(read: Promise<value>): Promise<value> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new IndexNotReadyError(`no answer within ${INDEX_READ_TIMEOUT_MS} ms`)),
+      INDEX_READ_TIMEOUT_MS,
+    );
+  });
+  return Promise.race([read, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** How stale a cached indexed head may be; the settlement worker polls every 20 ms. */
 const HEADS_TTL_MS = 15;
 
@@ -123,21 +142,25 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         filter.after &&
           sql`(${usdcTransfer.chainId}, ${usdcTransfer.blockNumber}, ${usdcTransfer.logIndex}) > (${filter.after.chainId}, ${filter.after.blockNumber}, ${filter.after.logIndex})`,
       ].filter((condition) => condition !== undefined && condition !== false);
-      const rows = await db
-        .select()
-        .from(usdcTransfer)
-        .where(and(...conditions))
-        .orderBy(asc(usdcTransfer.chainId), asc(usdcTransfer.blockNumber), asc(usdcTransfer.logIndex))
-        .limit(filter.limit);
+      const rows = await bounded(
+        db
+          .select()
+          .from(usdcTransfer)
+          .where(and(...conditions))
+          .orderBy(asc(usdcTransfer.chainId), asc(usdcTransfer.blockNumber), asc(usdcTransfer.logIndex))
+          .limit(filter.limit),
+      );
       return rows.map(toTransfer);
     },
 
     async transfersByHash(transactionHash) {
-      const rows = await db
-        .select()
-        .from(usdcTransfer)
-        .where(eq(usdcTransfer.transactionHash, lower(transactionHash)))
-        .orderBy(asc(usdcTransfer.logIndex));
+      const rows = await bounded(
+        db
+          .select()
+          .from(usdcTransfer)
+          .where(eq(usdcTransfer.transactionHash, lower(transactionHash)))
+          .orderBy(asc(usdcTransfer.logIndex)),
+      );
       return rows.map(toTransfer);
     },
 
@@ -148,12 +171,14 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         filter.buyer && eq(certificateMint.buyer, lower(filter.buyer)),
         filter.tokenId !== undefined && eq(certificateMint.tokenId, filter.tokenId),
       ].filter((condition) => condition !== undefined && condition !== false);
-      const rows = await db
-        .select()
-        .from(certificateMint)
-        .where(and(...conditions))
-        .orderBy(desc(certificateMint.blockNumber))
-        .limit(500);
+      const rows = await bounded(
+        db
+          .select()
+          .from(certificateMint)
+          .where(and(...conditions))
+          .orderBy(desc(certificateMint.blockNumber))
+          .limit(500),
+      );
       return rows.map((row) => ({
         ...row,
         contract: lower(row.contract as Address),
@@ -165,10 +190,12 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
 
     async revokedPurchaseIds(purchaseIds) {
       if (purchaseIds.length === 0) return new Set();
-      const rows = await db
-        .select({ purchaseId: certificateRevocation.purchaseId })
-        .from(certificateRevocation)
-        .where(inArray(certificateRevocation.purchaseId, purchaseIds.map(lower)));
+      const rows = await bounded(
+        db
+          .select({ purchaseId: certificateRevocation.purchaseId })
+          .from(certificateRevocation)
+          .where(inArray(certificateRevocation.purchaseId, purchaseIds.map(lower))),
+      );
       return new Set(rows.map((row) => lower(row.purchaseId)));
     },
 
@@ -215,7 +242,7 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
   async function readHeads(): Promise<Map<number, IndexedHead>> {
     // Ponder keeps its progress per chain in `_ponder_checkpoint`; a checkpoint
     // string encodes timestamp (10 digits), chain id (16) and block number (16).
-    const result = await db.execute(sql`select chain_id, latest_checkpoint from _ponder_checkpoint`);
+    const result = await bounded(db.execute(sql`select chain_id, latest_checkpoint from _ponder_checkpoint`));
     const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as {
       chain_id: number | string;
       latest_checkpoint: string;

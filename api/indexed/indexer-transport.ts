@@ -1,5 +1,13 @@
-import { createTransport, type EIP1193RequestFn, HttpRequestError, http, TimeoutError, type Transport } from "viem";
 import { logJson } from "../config/redact.js";
+import {
+  createTransport,
+  type EIP1193RequestFn,
+  HttpRequestError,
+  http,
+  ResponseBodyTooLargeError,
+  TimeoutError,
+  type Transport,
+} from "viem";
 
 /**
  * The indexer's JSON-RPC transport (ponder.config.ts). It exists because of how
@@ -28,6 +36,20 @@ import { logJson } from "../config/redact.js";
  * - a failure while the node does answer probes is the request's own and goes
  *   to Ponder as it is (its retries and range splitting stay in charge); a
  *   timeout is handed over as a plain `HttpRequestError`, never a `TimeoutError`.
+ *
+ * And it never lets one large `eth_getLogs` answer stop the indexer (issue 30):
+ * viem refuses an HTTP answer over 10 MiB (`ResponseBodyTooLargeError`); Ponder
+ * 0.16.10 does not recognise that error as a range problem, retries the same
+ * range and then shuts down (exit 75), so the index never starts. Here:
+ * - an `eth_getLogs` over a block range whose answer is too large is asked again
+ *   as two halves (recursively) and the logs are merged in order; the widest span
+ *   that has to be split is remembered, and later ranges wider than that are split
+ *   before they are sent (the span grows back by 5% per answer, as Ponder's own
+ *   estimate does);
+ * - a single block (or a `blockHash` query) cannot be split: it is asked once more
+ *   with a larger limit (`maxLogsResponseBytes`, 256 MiB by default).
+ * Ponder keeps choosing its ranges (and splitting on the node's own range errors);
+ * it only ever sees complete answers.
  */
 export type IndexerTransportOptions = {
   /** Time one attempt may take before it counts as a transport failure. */
@@ -40,6 +62,10 @@ export type IndexerTransportOptions = {
   maxProbeIntervalMs?: number;
   /** Where to report the node going away and coming back (one line each). */
   log?: (entry: Record<string, unknown>) => void;
+  /** viem's limit on one answer (10 MiB); a larger `eth_getLogs` range is split. */
+  maxResponseBytes?: number;
+  /** The limit for a single block's logs, which cannot be split further. */
+  maxLogsResponseBytes?: number;
 };
 
 type RequestArgs = Parameters<EIP1193RequestFn>[0];
@@ -52,8 +78,12 @@ export function indexerTransport(url: string, options: IndexerTransportOptions =
   const probeTimeoutMs = options.probeTimeoutMs ?? 2_000;
   const maxProbeIntervalMs = options.maxProbeIntervalMs ?? 2_000;
   const log = options.log ?? defaultLog;
-  const send = (timeout: number) => http(url, { retryCount: 0, timeout })({}).request;
+  const maxResponseBytes = options.maxResponseBytes ?? 10 * 1024 * 1024;
+  const maxLogsResponseBytes = options.maxLogsResponseBytes ?? 256 * 1024 * 1024;
+  const send = (timeout: number, maxResponseBodySize = maxResponseBytes) =>
+    http(url, { retryCount: 0, timeout, maxResponseBodySize })({}).request;
   const sendRequest = send(requestTimeoutMs);
+  const sendLarge = send(requestTimeoutMs * 3, maxLogsResponseBytes);
   const sendPoll = send(pollTimeoutMs);
   const sendProbe = send(probeTimeoutMs);
 
@@ -90,11 +120,11 @@ export function indexerTransport(url: string, options: IndexerTransportOptions =
   };
 
   /** Sends until an answer or a failure that is the request's own. */
-  const sendUntilAnswered = async (args: RequestArgs): Promise<unknown> => {
+  const sendUntilAnswered = async (args: RequestArgs, sender = sendRequest): Promise<unknown> => {
     for (;;) {
       if (away !== undefined) await away.back;
       try {
-        return await sendRequest(args);
+        return await sender(args);
       } catch (error) {
         if (!isTransportFailure(error)) throw error;
         if (away === undefined && (await nodeAnswers())) throw asPlainFailure(error, url, args);
@@ -127,8 +157,68 @@ export function indexerTransport(url: string, options: IndexerTransportOptions =
     return poll;
   };
 
+  /** The widest block span known to answer within the limit (undefined: none was too large yet). */
+  let logsSpan: number | undefined;
+
+  const getLogs = async (args: RequestArgs): Promise<unknown> => {
+    const filter = (args.params as [LogsFilter] | undefined)?.[0];
+    const range = blockRangeOf(filter);
+    if (filter === undefined || range === undefined) return getLogsOfOneBlock(args);
+    const span = range.to - range.from + 1;
+    if (span <= 1) return getLogsOfOneBlock(args);
+    if (logsSpan !== undefined && span > logsSpan) return getLogsInParts(filter, range, Math.max(1, Math.floor(logsSpan)));
+    try {
+      const logs = await sendUntilAnswered(args);
+      if (logsSpan !== undefined) logsSpan = logsSpan * 1.05;
+      return logs;
+    } catch (error) {
+      if (!(error instanceof ResponseBodyTooLargeError)) throw error;
+      const half = Math.ceil(span / 2);
+      logsSpan = Math.min(logsSpan ?? half, half);
+      log({
+        msg: "eth_getLogs answer over the response limit; asking again in smaller ranges",
+        url: redact(url),
+        fromBlock: range.from,
+        toBlock: range.to,
+        maxBytes: maxResponseBytes,
+        nextSpan: half,
+      });
+      return getLogsInParts(filter, range, half);
+    }
+  };
+
+  /** The range in consecutive parts of at most `part` blocks, one after the other, logs merged in order. */
+  const getLogsInParts = async (filter: LogsFilter, range: BlockRange, part: number): Promise<unknown[]> => {
+    const merged: unknown[] = [];
+    for (let from = range.from; from <= range.to; from += part) {
+      const to = Math.min(range.to, from + part - 1);
+      const logs = (await getLogs({
+        method: "eth_getLogs",
+        params: [{ ...filter, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${to.toString(16)}` }],
+      } as RequestArgs)) as unknown[];
+      for (const entry of logs) merged.push(entry);
+    }
+    return merged;
+  };
+
+  /** One block's logs cannot be split: ask once more with the larger limit. */
+  const getLogsOfOneBlock = async (args: RequestArgs): Promise<unknown> => {
+    try {
+      return await sendUntilAnswered(args);
+    } catch (error) {
+      if (!(error instanceof ResponseBodyTooLargeError)) throw error;
+      log({
+        msg: "eth_getLogs answer for one block over the response limit; asking again with the larger limit",
+        url: redact(url),
+        maxBytes: maxLogsResponseBytes,
+      });
+      return sendUntilAnswered(args, sendLarge);
+    }
+  };
+
   const request = (async (args: RequestArgs) => {
     if (isLatestBlockPoll(args)) return pollLatest(args, JSON.stringify(args.params ?? []));
+    if (args.method === "eth_getLogs") return getLogs(args);
     return sendUntilAnswered(args);
   }) as EIP1193RequestFn;
 
@@ -141,6 +231,20 @@ export function indexerTransport(url: string, options: IndexerTransportOptions =
       retryCount: retryCount ?? 0,
       timeout: requestTimeoutMs,
     });
+}
+
+type LogsFilter = { fromBlock?: unknown; toBlock?: unknown; blockHash?: unknown } & Record<string, unknown>;
+type BlockRange = { from: number; to: number };
+
+/** A numeric block range (hex numbers both ends), or undefined for tags and `blockHash` queries. */
+export function blockRangeOf(filter: LogsFilter | undefined): BlockRange | undefined {
+  if (filter === undefined || filter.blockHash !== undefined) return undefined;
+  const { fromBlock, toBlock } = filter;
+  if (typeof fromBlock !== "string" || typeof toBlock !== "string") return undefined;
+  if (!/^0x[0-9a-f]+$/i.test(fromBlock) || !/^0x[0-9a-f]+$/i.test(toBlock)) return undefined;
+  const from = Number.parseInt(fromBlock, 16);
+  const to = Number.parseInt(toBlock, 16);
+  return to >= from ? { from, to } : undefined;
 }
 
 function isLatestBlockPoll(args: RequestArgs): boolean {

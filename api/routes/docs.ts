@@ -1,18 +1,42 @@
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
-import { Scalar } from "@scalar/hono-api-reference";
+import { gunzipSync } from "node:zlib";
 import { Hono } from "hono";
 import { html, raw } from "hono/html";
 import { PROBLEM_CATALOGUE } from "../http/problem-catalogue.js";
 
-const require = createRequire(import.meta.url);
-/** Scalar's standalone bundle, served from our own origin: the reference loads nothing from a CDN. */
-let scalarBundle: string | undefined;
-const scalarScript = () => {
-  scalarBundle ??= readFileSync(join(dirname(require.resolve("@scalar/api-reference")), "browser", "standalone.js"), "utf8");
-  return scalarBundle;
+/**
+ * Scalar's standalone browser bundle, vendored gzipped (api/routes/vendor/README.md) and
+ * served from our own origin: the reference loads nothing from a CDN.
+ */
+const SCALAR_BUNDLE = new URL("./vendor/scalar-api-reference-1.72.1.standalone.js.gz", import.meta.url);
+let scalarGzipped: Buffer | undefined;
+let scalarPlain: Buffer | undefined;
+const scalarScript = (acceptsGzip: boolean): Buffer => {
+  scalarGzipped ??= readFileSync(SCALAR_BUNDLE);
+  if (acceptsGzip) return scalarGzipped;
+  scalarPlain ??= gunzipSync(scalarGzipped);
+  return scalarPlain;
 };
+
+/** What Scalar's `createApiReference` is given (its configuration object, as JSON). */
+const REFERENCE_CONFIG = {
+  sources: [
+    { title: "Partner API", slug: "partner", url: "/openapi/partner.json", default: true },
+    { title: "Browser (hosted checkout)", slug: "browser", url: "/openapi/browser.json" },
+    { title: "Portals (console)", slug: "portals", url: "/openapi/portals.json" },
+  ],
+  withDefaultFonts: false,
+  hideClientButton: true,
+  hideDarkModeToggle: true,
+  showDeveloperTools: "never",
+  forceDarkModeState: "light",
+  telemetry: false,
+  agent: { disabled: true },
+  mcp: { disabled: true },
+};
+
+/** JSON inside a `<script>`: nothing in it may close the element. */
+const scriptJson = (value: unknown) => JSON.stringify(value).replaceAll("<", "\\u003c");
 
 /**
  * `/docs`: the API reference rendered by Scalar from the OpenAPI document, one source
@@ -20,43 +44,32 @@ const scalarScript = () => {
  * `/docs/problems`, the problem catalogue every problem's `type` URI points into.
  */
 export function docsRoutes(_openApi: () => unknown) {
-  const reference = Scalar({
-    pageTitle: "USDC settlement service: API reference",
-    cdn: "/docs/scalar.js",
-    sources: [
-      { title: "Partner API", slug: "partner", url: "/openapi/partner.json", default: true },
-      { title: "Browser (hosted checkout)", slug: "browser", url: "/openapi/browser.json" },
-      { title: "Portals (console)", slug: "portals", url: "/openapi/portals.json" },
-    ],
-    withDefaultFonts: false,
-    hideClientButton: true,
-    hideDarkModeToggle: true,
-    showDeveloperTools: "never",
-    forceDarkModeState: "light",
-    telemetry: false,
-    agent: { disabled: true },
-    mcp: { disabled: true },
-    customCss: CONTRAST_CSS,
-  } as Parameters<typeof Scalar>[0]);
+  const page = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>USDC settlement service: API reference</title>
+<style>${CONTRAST_CSS}</style></head>
+<body>
+<div id="app"></div>
+<script src="/docs/scalar.js"></script>
+<script>Scalar.createApiReference("#app", ${scriptJson({ ...REFERENCE_CONFIG, customCss: CONTRAST_CSS })})</script>
+<script src="/docs/a11y.js" defer></script>
+</body></html>`;
   return new Hono()
-    .get("/scalar.js", (c) =>
-      c.body(scalarScript(), 200, {
+    .get("/scalar.js", (c) => {
+      const gzip = /\bgzip\b/.test(c.req.header("Accept-Encoding") ?? "");
+      const body = scalarScript(gzip);
+      return c.body(new Uint8Array(body), 200, {
         "Content-Type": "text/javascript; charset=utf-8",
         "Cache-Control": "public, max-age=3600",
-      }),
-    )
+        Vary: "Accept-Encoding",
+        ...(gzip ? { "Content-Encoding": "gzip" } : {}),
+      });
+    })
     .get("/a11y.js", (c) =>
       c.body(A11Y_PATCH, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "public, max-age=3600" }),
     )
-    .get("/", async (c, next) => {
-      // Scalar's page, with the language declared and our accessibility patch loaded after it.
-      const response = await reference(c, next);
-      if (!(response instanceof Response)) return response;
-      const page = (await response.text())
-        .replace("<html>", '<html lang="en">')
-        .replace("</body>", '<script src="/docs/a11y.js" defer></script></body>');
-      return c.html(page);
-    })
+    .get("/", (c) => c.html(page))
     .get("/problems", (c) =>
       c.html(html`<!doctype html>
 <html lang="en">

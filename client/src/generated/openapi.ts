@@ -3549,7 +3549,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -3853,7 +3853,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3861,7 +3861,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -3927,7 +3927,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3935,7 +3935,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4028,7 +4028,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4036,7 +4036,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4110,7 +4110,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4118,7 +4118,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4208,7 +4208,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4216,7 +4216,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4313,7 +4313,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4321,7 +4321,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4414,7 +4414,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4422,7 +4422,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4492,7 +4492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4500,7 +4500,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4574,7 +4574,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4582,7 +4582,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4660,7 +4660,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4668,7 +4668,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4776,7 +4776,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4784,7 +4784,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -4893,7 +4893,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4901,7 +4901,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5039,7 +5039,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5047,7 +5047,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5166,7 +5166,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5174,7 +5174,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5248,7 +5248,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5256,7 +5256,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5330,7 +5330,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5338,7 +5338,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5443,7 +5443,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5451,7 +5451,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5518,7 +5518,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5526,7 +5526,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5635,7 +5635,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5643,7 +5643,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5752,7 +5752,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5760,7 +5760,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5827,7 +5827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5835,7 +5835,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -5979,7 +5979,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5987,7 +5987,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6119,7 +6119,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6127,7 +6127,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6205,7 +6205,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6213,7 +6213,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6318,7 +6318,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6326,7 +6326,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6412,7 +6412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6420,7 +6420,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6522,7 +6522,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6530,7 +6530,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6639,7 +6639,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6647,7 +6647,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6752,7 +6752,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6760,7 +6760,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6842,7 +6842,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6850,7 +6850,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -6936,7 +6936,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6944,7 +6944,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7034,7 +7034,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7042,7 +7042,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7162,7 +7162,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7170,7 +7170,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7291,7 +7291,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7299,7 +7299,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7449,7 +7449,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7457,7 +7457,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7588,7 +7588,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7596,7 +7596,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7682,7 +7682,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7690,7 +7690,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7776,7 +7776,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7784,7 +7784,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7901,7 +7901,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7909,7 +7909,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -7988,7 +7988,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7996,7 +7996,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8117,7 +8117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8125,7 +8125,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8246,7 +8246,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8254,7 +8254,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8333,7 +8333,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8341,7 +8341,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8485,7 +8485,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8493,7 +8493,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8625,7 +8625,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8633,7 +8633,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8693,7 +8693,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8701,7 +8701,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8795,7 +8795,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8803,7 +8803,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8899,7 +8899,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8907,7 +8907,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -8979,7 +8979,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8987,7 +8987,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9128,7 +9128,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9136,7 +9136,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9267,7 +9267,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9275,7 +9275,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9410,7 +9410,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9418,7 +9418,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9550,7 +9550,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9558,7 +9558,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9606,7 +9606,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9614,7 +9614,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable";
+                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9693,7 +9693,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9701,7 +9701,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable";
+                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9769,7 +9769,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9777,7 +9777,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9851,7 +9851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9859,7 +9859,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -9963,7 +9963,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9971,7 +9971,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10077,7 +10077,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10085,7 +10085,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable";
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10145,7 +10145,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10153,7 +10153,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable";
+                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10244,7 +10244,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10252,7 +10252,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable";
+                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10332,7 +10332,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10340,7 +10340,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10426,7 +10426,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10434,7 +10434,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10550,7 +10550,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10558,7 +10558,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10676,7 +10676,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10684,7 +10684,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable";
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10800,7 +10800,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10808,7 +10808,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10938,7 +10938,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rewards_unavailable`, `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `rpc_unavailable`, `store_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `rewards_unavailable`, `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10946,7 +10946,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rewards_unavailable" | "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "rpc_unavailable" | "store_unavailable";
+                        code?: "rewards_unavailable" | "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "rpc_unavailable" | "store_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -10994,7 +10994,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11002,7 +11002,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11084,7 +11084,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11092,7 +11092,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11176,7 +11176,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11184,7 +11184,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11244,7 +11244,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11252,7 +11252,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11368,7 +11368,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11376,7 +11376,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11519,7 +11519,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11527,7 +11527,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11673,7 +11673,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11681,7 +11681,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11824,7 +11824,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11832,7 +11832,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11973,7 +11973,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11981,7 +11981,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12121,7 +12121,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12129,7 +12129,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable";
+                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12191,7 +12191,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12199,7 +12199,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12303,7 +12303,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12311,7 +12311,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12373,7 +12373,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12381,7 +12381,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable";
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12539,7 +12539,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12547,7 +12547,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12706,7 +12706,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12714,7 +12714,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12856,7 +12856,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12864,7 +12864,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13001,7 +13001,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13009,7 +13009,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13167,7 +13167,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13175,7 +13175,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13334,7 +13334,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13342,7 +13342,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13484,7 +13484,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13492,7 +13492,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13629,7 +13629,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13637,7 +13637,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13795,7 +13795,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13803,7 +13803,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13962,7 +13962,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13970,7 +13970,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14112,7 +14112,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14120,7 +14120,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14257,7 +14257,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14265,7 +14265,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14423,7 +14423,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14431,7 +14431,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14590,7 +14590,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14598,7 +14598,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14740,7 +14740,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14748,7 +14748,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14885,7 +14885,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14893,7 +14893,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15013,7 +15013,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15021,7 +15021,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15148,7 +15148,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15156,7 +15156,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15278,7 +15278,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15286,7 +15286,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15411,7 +15411,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15419,7 +15419,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15551,7 +15551,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15559,7 +15559,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15690,7 +15690,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15698,7 +15698,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15832,7 +15832,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15840,7 +15840,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -15966,7 +15966,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -15974,7 +15974,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16118,7 +16118,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16126,7 +16126,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16248,7 +16248,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16256,7 +16256,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16414,7 +16414,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16422,7 +16422,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16561,7 +16561,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16569,7 +16569,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16713,7 +16713,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16721,7 +16721,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -16871,7 +16871,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -16879,7 +16879,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17013,7 +17013,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17021,7 +17021,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17147,7 +17147,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17155,7 +17155,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17275,7 +17275,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17283,7 +17283,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17409,7 +17409,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17417,7 +17417,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17553,7 +17553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17561,7 +17561,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17683,7 +17683,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17691,7 +17691,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17829,7 +17829,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17837,7 +17837,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -17977,7 +17977,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -17985,7 +17985,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18125,7 +18125,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18133,7 +18133,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18273,7 +18273,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18281,7 +18281,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18421,7 +18421,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18429,7 +18429,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18557,7 +18557,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18565,7 +18565,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18687,7 +18687,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18695,7 +18695,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18827,7 +18827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18835,7 +18835,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -18957,7 +18957,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -18965,7 +18965,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19093,7 +19093,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19101,7 +19101,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19247,7 +19247,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19255,7 +19255,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19400,7 +19400,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19408,7 +19408,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19543,7 +19543,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19551,7 +19551,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19703,7 +19703,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19711,7 +19711,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19853,7 +19853,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -19861,7 +19861,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20000,7 +20000,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20008,7 +20008,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20130,7 +20130,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20138,7 +20138,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20278,7 +20278,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20286,7 +20286,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20420,7 +20420,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20428,7 +20428,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20556,7 +20556,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20564,7 +20564,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20686,7 +20686,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20694,7 +20694,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20843,7 +20843,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20851,7 +20851,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -20991,7 +20991,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -20999,7 +20999,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -21133,7 +21133,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21141,7 +21141,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -21268,7 +21268,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21276,7 +21276,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -21398,7 +21398,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21406,7 +21406,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -21546,7 +21546,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21554,7 +21554,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -21694,7 +21694,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21702,7 +21702,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -21842,7 +21842,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21850,7 +21850,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -21990,7 +21990,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -21998,7 +21998,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -22138,7 +22138,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22146,7 +22146,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -22272,7 +22272,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22280,7 +22280,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -22425,7 +22425,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22433,7 +22433,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -22555,7 +22555,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22563,7 +22563,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -22701,7 +22701,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22709,7 +22709,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -22842,7 +22842,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -22850,7 +22850,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -22999,7 +22999,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23007,7 +23007,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -23138,7 +23138,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23146,7 +23146,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -23275,7 +23275,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -23283,7 +23283,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };

@@ -1,0 +1,129 @@
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import type { BenchResults } from "../run.js";
+import { PROJECT_ROOT } from "./processes.js";
+
+/** One goal of issue 30, as `bench-results/latest.json` carries it. */
+export type Goal = {
+  figure: string;
+  goal: string;
+  value: number | null;
+  unit: string;
+  /** The figure before issue 30 (bench/README.md, 2026-11-23 runs), for comparison. */
+  baseline: number | null;
+  met: boolean | null;
+};
+
+const MiB = 2 ** 20;
+const seconds = (ms: number | undefined) => (ms === undefined ? null : Math.round(ms / 100) / 10);
+const mib = (bytes: number | undefined) => (bytes === undefined ? null : Math.round(bytes / MiB));
+const below = (value: number | null, limit: number) => (value === null ? null : value < limit);
+
+/** `du` of node_modules in MiB (the install goal); null when it cannot be measured. */
+function nodeModulesMiB(): number | null {
+  try {
+    const out = execFileSync("du", ["-sm", join(PROJECT_ROOT, "node_modules")], { encoding: "utf8" });
+    return Number(out.split(/\s/)[0]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The goals of issue 30, one entry each, from whatever scenarios ran (value null when
+ * the scenario did not run). Install time is not measured by the bench: pass it as
+ * BENCH_INSTALL_S (seconds of `npm install` on a fresh clone) to report it.
+ */
+export function goalsOf(results: BenchResults): Goal[] {
+  const indexer = results.indexer;
+  const peaks = [
+    results.latency?.peakRssBytes,
+    results.hashSubmission?.peakRssBytes.service,
+    results.sessionCreation?.peakRssBytes,
+    indexer?.peakRssBytes,
+  ].filter((peak): peak is number => peak !== undefined);
+  const coldMs = indexer?.coldStart.indexedAllMs;
+  const rawMs = indexer?.rawRpc.getLogsSingleMs;
+  const coldRatio = coldMs !== undefined && rawMs !== undefined && rawMs > 0 ? Math.round((coldMs / rawMs) * 10) / 10 : null;
+  const restartMs = indexer?.restartSameAddresses.readyMs;
+  const restartCalls = indexer?.restartSameAddresses.ponderRpcCalls.eth_getLogs;
+  const addedMs = indexer?.restartAddedAddress.indexedAllMs;
+  const p99 = results.hashSubmission?.goal.p99At64;
+  const overheadP50 = results.latency?.overhead.p50;
+  const installS = process.env.BENCH_INSTALL_S === undefined ? null : Number(process.env.BENCH_INSTALL_S);
+  const size = nodeModulesMiB();
+  return [
+    {
+      figure: "restart, same configuration, 100,000 indexed transfers: spawn → ready",
+      goal: "< 10 s",
+      value: seconds(restartMs),
+      unit: "s",
+      baseline: 82.8,
+      met: below(seconds(restartMs), 10),
+    },
+    {
+      figure: "restart, same configuration: eth_getLogs calls (a range already indexed is never fetched again)",
+      goal: "0 for the indexed range",
+      value: indexer === undefined ? null : (restartCalls ?? 0),
+      unit: "calls",
+      baseline: 42,
+      met: indexer === undefined ? null : (restartCalls ?? 0) === 0,
+    },
+    {
+      figure: "one more watched address: spawn → new index holds 100,001 rows",
+      goal: "< 60 s",
+      value: seconds(addedMs),
+      unit: "s",
+      baseline: 105.4,
+      met: below(seconds(addedMs), 60),
+    },
+    {
+      figure: "cold index of 100,000 transfers ÷ raw eth_getLogs of the range",
+      goal: "< 5×",
+      value: coldRatio,
+      unit: "×",
+      baseline: 23.9,
+      met: below(coldRatio, 5),
+    },
+    {
+      figure: "peak RSS of the service (highest over the scenarios that ran)",
+      goal: "< 512 MiB",
+      value: peaks.length === 0 ? null : mib(Math.max(...peaks)),
+      unit: "MiB",
+      baseline: 967,
+      met: peaks.length === 0 ? null : below(mib(Math.max(...peaks)), 512),
+    },
+    {
+      figure: "hash submission p99 at 64 connections",
+      goal: "< 20 ms",
+      value: p99 ?? null,
+      unit: "ms",
+      baseline: 81,
+      met: below(p99 ?? null, 20),
+    },
+    {
+      figure: "settlement overhead p50 (confirming block → purchase.settled received)",
+      goal: "< 50 ms",
+      value: overheadP50 ?? null,
+      unit: "ms",
+      baseline: 65,
+      met: below(overheadP50 ?? null, 50),
+    },
+    {
+      figure: "npm install on a fresh clone (BENCH_INSTALL_S, not measured by the bench)",
+      goal: "< 90 s, no engine warning on Node 20",
+      value: installS,
+      unit: "s",
+      baseline: null,
+      met: below(installS, 90),
+    },
+    {
+      figure: "node_modules size (du -sm)",
+      goal: "< 500 MB",
+      value: size,
+      unit: "MiB",
+      baseline: 883,
+      met: size === null ? null : size * 1.048576 < 500,
+    },
+  ];
+}
