@@ -14,6 +14,12 @@ export const EVENT_TYPES = [
   "payment.reorged",
   "payment.restored",
   "order.fulfilled",
+  // Refunds (SPEC 15, docs/refunds.md)
+  "refund.created",
+  "refund.ready",
+  "refund.succeeded",
+  "refund.cancelled",
+  "refund.reorged",
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

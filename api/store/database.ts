@@ -3,6 +3,7 @@ import type { HostedTables } from "./hosted-tables.js";
 import type { MemberTables } from "./member-tables.js";
 import type { OperatorTables } from "./operator-tables.js";
 import type { PortalTables } from "./portal-tables.js";
+import type { RefundTables } from "./refund-tables.js";
 import type { RelayTables } from "./relay-tables.js";
 import type { WebhookTables } from "./webhook-tables.js";
 
@@ -18,7 +19,8 @@ export interface Database
     MemberTables,
     HostedTables,
     RelayTables,
-    OperatorTables {
+    OperatorTables,
+    RefundTables {
   partner: PartnerTable;
   api_key: ApiKeyTable;
   payment_address: PaymentAddressTable;

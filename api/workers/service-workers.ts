@@ -3,6 +3,7 @@ import { mintConfirmer } from "../certificates/mint-confirmer.js";
 import { relayWorker } from "../gasless/relay-worker.js";
 import { webhookDispatcher } from "../outbox/dispatcher.js";
 import { reservationWorker } from "../portals/reservation-worker.js";
+import { refundWorker } from "../refunds/refund-worker.js";
 import { settlementWorker } from "../settlement/settlement-worker.js";
 import type { Worker } from "./run-worker.js";
 
@@ -17,5 +18,6 @@ export function serviceWorkers(context: AppContext): Worker[] {
     webhookDispatcher(context),
     reservationWorker(context),
     relayWorker(context),
+    refundWorker(context),
   ];
 }
