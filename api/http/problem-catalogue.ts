@@ -25,7 +25,8 @@ export const PROBLEM_REGISTRY = {
   invalid_cursor: {
     status: 400,
     title: "The cursor is not valid",
-    meaning: "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
+    meaning:
+      "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
   },
   invalid_webhook_url: {
     status: 400,
@@ -523,7 +524,8 @@ export const PROBLEM_REGISTRY = {
   payment_not_refundable: {
     status: 409,
     title: "This payment cannot be refunded",
-    meaning: "The payment is still confirming or was reorged off the chain: only a credited or an unresolved payment can be refunded.",
+    meaning:
+      "The payment is still confirming or was reorged off the chain: only a credited or an unresolved payment can be refunded.",
   },
   destination_is_zero_address: {
     status: 422,
