@@ -18,6 +18,10 @@ const OWNERS: Record<string, string> = {
   rwa_purchase: "api/portals/purchase-record.ts",
   certificate: "api/certificates/certificate-record.ts",
   webhook_delivery: "api/outbox/deliveries.ts",
+  // Refunds (docs/refunds.md)
+  refund: "api/refunds/refund-record.ts",
+  refund_allowance: "api/refunds/refund-record.ts",
+  outgoing_transfer: "api/refunds/outgoing-transfer-record.ts",
 };
 
 /** A read may join another record's table when its rows are about its own record; writes stay with the owner. */
