@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { outgoingTransfersByKeys } from "../api/refunds/outgoing-transfer-record.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { createClient } from "../client/src/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
 import {
   type CreatedSession,
@@ -479,5 +480,24 @@ describe("a refund's transfer reorged off the chain", () => {
     await mine();
     const done = await refundIn(ready.id, "succeeded");
     expect(done.transactionHash).toBe(sent.hash);
+  });
+});
+
+describe("the client library", () => {
+  it("creates, reads, lists and cancels refunds", async () => {
+    const order = await settledOrder(2);
+    const client = createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.local.baseUrl });
+    const made = await client.refunds.create({
+      orderId: order.orderId,
+      amount: 1_000_000n,
+      reason: "requested_by_customer",
+      idempotencyKey: `client-${order.orderId}`,
+    });
+    expect(made).toMatchObject({ status: "awaiting_destination", amount: "1000000" });
+    expect(made.customerUrl).toContain("#rt=");
+    expect((await client.refunds.retrieve(made.id)).id).toBe(made.id);
+    const listed = await client.refunds.list({ orderId: order.orderId });
+    expect(listed.data.map((row) => row.id)).toEqual([made.id]);
+    expect((await client.refunds.cancel(made.id)).status).toBe("cancelled");
   });
 });

@@ -190,3 +190,12 @@ export type Health = Schemas["Health"];
 
 /** The problem+json body of a refused call (RFC 9457), with the service's stable `code`. */
 export type Problem = Schemas["Problem"];
+
+// Refunds (docs/refunds.md)
+export type Refund = Schemas["Refund"];
+export type RefundStatus = Refund["status"];
+export type RefundReason = Refund["reason"];
+export type RefundInstructions = NonNullable<Refund["instructions"]>;
+/** `amount` is a bigint or an integer string of base units; it is sent as a string. Name `orderId` or `payment`. */
+export type CreateRefundParams = Omit<RequestBody<"/v1/refunds", "post">, "amount"> & { amount?: bigint | string };
+export type ListRefundsParams = QueryParameters<"/v1/refunds", "get">;
