@@ -225,29 +225,6 @@ export async function reorgedOutgoingTransfers(
   return rows.map(toOutgoingTransfer);
 }
 
-/** A partner's outgoing transfers, newest first (the partner's and the auditor's view of money out). */
-export async function outgoingTransfersPage(
-  db: Kysely<Database>,
-  params: { partnerId: string; status?: OutgoingTransferStatus; after?: { createdAt: number; key: string }; take: number },
-): Promise<OutgoingTransfer[]> {
-  let select = db.selectFrom("outgoing_transfer").selectAll().where("partner_id", "=", params.partnerId);
-  if (params.status !== undefined) select = select.where("status", "=", params.status);
-  const after = params.after;
-  if (after !== undefined) {
-    const [hash, logIndex] = after.key.split(":");
-    select = select.where(({ eb, refTuple, tuple }) =>
-      eb(refTuple("created_at", "transaction_hash", "log_index"), "<", tuple(after.createdAt, hash ?? "", Number(logIndex ?? 0))),
-    );
-  }
-  const rows = await select
-    .orderBy("created_at", "desc")
-    .orderBy("transaction_hash", "desc")
-    .orderBy("log_index", "desc")
-    .limit(params.take)
-    .execute();
-  return rows.map(toOutgoingTransfer);
-}
-
 /**
  * For the ledger: how each outgoing transfer named was recorded, keyed by
  * `${chainId}:${lowercase tx hash}:${logIndex}`. A key the record does not hold (not

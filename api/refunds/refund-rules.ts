@@ -32,11 +32,6 @@ export function remainingRefundable(paid: bigint, refunds: readonly { status: Re
   return committed >= paid ? 0n : paid - committed;
 }
 
-/** Whether a new refund of `amount` fits beside `committed` (the sum of live refunds) within `paid`. */
-export function refundFits(params: { paid: bigint; committed: bigint; amount: bigint }): boolean {
-  return params.amount > 0n && params.committed + params.amount <= params.paid;
-}
-
 export type RefundTotals = {
   /** Succeeded refunds. */
   amountRefunded: bigint;

@@ -5,7 +5,6 @@ import {
   type OutgoingFacts,
   type ReadyRefund,
   reasonForUnresolved,
-  refundFits,
   refundForTransfer,
   refundTotals,
   refusedDestination,
@@ -52,12 +51,6 @@ describe("remaining refundable", () => {
       ]),
     ).toBe(5n);
     expect(remainingRefundable(10n, [{ status: "pending", amount: 12n }])).toBe(0n);
-  });
-
-  it("a new refund fits only when positive and within what was paid", () => {
-    expect(refundFits({ paid: 10n, committed: 4n, amount: 6n })).toBe(true);
-    expect(refundFits({ paid: 10n, committed: 4n, amount: 7n })).toBe(false);
-    expect(refundFits({ paid: 10n, committed: 0n, amount: 0n })).toBe(false);
   });
 });
 
