@@ -310,21 +310,6 @@ export async function pendingRefunds(db: Kysely<Database>, params: { chainId: nu
   return rows.map(toRefund);
 }
 
-/** The refund holding this transfer, if any. */
-export async function refundOfTransfer(
-  db: Kysely<Database>,
-  params: { chainId: number; transactionHash: Hex; logIndex: number },
-): Promise<Refund | undefined> {
-  const row = await db
-    .selectFrom("refund")
-    .selectAll()
-    .where("payment_chain_id", "=", params.chainId)
-    .where("transfer_transaction_hash", "=", params.transactionHash.toLowerCase())
-    .where("transfer_log_index", "=", params.logIndex)
-    .executeTakeFirst();
-  return row === undefined ? undefined : toRefund(row);
-}
-
 /**
  * A partner's refunds, newest first, after `after` when given, filtered by order and status;
  * `take` rows at most.
