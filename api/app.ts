@@ -29,6 +29,8 @@ import { paymentRoutes } from "./routes/payments.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
 import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
+import { publicRefundRoutes } from "./routes/public-refunds.js";
+import { refundRoutes } from "./routes/refunds.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 
@@ -167,6 +169,10 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.route("/v1/public/checkout", publicAuthorizationRoutes(context));
   app.route("/", hostedPageRoutes(context));
   app.route("/api", portalRoutes(context));
+  // Refunds (SPEC 15, docs/refunds.md)
+  partnerRoutes("/v1/refunds", refundRoutes(context));
+  memberPortalRoutes("/api/partner/refunds", refundRoutes(context));
+  app.route("/v1/public/refunds", publicRefundRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   registerEventWebhooks(app);

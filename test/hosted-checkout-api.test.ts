@@ -272,7 +272,11 @@ describe("unresolved payments submitted on a session", () => {
     const client = createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.ponder.baseUrl });
     const linked = (await client.payments.list({ status: "unresolved" })).data.find((row) => row.sessionId === session.id);
     expect(linked).toMatchObject({ orderId: session.orderId, expectedAmount: session.payment.amount, reason: "overpaid" });
-    expect(await client.payments.requestRefund(linked!, { note: "sent back" })).toEqual({ status: "refund_requested" });
+    // The marker now creates a refund of all of it (docs/refunds.md).
+    expect(await client.payments.requestRefund(linked!, { note: "sent back" })).toMatchObject({
+      status: "refund_requested",
+      refund: { status: "awaiting_destination", amount: linked!.amount, reason: "wrong_amount", note: "sent back" },
+    });
     await expect(client.payments.attach(linked!, { orderId: session.orderId })).rejects.toMatchObject({
       code: "payment_not_unresolved",
     });

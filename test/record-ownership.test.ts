@@ -21,6 +21,10 @@ const OWNERS: Record<string, string> = {
   reward: "api/rewards/reward-record.ts",
   reward_settings: "api/rewards/reward-settings.ts",
   reward_unknown_claim: "api/rewards/unknown-claims.ts",
+  // Refunds (docs/refunds.md)
+  refund: "api/refunds/refund-record.ts",
+  refund_allowance: "api/refunds/refund-record.ts",
+  outgoing_transfer: "api/refunds/outgoing-transfer-record.ts",
 };
 
 /** A read may join another record's table when its rows are about its own record; writes stay with the owner. */

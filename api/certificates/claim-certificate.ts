@@ -4,6 +4,7 @@ import type { AppContext } from "../app-context.js";
 import { getSession } from "../checkout/session-record.js";
 import { ProblemError } from "../http/problem.js";
 import { findOrder, getOrder } from "../orders/order-record.js";
+import { fullyRefundedOrderIds } from "../refunds/refund-record.js";
 import { findCertificate, transitionCertificate } from "./certificate-record.js";
 import { type CertificateVoucher, signCertificateVoucher } from "./voucher-typed-data.js";
 
@@ -43,6 +44,13 @@ export async function claimCertificate(
     throw order?.status === "awaiting_payment" || order === undefined
       ? notAvailable("not_settled", "The purchase is not settled yet; a certificate can be claimed once it is.")
       : notAvailable("certificate_disabled", "This purchase does not include a certificate.");
+  }
+  // A fully refunded order's certificate is revoked (docs/refunds.md): nothing to claim any more.
+  if ((await fullyRefundedOrderIds(context.store, [params.orderId])).size > 0) {
+    throw new ProblemError({
+      code: "certificate_revoked",
+      detail: "This purchase was fully refunded: its certificate is revoked and can no longer be claimed.",
+    });
   }
   if (certificate.status === "minted" || certificate.status === "pending") {
     throw notAvailable(

@@ -603,6 +603,61 @@ export const PROBLEM_REGISTRY = {
     meaning:
       "Local mode: the test account holds less test USDC than the amount asked for (or the chain refused the transfer); nothing was sent.",
   },
+  // Refunds (SPEC 15, docs/refunds.md)
+  refund_exceeds_remaining: {
+    status: 409,
+    title: "The refund is more than remains refundable",
+    meaning:
+      "The amount (or, without one, nothing at all) is more than what was paid minus the order's or payment's live refunds; `remaining` says what is left. Nothing was created.",
+  },
+  order_not_paid: {
+    status: 409,
+    title: "The order is not paid",
+    meaning: "Only an order credited by a payment can be refunded; refund a payment that matched no order by its key.",
+  },
+  payment_not_refundable: {
+    status: 409,
+    title: "This payment cannot be refunded",
+    meaning:
+      "The payment is still confirming or was reorged off the chain: only a credited or an unresolved payment can be refunded.",
+  },
+  destination_is_zero_address: {
+    status: 422,
+    title: "The refund cannot go to the zero address",
+    meaning: "The zero address burns what it receives; name the wallet that should receive the refund.",
+  },
+  destination_is_token: {
+    status: 422,
+    title: "The refund cannot go to the token contract",
+    meaning: "USDC sent to the USDC contract itself is lost; name the wallet that should receive the refund.",
+  },
+  destination_is_payment_address: {
+    status: 422,
+    title: "The refund cannot go to a payment address",
+    meaning:
+      "The address is a payment address of a partner of this service: money sent there would be taken for an incoming payment, not a refund.",
+  },
+  refund_not_cancellable: {
+    status: 409,
+    title: "The refund can no longer be cancelled",
+    meaning: "Its transfer was already seen (`pending`) or it succeeded: money left the payment address.",
+  },
+  invalid_refund_token: {
+    status: 401,
+    title: "The refund token is not valid for this refund",
+    meaning: "The customer's refund token does not belong to this refund (or was replaced by a newer link).",
+  },
+  refund_destination_locked: {
+    status: 409,
+    title: "The refund's receiving address can no longer be set",
+    meaning:
+      "The receiving address was already set (the refund is `ready` or later) or the refund was cancelled; a destination is never changed once set.",
+  },
+  certificate_revoked: {
+    status: 409,
+    title: "The certificate of this purchase is revoked",
+    meaning: "The order was fully refunded: its certificate can no longer be claimed, and a minted one verifies `revoked`.",
+  },
 } as const satisfies Record<string, ProblemDefinition>;
 
 export type ProblemCode = keyof typeof PROBLEM_REGISTRY;

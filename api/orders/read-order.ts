@@ -8,6 +8,7 @@ import { relayOfTransaction } from "../gasless/gasless-view.js";
 import { problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { rewardsOfOrders } from "../rewards/reward-record.js";
+import { refundSummaries } from "../refunds/refunds.js";
 import { paymentOfSession } from "../settlement/payment-record.js";
 import type { Database } from "../store/database.js";
 import { findOrderOfPartner, type Order } from "./order-record.js";
@@ -34,6 +35,7 @@ export async function readOrder(context: AppContext, params: { partnerId: string
       ? null
       : await relayOfTransaction(context.store, { chainId: payment.chainId, transactionHash: payment.transactionHash });
   const head = session ? (await context.indexed.heads()).get(session.chainId)?.blockNumber : undefined;
+  const refunds = (await refundSummaries(context.store, [{ orderId: order.id, paid: payment?.amount ?? null }])).get(order.id);
   const network = session ? networkByChainId(context, session.chainId) : undefined;
 
   return {
@@ -45,6 +47,10 @@ export async function readOrder(context: AppContext, params: { partnerId: string
     chainId: session?.chainId ?? null,
     totalPriceUsdc: session?.totalPriceUsdc.toString() ?? null,
     amountPaid: payment?.amount.toString() ?? null,
+    // Refunds (docs/refunds.md): succeeded, in progress, and none/partial/full.
+    amountRefunded: refunds?.amountRefunded ?? "0",
+    amountRefundPending: refunds?.amountRefundPending ?? "0",
+    refundStatus: refunds?.refundStatus ?? "none",
     session: session
       ? {
           id: session.id,

@@ -56,11 +56,15 @@ const paymentMoved = z.object({
 const refund = {
   ...maybeOrder,
   refundId: z.string(),
-  paymentId: z.string().optional(),
+  paymentId: z.string().optional().openapi({ description: "`<chainId>:<transactionHash>:<logIndex>` of a refunded unresolved payment" }),
+  status: z.string().openapi({ description: "The refund's status after the change the event reports" }),
   amount: units,
+  reason: z.string(),
   destination: address.nullable(),
-  reason: z.string().optional(),
-  transactionHash: hex.optional(),
+  chainId: z.number().int(),
+  from: address.openapi({ description: "The payment address the refund is sent from" }),
+  transactionHash: hex.optional().openapi({ description: "The refund's transfer, once seen" }),
+  logIndex: z.number().int().optional(),
 };
 
 export const EVENT_DATA = {
@@ -126,8 +130,9 @@ export const EVENT_DATA = {
   "order.fulfilled": z.object({ ...order, fulfilmentReference: z.string() }),
   "refund.created": z.object(refund),
   "refund.ready": z.object(refund),
-  "refund.succeeded": z.object({ ...refund, transactionHash: hex }),
+  "refund.succeeded": z.object({ ...refund, transactionHash: hex, logIndex: z.number().int() }),
   "refund.cancelled": z.object(refund),
+  "refund.reorged": z.object(refund),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA;

@@ -13,6 +13,7 @@ import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { USDC_DECIMALS } from "../money.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
+import { type RefundSummary, refundSummaries } from "../refunds/refunds.js";
 import { payingPaymentsOfSessions } from "../settlement/payment-record.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { Store } from "../store/open-store.js";
@@ -31,7 +32,10 @@ export type PurchaseRecord = {
   onchainPurchaseId: string | null;
   settlement: { transactionHash: string; status: string } | null;
   certificate: Certificate | undefined;
+  refunds: RefundSummary;
 };
+
+const NO_REFUNDS: RefundSummary = { amountRefunded: "0", amountRefundPending: "0", refundStatus: "none" };
 
 export function purchaseView(record: PurchaseRecord, options: { frozen?: boolean } = {}) {
   const { purchase, session } = record;
@@ -52,6 +56,7 @@ export function purchaseView(record: PurchaseRecord, options: { frozen?: boolean
     settlement: record.settlement,
     onchainPurchaseId: record.onchainPurchaseId,
     certificate: certificateView(record, options.frozen ?? false),
+    ...record.refunds,
     createdAt: new Date(purchase.createdAt).toISOString(),
   };
 }
@@ -198,6 +203,7 @@ export async function startPurchase(
     onchainPurchaseId: created.purchaseId,
     settlement: null,
     certificate: undefined,
+    refunds: NO_REFUNDS,
   };
 }
 
@@ -213,6 +219,13 @@ export async function loadPurchaseRecords(store: Store, purchases: Purchase[]): 
   ]);
   const orderIds = sessions.map((session) => session.orderId);
   const [orders, certificates] = await Promise.all([purchaseIdsOfOrders(store, orderIds), certificatesOfOrders(store, orderIds)]);
+  const refunds = await refundSummaries(
+    store,
+    sessions.map((session) => ({
+      orderId: session.orderId,
+      paid: payments.find((candidate) => candidate.sessionId === session.id && candidate.status === "settled")?.amount ?? null,
+    })),
+  );
   return purchases.map((purchase) => {
     const session = sessions.find((candidate) => candidate.id === purchase.sessionId);
     const payment = payments.find((candidate) => candidate.sessionId === purchase.sessionId);
@@ -223,6 +236,7 @@ export async function loadPurchaseRecords(store: Store, purchases: Purchase[]): 
       onchainPurchaseId: orders.find((order) => order.id === session?.orderId)?.purchaseId ?? null,
       settlement: payment === undefined ? null : { transactionHash: payment.transactionHash, status: payment.status },
       certificate: certificates.find((certificate) => certificate.orderId === session?.orderId),
+      refunds: (session === undefined ? undefined : refunds.get(session.orderId)) ?? NO_REFUNDS,
     };
   });
 }

@@ -5,6 +5,7 @@ import { checksum } from "../checksum-address.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedCertificateMint } from "../indexed/indexed-chain.js";
 import { ordersOfPurchaseIds } from "../orders/order-record.js";
+import { fullyRefundedOrderIds } from "../refunds/refund-record.js";
 import { purchaseIdsPaidBy } from "../settlement/payment-record.js";
 import { offeringsOfOrders } from "./purchase-record.js";
 
@@ -23,7 +24,7 @@ export type CertificateVerification = {
  * Public verification, answered from indexed chain facts and checked against our
  * records. `valid`: minted by our certificate contract, final, for a settled
  * purchase, to the wallet the voucher named. `pending`: not final yet. `revoked`:
- * burned by the issuer of certificates. `mismatch`: on chain but not what our
+ * burned by the issuer of certificates, or its order was fully refunded. `mismatch`: on chain but not what our
  * records say (unknown purchase, other token id, other owner, unpaid order).
  * Only public facts leave here: wallet addresses, ids, offering and issuer names.
  */
@@ -39,9 +40,11 @@ export async function assessMints(
     ordersOfPurchaseIds(context.store, purchaseIds),
   ]);
   const orderIds = orders.map((order) => order.id);
-  const [certificates, offerings] = await Promise.all([
+  const [certificates, offerings, refunded] = await Promise.all([
     certificatesOfOrders(context.store, orderIds),
     offeringsOfOrders(context.store, orderIds),
+    // A fully refunded order's certificate is revoked (docs/refunds.md).
+    fullyRefundedOrderIds(context.store, orderIds),
   ]);
 
   return mints.map((mint) => {
@@ -58,13 +61,14 @@ export async function assessMints(
       order.status !== "awaiting_payment" &&
       mint.tokenId === BigInt(mint.purchaseId) &&
       (certificate?.buyer == null || isAddressEqual(certificate.buyer, mint.buyer));
-    const status = revoked.has(mint.purchaseId)
-      ? "revoked"
-      : !matches
-        ? "mismatch"
-        : confirmations < (network?.confirmations ?? 1)
-          ? "pending"
-          : "valid";
+    const status =
+      revoked.has(mint.purchaseId) || (order !== undefined && refunded.has(order.id))
+        ? "revoked"
+        : !matches
+          ? "mismatch"
+          : confirmations < (network?.confirmations ?? 1)
+            ? "pending"
+            : "valid";
     return {
       status,
       chainId: mint.chainId,

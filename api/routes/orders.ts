@@ -19,6 +19,9 @@ export const OrderSchema = z
     chainId: z.number().int().nullable(),
     totalPriceUsdc: nullableString.openapi({ example: "25000000" }),
     amountPaid: nullableString,
+    amountRefunded: z.string().openapi({ description: "succeeded refunds, base units (docs/refunds.md)" }),
+    amountRefundPending: z.string().openapi({ description: "ready and pending refunds, base units" }),
+    refundStatus: z.enum(["none", "partial", "full"]),
     session: z
       .object({ id: z.string(), status: z.string(), expiresAt: z.string(), payment: z.record(z.string(), z.unknown()) })
       .nullable(),

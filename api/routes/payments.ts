@@ -2,9 +2,11 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
+import { refundPageUrl, viewRefund } from "../refunds/refunds.js";
 import { listPayments, PAYMENT_STATUSES } from "../settlement/list-payments.js";
 import { attachPaymentToOrder, markPaymentForRefund } from "../settlement/resolve-payment.js";
 import type { AppEnv } from "./app-env.js";
+import { RefundSchema } from "./refunds.js";
 
 /** One payment the engine recorded (the partner's list and the admin's). */
 export const PaymentSchema = z
@@ -88,7 +90,8 @@ const attachRoute = createRoute({
 const refundRoute = createRoute({
   method: "post",
   path: "/{chainId}/{transactionHash}/{logIndex}/refund-requested",
-  summary: "Record that you will send one of your unresolved payments back (the service never moves money)",
+  summary:
+    "Send one of your unresolved payments back: creates a refund of all of it, waiting for the customer's address (prefer `POST /v1/refunds`)",
   security: [{ apiKey: [] }],
   request: {
     params: PaymentParam,
@@ -100,7 +103,16 @@ const refundRoute = createRoute({
   responses: {
     200: {
       description: "Marked",
-      content: { "application/json": { schema: z.object({ status: z.literal("refund_requested") }) } },
+      content: {
+        "application/json": {
+          schema: z.object({
+            status: z.literal("refund_requested"),
+            refund: RefundSchema.openapi({
+              description: "The refund it became (docs/refunds.md): send `customerUrl` to your customer",
+            }),
+          }),
+        },
+      },
     },
     ...errorResponses("not_found", "payment_not_unresolved"),
   },
@@ -121,7 +133,12 @@ export function paymentRoutes(context: AppContext) {
     .openapi(refundRoute, async (c) => {
       const key = c.req.valid("param");
       const body = c.req.valid("json") ?? {};
-      await markPaymentForRefund(context, { ...key, note: body.note, partnerId: c.get("partner").id });
-      return c.json({ status: "refund_requested" as const }, 200);
+      const created = await markPaymentForRefund(context, { ...key, note: body.note, partnerId: c.get("partner").id });
+      const baseUrl = context.settings.publicBaseUrl ?? new URL(c.req.url).origin;
+      const customerUrl = created.token === null ? null : refundPageUrl(baseUrl, created.refund.id, created.token);
+      return c.json(
+        { status: "refund_requested" as const, refund: await viewRefund(context.store, created.refund, customerUrl) },
+        200,
+      );
     });
 }

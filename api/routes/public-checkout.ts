@@ -167,6 +167,7 @@ const claimRoute = createRoute({
     ...errorResponses(
       ...tokenProblems,
       "certificate_not_available",
+      "certificate_revoked",
       "voucher_key_missing",
       "recipient_not_eligible",
       "wallet_frozen",

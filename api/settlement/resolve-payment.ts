@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { moveSession, sessionForAttach, sessionTransitions } from "../checkout/session-record.js";
@@ -7,9 +8,10 @@ import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import { reserveForAttachedPayment } from "../portals/reservations.js";
+import { refundUnresolvedPayment } from "../refunds/refunds.js";
 import type { Database } from "../store/database.js";
 import { allows } from "../store/transition-table.js";
-import { movePayment, type Payment, paymentTransitions } from "./payment-record.js";
+import { movePayment, type Payment } from "./payment-record.js";
 import { findPayment, settleOrder } from "./record-transfer.js";
 
 export type { PaymentKey } from "./payment-record.js";
@@ -139,26 +141,19 @@ export async function attachPayment(
 
 /**
  * Records that an unresolved payment is to be sent back (by its partner, or an
- * administrator); the refund itself happens off-service, the service never moves money.
+ * administrator): it becomes a refund of all of it, waiting for the customer's
+ * destination (docs/refunds.md); the service never moves money.
  */
 export async function markPaymentForRefund(
   context: AppContext,
   params: PaymentKey & { partnerId?: string; note?: string; alsoInTransaction?: AlsoInTransaction },
 ) {
-  await context.store.transaction().execute(async (trx) => {
-    const payment = await findPayment(trx, params);
-    if (payment === undefined) throw problems.notFound("Payment");
-    if (params.partnerId !== undefined && (await paymentOwner(trx, payment)) !== params.partnerId) {
-      throw problems.notFound("Payment");
-    }
-    if (!allows(paymentTransitions, "request_refund", payment.status)) throw notUnresolved(payment.status);
-    const moved = await movePayment(trx, {
-      payment,
-      transition: "request_refund",
-      now: Date.now(),
-      set: { resolution: params.note ?? "refund requested" },
+  return context.store.transaction().execute(async (trx) => {
+    const created = await refundUnresolvedPayment(trx, context, {
+      ...params,
+      transactionHash: params.transactionHash as Hex,
     });
-    if (!moved) throw notUnresolved("changing");
     await params.alsoInTransaction?.(trx);
+    return created;
   });
 }

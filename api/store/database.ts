@@ -3,6 +3,7 @@ import type { HostedTables } from "./hosted-tables.js";
 import type { MemberTables } from "./member-tables.js";
 import type { OperatorTables } from "./operator-tables.js";
 import type { PortalTables } from "./portal-tables.js";
+import type { RefundTables } from "./refund-tables.js";
 import type { RelayLimitTables } from "./relay-limit-tables.js";
 import type { RelayTables } from "./relay-tables.js";
 import type { RewardTables } from "./reward-tables.js";
@@ -22,7 +23,8 @@ export interface Database
     RelayTables,
     OperatorTables,
     RewardTables,
-    RelayLimitTables {
+    RelayLimitTables,
+    RefundTables {
   partner: PartnerTable;
   api_key: ApiKeyTable;
   payment_address: PaymentAddressTable;

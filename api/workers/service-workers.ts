@@ -4,6 +4,7 @@ import { relayWorker } from "../gasless/relay-worker.js";
 import { webhookDispatcher } from "../outbox/dispatcher.js";
 import { reservationWorker } from "../portals/reservation-worker.js";
 import { rewardClaimWorker } from "../rewards/reward-claim-worker.js";
+import { refundWorker } from "../refunds/refund-worker.js";
 import { settlementWorker } from "../settlement/settlement-worker.js";
 import type { Worker } from "./run-worker.js";
 
@@ -19,5 +20,6 @@ export function serviceWorkers(context: AppContext): Worker[] {
     reservationWorker(context),
     relayWorker(context),
     rewardClaimWorker(context),
+    refundWorker(context),
   ];
 }

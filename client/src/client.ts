@@ -9,6 +9,7 @@ import type {
   CreateCheckoutSessionParams,
   CreatedCheckoutSession,
   CreatedWebhookEndpoint,
+  CreateRefundParams,
   CreateWebhookEndpointParams,
   FulfilOrderParams,
   GrantRewardParams,
@@ -16,12 +17,14 @@ import type {
   ListEventsParams,
   ListPaymentsParams,
   ListRewardsParams,
+  ListRefundsParams,
   ListTransfersParams,
   Order,
   Page,
   Payment,
   PaymentKey,
   PaymentPage,
+  Refund,
   RefundRequestParams,
   RequestBody,
   ResponseBody,
@@ -157,6 +160,26 @@ export function createClient(options: ClientOptions) {
     },
   };
 
+  const refunds = {
+    /**
+     * Refunds a paid order (in part or in full) or an unresolved payment. Without
+     * `destination` the refund waits for your customer's address: send them `customerUrl`.
+     * The same idempotency key answers the same refund again.
+     */
+    create: (params: CreateRefundParams) =>
+      post<Refund>("/v1/refunds", {
+        ...params,
+        amount: params.amount === undefined ? undefined : baseUnitsString(params.amount, "amount"),
+      }),
+    list: (params: ListRefundsParams = {}) => get<Page<Refund>>("/v1/refunds", params),
+    async *iterate(params: Omit<ListRefundsParams, "cursor"> = {}): AsyncGenerator<Refund> {
+      yield* paginate(await refunds.list(params), (cursor) => refunds.list({ ...params, cursor }));
+    },
+    retrieve: (refundId: string) => get<Refund>(path`/v1/refunds/${refundId}`),
+    /** Cancels a refund no money moved for yet (`awaiting_destination` or `ready`). */
+    cancel: (refundId: string) => post<Refund>(path`/v1/refunds/${refundId}/cancel`),
+  };
+
   const branding = {
     retrieve: () => get<Branding>("/v1/branding"),
     update: (params: BrandingUpdate) => request<Branding>(transport, { method: "PATCH", path: "/v1/branding", body: params }),
@@ -215,6 +238,7 @@ export function createClient(options: ClientOptions) {
     webhookEndpoints,
     transfers,
     payments,
+    refunds,
     branding,
     rewards,
     /** Indexer head and lag per chain, store and workers; a degraded service answers too (status "degraded"). */

@@ -201,3 +201,11 @@ export type RewardSettingsUpdate = RequestBody<"/v1/rewards/settings", "put">;
 export type ListRewardsParams = { orderId?: string; status?: Reward["status"]; cursor?: string; limit?: number };
 /** `amount` in base units, as a bigint or an integer string; sent as a string. */
 export type GrantRewardParams = { amount: bigint | string; idempotencyKey: string };
+// Refunds (docs/refunds.md)
+export type Refund = Schemas["Refund"];
+export type RefundStatus = Refund["status"];
+export type RefundReason = Refund["reason"];
+export type RefundInstructions = NonNullable<Refund["instructions"]>;
+/** `amount` is a bigint or an integer string of base units; it is sent as a string. Name `orderId` or `payment`. */
+export type CreateRefundParams = Omit<RequestBody<"/v1/refunds", "post">, "amount"> & { amount?: bigint | string };
+export type ListRefundsParams = QueryParameters<"/v1/refunds", "get">;

@@ -79,6 +79,7 @@ export const problemResponses = errorResponses(
   "purchase_not_payable",
   "recipient_mismatch",
   "certificate_not_available",
+  "certificate_revoked",
   "member_exists",
   "member_limit_reached",
   "payment_not_unresolved",

@@ -1,0 +1,22 @@
+import type { Kysely } from "kysely";
+import { revokeUnclaimedRewardsOfOrder } from "../rewards/revoke-reward.js";
+import type { Database } from "../store/database.js";
+import { markFullyRefunded, type PaymentRef } from "./refund-record.js";
+
+/**
+ * Everything that happens when an order becomes fully refunded (its succeeded refunds
+ * reach what its crediting payment paid), in the transaction of the refund that made
+ * it so. Add here anything else a full refund takes away: it runs exactly once per order.
+ *
+ * - its certificate can no longer be claimed, and a minted one verifies `revoked`
+ *   (the claim and the verification read `fullyRefundedOrderIds`, which this mark answers);
+ * - its rewards that were not claimed are revoked (SPEC 16). One whose voucher is still
+ *   out stays: the customer may claim it until the voucher's deadline, as for any revoke.
+ */
+export async function onOrderFullyRefunded(
+  trx: Kysely<Database>,
+  params: { orderId: string; payment: PaymentRef; now: number },
+): Promise<void> {
+  if (!(await markFullyRefunded(trx, { payment: params.payment, now: params.now }))) return;
+  await revokeUnclaimedRewardsOfOrder(trx, { orderId: params.orderId, reason: "order_refunded", now: params.now });
+}

@@ -1,0 +1,183 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { type Address, type Hex, isAddress } from "viem";
+import type { AppContext } from "../app-context.js";
+import { requestHash } from "../checkout/idempotency.js";
+import { errorResponses } from "../http/openapi-contract.js";
+import type { PartnerVariables } from "../http/partner-auth.js";
+import { REFUND_REASONS, REFUND_STATUSES } from "../refunds/refund-rules.js";
+import { cancelRefund, createRefund, listRefunds, partnerRefund, refundPageUrl, viewRefund } from "../refunds/refunds.js";
+import type { AppEnv } from "./app-env.js";
+
+const address = z.string().refine((value): value is Address => isAddress(value, { strict: false }), "a 20-byte address in hex");
+const amount = z.string().regex(/^[1-9][0-9]{0,29}$/, "a positive whole number of USDC base units, as a decimal string");
+
+const InstructionsSchema = z
+  .object({
+    chainId: z.number().int(),
+    tokenAddress: z.string(),
+    from: z.string().openapi({ description: "the payment address that received the money: send the refund from it" }),
+    to: z.string().openapi({ description: "the destination" }),
+    amount: z.string(),
+    uri: z.string().openapi({ description: "EIP-681 link of the transfer, for a wallet or a QR code" }),
+    transaction: z.object({ to: z.string(), data: z.string(), chainId: z.number().int() }),
+  })
+  .openapi("RefundInstructions");
+
+export const RefundSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(REFUND_STATUSES),
+    orderId: z.string().nullable(),
+    externalOrderId: z.string().nullable(),
+    paymentId: z.string().optional().openapi({
+      description: "`<chainId>:<transactionHash>:<logIndex>` of the unresolved payment sent back (absent for an order's refund)",
+    }),
+    payment: z.object({ chainId: z.number().int(), transactionHash: z.string(), logIndex: z.number().int() }),
+    amount: z.string(),
+    reason: z.enum(REFUND_REASONS),
+    note: z.string().nullable(),
+    destination: z.string().nullable(),
+    customerUrl: z.string().nullable().openapi({
+      description:
+        "`<PUBLIC_BASE_URL>/refund/<id>#rt=<token>`, for a refund awaiting its destination: send it to your customer. Shown when the refund is created (a replay of the creation shows a new link; the older one stops working); null elsewhere.",
+    }),
+    instructions: InstructionsSchema.nullable(),
+    transactionHash: z.string().nullable(),
+    createdAt: z.string(),
+    readyAt: z.string().nullable(),
+    succeededAt: z.string().nullable(),
+    cancelledAt: z.string().nullable(),
+  })
+  .openapi("Refund");
+
+const CreateRefundBody = z
+  .object({
+    orderId: z.string().min(1).max(100).optional(),
+    payment: z
+      .object({
+        chainId: z.number().int().positive(),
+        transactionHash: z.string().regex(/^0x[0-9a-fA-F]{64}$/, "a 32-byte transaction hash in hex"),
+        logIndex: z.number().int().nonnegative(),
+      })
+      .strict()
+      .optional(),
+    amount: amount.optional().openapi({ description: "base units; default: all that remains refundable" }),
+    reason: z.enum(REFUND_REASONS),
+    note: z.string().max(500).optional(),
+    destination: z
+      .union([z.literal("payer"), address])
+      .optional()
+      .openapi({
+        description:
+          "`payer` (the address the payment came from), an address you hold from your customer, or absent: the customer enters it on the refund page (`customerUrl`)",
+      }),
+    idempotencyKey: z.string().min(1).max(200),
+  })
+  .strict()
+  .refine((body) => (body.orderId === undefined) !== (body.payment === undefined), {
+    message: "name either orderId or payment, not both",
+    path: ["orderId"],
+  });
+
+const RefundParam = z.object({ id: z.string().max(100) });
+
+const createRoute_ = createRoute({
+  method: "post",
+  path: "/",
+  summary: "Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money)",
+  security: [{ apiKey: [] }],
+  request: { body: { required: true, content: { "application/json": { schema: CreateRefundBody } } } },
+  responses: {
+    201: { description: "Created", content: { "application/json": { schema: RefundSchema } } },
+    200: { description: "The refund this idempotency key created", content: { "application/json": { schema: RefundSchema } } },
+    ...errorResponses(
+      "not_found",
+      "idempotency_conflict",
+      "order_not_paid",
+      "payment_not_refundable",
+      "refund_exceeds_remaining",
+      "destination_is_zero_address",
+      "destination_is_token",
+      "destination_is_payment_address",
+    ),
+  },
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "Your refunds, newest first",
+  security: [{ apiKey: [] }],
+  request: {
+    query: z.object({
+      orderId: z.string().max(100).optional(),
+      status: z.enum(REFUND_STATUSES).optional(),
+      cursor: z.string().max(500).optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+    }),
+  },
+  responses: {
+    200: {
+      description: "A page of refunds",
+      content: { "application/json": { schema: z.object({ data: z.array(RefundSchema), nextCursor: z.string().nullable() }) } },
+    },
+  },
+});
+
+const readRoute = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "One of your refunds",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: { description: "The refund", content: { "application/json": { schema: RefundSchema } } },
+    ...errorResponses("not_found"),
+  },
+});
+
+const cancelRoute = createRoute({
+  method: "post",
+  path: "/{id}/cancel",
+  summary: "Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: { description: "Cancelled (again: the same answer)", content: { "application/json": { schema: RefundSchema } } },
+    ...errorResponses("not_found", "refund_not_cancellable"),
+  },
+});
+
+/** The partner's refunds (`/v1/refunds`, and `/api/partner/refunds` for the console). */
+export function refundRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(createRoute_, async (c) => {
+      const body = c.req.valid("json");
+      const created = await createRefund(context, {
+        partnerId: c.get("partner").id,
+        orderId: body.orderId,
+        payment:
+          body.payment === undefined ? undefined : { ...body.payment, transactionHash: body.payment.transactionHash as Hex },
+        amount: body.amount === undefined ? undefined : BigInt(body.amount),
+        reason: body.reason,
+        note: body.note,
+        destination: body.destination,
+        idempotencyKey: body.idempotencyKey,
+        requestHash: requestHash(body),
+      });
+      const baseUrl = context.settings.publicBaseUrl ?? new URL(c.req.url).origin;
+      const customerUrl = created.token === null ? null : refundPageUrl(baseUrl, created.refund.id, created.token);
+      return c.json(await viewRefund(context.store, created.refund, customerUrl), created.replayed ? 200 : 201);
+    })
+    .openapi(listRoute, async (c) =>
+      c.json(await listRefunds(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
+    )
+    .openapi(readRoute, async (c) => {
+      const refund = await partnerRefund(context.store, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
+      return c.json(await viewRefund(context.store, refund), 200);
+    })
+    .openapi(cancelRoute, async (c) => {
+      const refund = await cancelRefund(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
+      return c.json(await viewRefund(context.store, refund), 200);
+    });
+}

@@ -1,0 +1,503 @@
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { type Address, createWalletClient, erc20Abi, type Hex, http, parseEther } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
+import { outgoingTransfersByKeys } from "../api/refunds/outgoing-transfer-record.js";
+import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { createClient } from "../client/src/index.js";
+import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
+import {
+  type CreatedSession,
+  createSession,
+  outboxEvents,
+  publicPost,
+  readOrder,
+  readSession,
+  submitHash,
+} from "./support/checkout-helpers.js";
+import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
+
+// Refunds (issue 26, SPEC 15) on a real Anvil: the demo partner's payment address is a key
+// of the local stack (`local-secrets.json`), so the tests send real refunds from it and the
+// service proves them from the index. Two confirmations, so a refund sits in `pending` for a
+// block: the window in which a reorg can strike.
+let stack: TestStack;
+let store: Store;
+let shop: ReturnType<typeof createWalletClient>;
+let otherPartnerKey: string;
+
+type RefundBody = {
+  id: string;
+  status: string;
+  orderId: string | null;
+  externalOrderId: string | null;
+  paymentId?: string;
+  amount: string;
+  reason: string;
+  destination: string | null;
+  customerUrl: string | null;
+  instructions: {
+    chainId: number;
+    tokenAddress: string;
+    from: string;
+    to: string;
+    amount: string;
+    uri: string;
+    transaction: { to: string; data: string; chainId: number };
+  } | null;
+  transactionHash: string | null;
+  succeededAt: string | null;
+};
+
+beforeAll(async () => {
+  stack = await startTestStack({ env: { LOCAL_CONFIRMATIONS: "2" } });
+  store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
+  const key = loadOrCreateLocalSecrets(stack.dataDir).paymentPrivateKeys[0] as Hex;
+  const account = privateKeyToAccount(key);
+  expect(account.address.toLowerCase()).toBe(stack.local.partner.paymentAddress.toLowerCase());
+  // The payment address pays its own gas, as a merchant's wallet does.
+  await stack.testClient.setBalance({ address: account.address, value: parseEther("10") });
+  shop = createWalletClient({ chain: stack.chain, account, transport: http(stack.local.rpcUrl) });
+  // Refunds leave the payment address: it starts with a float (an unmatched payment to it, as a top-up is).
+  await stack.payUsdc({ from: 0, to: account.address, amount: 500_000_000n });
+  const other = await createPartner(store, { name: "Other shop" });
+  otherPartnerKey = (await issueApiKey(store, { partnerId: other.id, mode: "test" })).apiKey;
+});
+afterAll(async () => {
+  await store?.destroy();
+  await stack?.stop();
+});
+
+const mine = () => stack.testClient.mine({ blocks: 1 });
+
+/** Sends USDC from the demo partner's payment address (the refund the merchant sends). */
+async function sendFromShop(to: string, amount: bigint): Promise<{ hash: Hex; blockNumber: bigint }> {
+  const hash = await shop.writeContract({
+    address: stack.local.contracts.usdc as Address,
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: [to as Address, amount],
+    chain: stack.chain,
+    account: shop.account!,
+  });
+  const receipt = await stack.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  return { hash, blockNumber: receipt.blockNumber };
+}
+
+async function settledOrder(payer = 1): Promise<CreatedSession & { paid: bigint; payer: Address }> {
+  const session = await createSession(stack, { certificate: { enabled: true } });
+  await stack.payUsdc({ from: payer, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+  await mine();
+  await waitFor(async () => ((await readSession(stack, session.id)).status === "settled" ? true : undefined), {
+    what: `session ${session.id} settled`,
+  });
+  return { ...session, paid: BigInt(session.payment.amount), payer: stack.local.accounts[payer]?.address as Address };
+}
+
+async function refund(body: Record<string, unknown>, apiKey?: string) {
+  return stack.partnerFetch("/v1/refunds", {
+    method: "POST",
+    json: { reason: "requested_by_customer", idempotencyKey: `rf-${randomUUID()}`, ...body },
+    headers: apiKey === undefined ? {} : { Authorization: `Bearer ${apiKey}` },
+  });
+}
+
+async function created(response: Response, status = 201): Promise<RefundBody> {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  return JSON.parse(text) as RefundBody;
+}
+
+async function readRefund(id: string): Promise<RefundBody> {
+  const response = await stack.partnerFetch(`/v1/refunds/${id}`);
+  expect(response.status).toBe(200);
+  return (await response.json()) as RefundBody;
+}
+
+const refundIn = (id: string, status: string) =>
+  waitFor(
+    async () => {
+      const read = await readRefund(id);
+      return read.status === status ? read : undefined;
+    },
+    { what: `refund ${id} ${status}`, timeoutMs: 20_000 },
+  );
+
+async function expectProblem(response: Response, status: number, code: string) {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  expect(response.headers.get("content-type")).toContain("application/problem+json");
+  expect(JSON.parse(text).code).toBe(code);
+}
+
+/** Every refund row and guard of the store: "nothing changed" is this, equal before and after. */
+async function refundState() {
+  const [refunds, allowances, events] = await Promise.all([
+    store.selectFrom("refund").selectAll().orderBy("id").execute(),
+    store.selectFrom("refund_allowance").selectAll().orderBy("payment_key").execute(),
+    store.selectFrom("event").select("id").where("type", "like", "refund.%").execute(),
+  ]);
+  return { refunds, allowances, events: events.length };
+}
+
+/** Waits until the refund worker recorded this outgoing transfer, and answers how. */
+async function outgoingRecord(hash: Hex) {
+  const key = `${stack.local.chainId}:${hash.toLowerCase()}:`;
+  return waitFor(
+    async () => {
+      const receipt = await stack.publicClient.getTransactionReceipt({ hash });
+      const logIndex = receipt.logs[0]?.logIndex ?? 0;
+      const found = await outgoingTransfersByKeys(store, [{ chainId: stack.local.chainId, transactionHash: hash, logIndex }]);
+      return found.get(`${key}${logIndex}`);
+    },
+    { what: `outgoing transfer ${hash} recorded` },
+  );
+}
+
+describe("a settled order, refunded in part then in full", () => {
+  let order: Awaited<ReturnType<typeof settledOrder>>;
+  let first: RefundBody;
+
+  it("a partial refund to the payer is ready at once, with instructions; wrong amount or address never completes it", async () => {
+    order = await settledOrder(1);
+    first = await created(await refund({ orderId: order.orderId, amount: "10000000", destination: "payer" }));
+    expect(first).toMatchObject({
+      status: "ready",
+      orderId: order.orderId,
+      externalOrderId: order.externalOrderId,
+      amount: "10000000",
+      destination: order.payer,
+      customerUrl: null,
+      transactionHash: null,
+    });
+    expect(first.paymentId).toBeUndefined();
+    expect(first.instructions).toMatchObject({
+      chainId: stack.local.chainId,
+      from: stack.local.partner.paymentAddress,
+      to: order.payer,
+      amount: "10000000",
+      uri: `ethereum:${stack.local.contracts.usdc}@${stack.local.chainId}/transfer?address=${order.payer}&uint256=10000000`,
+    });
+    expect(first.instructions?.transaction.to).toBe(stack.local.contracts.usdc);
+
+    // A transfer of the wrong amount, and one of the right amount to the wrong address: both stay unmatched.
+    const wrongAmount = await sendFromShop(order.payer, 9_999_999n);
+    const wrongAddress = await sendFromShop(stack.local.accounts[5]?.address as string, 10_000_000n);
+    await mine();
+    expect(await outgoingRecord(wrongAmount.hash)).toEqual({ status: "unmatched", refundId: null });
+    expect(await outgoingRecord(wrongAddress.hash)).toEqual({ status: "unmatched", refundId: null });
+    expect((await readRefund(first.id)).status).toBe("ready");
+
+    const sent = await sendFromShop(order.payer, 10_000_000n);
+    expect(await outgoingRecord(sent.hash)).toEqual({ status: "matched", refundId: first.id });
+    expect((await readRefund(first.id)).status).toBe("pending");
+    await mine();
+    const succeeded = await refundIn(first.id, "succeeded");
+    expect(succeeded.transactionHash).toBe(sent.hash);
+    expect(succeeded.succeededAt).not.toBeNull();
+
+    const read = await readOrder(stack, order.orderId);
+    expect(read).toMatchObject({ amountRefunded: "10000000", amountRefundPending: "0", refundStatus: "partial" });
+    const events = (await outboxEvents(stack, store)).filter((event) => event.data.refundId === first.id);
+    expect(events.map((event) => event.type)).toEqual(["refund.created", "refund.ready", "refund.succeeded"]);
+    expect(events[2]?.data).toMatchObject({
+      orderId: order.orderId,
+      externalOrderId: order.externalOrderId,
+      refundId: first.id,
+      amount: "10000000",
+      destination: order.payer,
+      transactionHash: sent.hash,
+    });
+  });
+
+  it("refunding more than remains is refused and changes nothing", async () => {
+    const before = await refundState();
+    await expectProblem(
+      await refund({ orderId: order.orderId, amount: (order.paid - 10_000_000n + 1n).toString() }),
+      409,
+      "refund_exceeds_remaining",
+    );
+    expect(await refundState()).toEqual(before);
+  });
+
+  it("the rest, to an address the customer enters on the refund page; a full refund revokes the certificate", async () => {
+    const rest = await created(await refund({ orderId: order.orderId }));
+    expect(rest).toMatchObject({
+      status: "awaiting_destination",
+      amount: (order.paid - 10_000_000n).toString(),
+      instructions: null,
+    });
+    const url = new URL(rest.customerUrl as string);
+    expect(url.pathname).toBe(`/refund/${rest.id}`);
+    const token = new URLSearchParams(url.hash.slice(1)).get("rt") as string;
+    expect(token).toMatch(/^rt_/);
+    const customer = stack.local.accounts[7]?.address as Address;
+
+    // Refusals say why and change nothing.
+    const before = await refundState();
+    const destination = (address: string, refundToken = token) =>
+      publicPost(stack, `/v1/public/refunds/${rest.id}/destination`, { refundToken, destination: address });
+    await expectProblem(await destination("0x0000000000000000000000000000000000000000"), 422, "destination_is_zero_address");
+    await expectProblem(await destination(stack.local.contracts.usdc), 422, "destination_is_token");
+    await expectProblem(await destination(stack.local.partner.paymentAddress), 422, "destination_is_payment_address");
+    await expectProblem(await destination(customer, "rt_stolen"), 401, "invalid_refund_token");
+    expect(await refundState()).toEqual(before);
+
+    const validated = await publicPost(stack, `/v1/public/refunds/${rest.id}/validate`, { refundToken: token });
+    expect(validated.status).toBe(200);
+    expect(await validated.json()).toMatchObject({
+      id: rest.id,
+      status: "awaiting_destination",
+      shop: { displayName: "Demo shop" },
+    });
+
+    const set = await destination(customer);
+    expect(set.status).toBe(200);
+    expect(await set.json()).toMatchObject({ status: "ready", destination: customer });
+    // Reused, or changed after ready: refused, the destination stays.
+    const afterSet = await refundState();
+    await expectProblem(await destination(stack.local.accounts[8]?.address as string), 409, "refund_destination_locked");
+    await expectProblem(await destination(customer), 409, "refund_destination_locked");
+    expect(await refundState()).toEqual(afterSet);
+
+    const ready = await readRefund(rest.id);
+    expect(ready.instructions?.to).toBe(customer);
+    expect((await readOrder(stack, order.orderId)).amountRefundPending).toBe(ready.amount);
+    await sendFromShop(customer, BigInt(ready.amount));
+    await mine();
+    await refundIn(rest.id, "succeeded");
+    expect(await readOrder(stack, order.orderId)).toMatchObject({
+      amountRefunded: order.paid.toString(),
+      amountRefundPending: "0",
+      refundStatus: "full",
+    });
+    // Nothing remains; the certificate can no longer be claimed.
+    await expectProblem(await refund({ orderId: order.orderId }), 409, "refund_exceeds_remaining");
+    await expectProblem(
+      await publicPost(stack, `/v1/public/checkout/sessions/${order.id}/claim`, {
+        clientToken: order.clientToken,
+        walletAddress: order.payer,
+      }),
+      409,
+      "certificate_revoked",
+    );
+    // A succeeded refund cannot be cancelled.
+    await expectProblem(
+      await stack.partnerFetch(`/v1/refunds/${rest.id}/cancel`, { method: "POST" }),
+      409,
+      "refund_not_cancellable",
+    );
+  });
+
+  it("lists refunds by order and status, newest first, paged", async () => {
+    const page = await (await stack.partnerFetch(`/v1/refunds?orderId=${order.orderId}&limit=1`)).json();
+    expect(page.data).toHaveLength(1);
+    expect(page.nextCursor).not.toBeNull();
+    const next = await (
+      await stack.partnerFetch(`/v1/refunds?orderId=${order.orderId}&limit=1&cursor=${page.nextCursor}`)
+    ).json();
+    expect(next.data[0].id).toBe(first.id);
+    expect(next.nextCursor).toBeNull();
+    const succeeded = await (await stack.partnerFetch(`/v1/refunds?orderId=${order.orderId}&status=succeeded`)).json();
+    expect(succeeded.data).toHaveLength(2);
+    const cancelled = await (await stack.partnerFetch(`/v1/refunds?orderId=${order.orderId}&status=cancelled`)).json();
+    expect(cancelled.data).toHaveLength(0);
+  });
+});
+
+describe("an overpaid unresolved payment", () => {
+  it("is refunded in its overpaid part, and the old refund-requested route creates a refund", async () => {
+    const session = await createSession(stack, { certificate: { enabled: false } });
+    const extra = 3_000_000n;
+    const paid = await stack.payUsdc({ from: 2, to: session.payment.recipient, amount: BigInt(session.payment.amount) + extra });
+    await mine();
+    await submitHash(stack, session.clientToken, paid.hash);
+    const payment = { chainId: stack.local.chainId, transactionHash: paid.hash, logIndex: 0 };
+    const unresolved = await waitFor(
+      async () => {
+        const row = await store.selectFrom("payment").selectAll().where("transaction_hash", "=", paid.hash).executeTakeFirst();
+        return row?.reason === "overpaid" ? row : undefined;
+      },
+      { what: "an overpaid payment" },
+    );
+    expect(unresolved.status).toBe("unresolved");
+    const part = await created(await refund({ payment, amount: extra.toString(), reason: "wrong_amount", destination: "payer" }));
+    expect(part).toMatchObject({
+      status: "ready",
+      orderId: session.orderId,
+      paymentId: `${stack.local.chainId}:${paid.hash}:0`,
+      amount: extra.toString(),
+      destination: stack.local.accounts[2]?.address,
+    });
+    await sendFromShop(stack.local.accounts[2]?.address as string, extra);
+    await mine();
+    await refundIn(part.id, "succeeded");
+    const payments = await (await stack.partnerFetch("/v1/payments?status=refund_requested&limit=500")).json();
+    expect(payments.data.map((row: { transactionHash: string }) => row.transactionHash)).toContain(paid.hash);
+
+    // Another partner cannot refund it, nor read the refund.
+    await expectProblem(await refund({ payment }, otherPartnerKey), 404, "not_found");
+    await expectProblem(
+      await stack.partnerFetch(`/v1/refunds/${part.id}`, { headers: { Authorization: `Bearer ${otherPartnerKey}` } }),
+      404,
+      "not_found",
+    );
+
+    // The old marker on an unmatched payment: a refund of all of it, waiting for the customer's address.
+    const stray = await stack.payUsdc({ from: 3, to: session.payment.recipient, amount: 1_234_567n });
+    await mine();
+    await waitFor(async () =>
+      (await store.selectFrom("payment").select("status").where("transaction_hash", "=", stray.hash).executeTakeFirst())
+        ?.status === "unresolved"
+        ? true
+        : undefined,
+    );
+    const marked = await stack.partnerFetch(`/v1/payments/${stack.local.chainId}/${stray.hash}/0/refund-requested`, {
+      method: "POST",
+      json: { note: "customer asked" },
+    });
+    expect(marked.status).toBe(200);
+    const body = await marked.json();
+    expect(body).toMatchObject({
+      status: "refund_requested",
+      refund: { status: "awaiting_destination", amount: "1234567", note: "customer asked" },
+    });
+    expect(body.refund.customerUrl).toContain(`/refund/${body.refund.id}#rt=`);
+  });
+});
+
+describe("20 concurrent partial refunds whose sum exceeds what was paid", () => {
+  it("create refunds only up to what was paid; the others are refused", async () => {
+    const order = await settledOrder(4);
+    const each = 2_000_000n;
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => refund({ orderId: order.orderId, amount: each.toString(), destination: "payer" })),
+    );
+    const statuses = responses.map((response) => response.status);
+    const createdCount = statuses.filter((status) => status === 201).length;
+    expect(createdCount).toBe(Number(order.paid / each));
+    expect(statuses.filter((status) => status === 409)).toHaveLength(20 - createdCount);
+    for (const response of responses.filter((r) => r.status === 409)) {
+      expect((await response.json()).code).toBe("refund_exceeds_remaining");
+    }
+    const listed = await (await stack.partnerFetch(`/v1/refunds?orderId=${order.orderId}&limit=100`)).json();
+    const sum = listed.data.reduce((total: bigint, row: RefundBody) => total + BigInt(row.amount), 0n);
+    expect(sum).toBeLessThanOrEqual(order.paid);
+    expect(listed.data).toHaveLength(createdCount);
+  });
+});
+
+describe("an outgoing transfer that no refund asked for", () => {
+  it("is recorded as unmatched, never dropped", async () => {
+    const sent = await sendFromShop(stack.local.accounts[9]?.address as string, 777n);
+    await mine();
+    expect(await outgoingRecord(sent.hash)).toEqual({ status: "unmatched", refundId: null });
+  });
+});
+
+describe("cancel", () => {
+  it("a ready refund is cancelled; its transfer never completes it, and its amount is refundable again", async () => {
+    const order = await settledOrder(5);
+    const ready = await created(await refund({ orderId: order.orderId, destination: "payer" }));
+    const cancel = await stack.partnerFetch(`/v1/refunds/${ready.id}/cancel`, { method: "POST" });
+    expect(cancel.status).toBe(200);
+    expect(await cancel.json()).toMatchObject({ id: ready.id, status: "cancelled" });
+    // Cancelling again answers the same.
+    expect((await stack.partnerFetch(`/v1/refunds/${ready.id}/cancel`, { method: "POST" })).status).toBe(200);
+    // Another partner cannot cancel it.
+    await expectProblem(
+      await stack.partnerFetch(`/v1/refunds/${ready.id}/cancel`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${otherPartnerKey}` },
+      }),
+      404,
+      "not_found",
+    );
+    const sent = await sendFromShop(order.payer, order.paid);
+    await mine();
+    expect(await outgoingRecord(sent.hash)).toEqual({ status: "unmatched", refundId: null });
+    expect((await readRefund(ready.id)).status).toBe("cancelled");
+    const events = (await outboxEvents(stack, store)).filter((event) => event.data.refundId === ready.id);
+    expect(events.map((event) => event.type)).toEqual(["refund.created", "refund.ready", "refund.cancelled"]);
+    // Whole again: a new refund of all of it fits.
+    const again = await created(await refund({ orderId: order.orderId }));
+    expect(again.amount).toBe(order.paid.toString());
+    // Another partner's order is as missing as one that does not exist.
+    await expectProblem(await refund({ orderId: order.orderId }, otherPartnerKey), 404, "not_found");
+  });
+});
+
+describe("two refunds that would match one transfer", () => {
+  it("the older is served first; the second waits for its own transfer", async () => {
+    const order = await settledOrder(6);
+    const older = await created(await refund({ orderId: order.orderId, amount: "5000000", destination: "payer" }));
+    const newer = await created(await refund({ orderId: order.orderId, amount: "5000000", destination: "payer" }));
+    await sendFromShop(order.payer, 5_000_000n);
+    await mine();
+    await refundIn(older.id, "succeeded");
+    expect((await readRefund(newer.id)).status).toBe("ready");
+    await sendFromShop(order.payer, 5_000_000n);
+    await mine();
+    await refundIn(newer.id, "succeeded");
+  });
+});
+
+describe("a refund's transfer reorged off the chain", () => {
+  it("the refund waits again; the same transfer mined again completes it", async () => {
+    const order = await settledOrder(3);
+    const ready = await created(await refund({ orderId: order.orderId, amount: "4000000", destination: "payer" }));
+    const sent = await sendFromShop(order.payer, 4_000_000n);
+    await refundIn(ready.id, "pending");
+    const raw: Hex = await stack.testClient.request({
+      method: "eth_getRawTransactionByHash" as never,
+      params: [sent.hash] as never,
+    });
+    // The transfer's block is replaced by an empty one, then the chain moves on.
+    await stack.testClient.request({ method: "anvil_reorg" as never, params: [1, []] as never });
+    await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 1) });
+    await mine();
+    const back = await refundIn(ready.id, "ready");
+    expect(back.transactionHash).toBeNull();
+    const row = await store
+      .selectFrom("outgoing_transfer")
+      .selectAll()
+      .where("transaction_hash", "=", sent.hash)
+      .executeTakeFirstOrThrow();
+    expect(row.status).toBe("reorged");
+    expect(
+      await outgoingTransfersByKeys(store, [
+        { chainId: stack.local.chainId, transactionHash: sent.hash, logIndex: row.log_index },
+      ]),
+    ).toEqual(
+      new Map([[`${stack.local.chainId}:${sent.hash.toLowerCase()}:${row.log_index}`, { status: "unmatched", refundId: null }]]),
+    );
+
+    await stack.publicClient.waitForTransactionReceipt({
+      hash: await stack.publicClient.sendRawTransaction({ serializedTransaction: raw }),
+    });
+    await mine();
+    const done = await refundIn(ready.id, "succeeded");
+    expect(done.transactionHash).toBe(sent.hash);
+  });
+});
+
+describe("the client library", () => {
+  it("creates, reads, lists and cancels refunds", async () => {
+    const order = await settledOrder(2);
+    const client = createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.local.baseUrl });
+    const made = await client.refunds.create({
+      orderId: order.orderId,
+      amount: 1_000_000n,
+      reason: "requested_by_customer",
+      idempotencyKey: `client-${order.orderId}`,
+    });
+    expect(made).toMatchObject({ status: "awaiting_destination", amount: "1000000" });
+    expect(made.customerUrl).toContain("#rt=");
+    expect((await client.refunds.retrieve(made.id)).id).toBe(made.id);
+    const listed = await client.refunds.list({ orderId: order.orderId });
+    expect(listed.data.map((row) => row.id)).toEqual([made.id]);
+    expect((await client.refunds.cancel(made.id)).status).toBe("cancelled");
+  });
+});
