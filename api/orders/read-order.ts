@@ -43,6 +43,8 @@ export async function readOrder(context: AppContext, params: { partnerId: string
     chainId: session?.chainId ?? null,
     totalPriceUsdc: session?.totalPriceUsdc.toString() ?? null,
     amountPaid: payment?.amount.toString() ?? null,
+    // The partner attached a transfer below the total and so accepted it (the same flag as purchase.settled's).
+    underpaid: payment !== undefined && session !== undefined && payment.amount < session.totalPriceUsdc,
     session: session
       ? {
           id: session.id,

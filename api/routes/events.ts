@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { DELIVERY_STATUSES, eventDeliveries, redeliverEvent } from "../outbox/deliveries.js";
 import { getEvent, listEvents } from "../outbox/events.js";
@@ -46,7 +47,6 @@ const AttemptSchema = z
   .openapi("EventDeliveryAttempt");
 
 const IdParams = z.object({ id: z.string().max(100) });
-const problem = { "application/problem+json": { schema: z.object({ code: z.string(), detail: z.string() }).passthrough() } };
 
 const listRouteDef = createRoute({
   method: "get",
@@ -91,7 +91,7 @@ const getRouteDef = createRoute({
   request: { params: IdParams },
   responses: {
     200: { description: "The event", content: { "application/json": { schema: EventEnvelopeSchema } } },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found"),
   },
 });
 
@@ -110,7 +110,7 @@ const deliveriesRouteDef = createRoute({
         },
       },
     },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found"),
   },
 });
 
@@ -131,8 +131,7 @@ const redeliverRouteDef = createRoute({
   },
   responses: {
     202: { description: "Queued", content: { "application/json": { schema: z.object({ data: z.array(DeliverySchema) }) } } },
-    404: { description: "`not_found`", content: problem },
-    409: { description: "`no_webhook_endpoint`", content: problem },
+    ...errorResponses("not_found", "no_webhook_endpoint"),
   },
 });
 

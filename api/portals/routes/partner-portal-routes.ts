@@ -26,21 +26,27 @@ export function partnerPortalRoutes(context: AppContext) {
         responses: {
           200: jsonResponse(
             "The partner",
-            z
-              .object({
-                id: z.string(),
-                name: z.string(),
-                issuerId: z.string().nullable(),
-                createdAt: z.string(),
-                memberRole: z.enum(["admin", "member"]).openapi({
-                  description: "The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding",
+            z.object({
+              id: z.string(),
+              name: z.string(),
+              issuerId: z.string().nullable(),
+              createdAt: z.string(),
+              memberRole: z.enum(["admin", "member"]).openapi({
+                description: "The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding",
+              }),
+              apiKeys: z.array(
+                z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }),
+              ),
+              paymentAddresses: z.array(
+                z.object({
+                  id: z.string(),
+                  network: z.string(),
+                  chainId: z.number().int(),
+                  address: z.string(),
+                  watching: z.boolean().openapi({ description: "false until the indexer restarted with this address" }),
                 }),
-                apiKeys: z.array(
-                  z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }),
-                ),
-                paymentAddresses: z.array(z.record(z.string(), z.unknown())),
-              })
-              .passthrough(),
+              ),
+            }),
           ),
           ...problemResponses,
         },

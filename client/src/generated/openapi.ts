@@ -2320,6 +2320,16 @@ export interface components {
             externalOrderId: string;
             orderId: string;
             purchaseId: string;
+            product: {
+                externalProductId: string;
+                name: string;
+                category: string;
+                quantity: number;
+            };
+            shippingRequired: boolean;
+            certificate: {
+                enabled: boolean;
+            };
             payment: {
                 /** @enum {string} */
                 token: "USDC";
@@ -2333,6 +2343,7 @@ export interface components {
                 /** @description EIP-681 payment link */
                 uri: string;
             };
+            createdAt: string;
             successUrl: string | null;
             cancelUrl: string | null;
             metadata: {
@@ -2340,18 +2351,26 @@ export interface components {
             };
             /** @description the prefill given at creation */
             customer: {
-                [key: string]: unknown;
+                /** Format: email */
+                email?: string;
+                name?: string;
+                delivery?: {
+                    name?: string;
+                    line1?: string;
+                    line2?: string;
+                    city?: string;
+                    postalCode?: string;
+                    region?: string;
+                    country?: string;
+                };
             } | null;
-            lineItems: ({
+            lineItems: {
                 externalProductId: string;
                 name: string;
+                category?: string;
                 quantity: number;
                 unitPriceUsdc: string;
-            } & {
-                [key: string]: unknown;
-            })[] | null;
-        } & {
-            [key: string]: unknown;
+            }[] | null;
         };
         CreateCheckoutSession: {
             externalOrderId: string;
@@ -2426,11 +2445,27 @@ export interface components {
                 problem: {
                     code: string;
                     detail: string;
-                } & {
-                    [key: string]: unknown;
                 };
             } | null;
         };
+        RelayView: {
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "submitted" | "mined" | "failed";
+            from: string;
+            transactionHash: string | null;
+            replacedTransactions: string[];
+            relayer: string | null;
+            gasUsed: string | null;
+            effectiveGasPrice: string | null;
+            /** @description What relaying cost the service, in wei of ETH */
+            gasCostWei: string | null;
+            failure: {
+                code: string;
+                detail: string | null;
+            } | null;
+            submittedAt: string | null;
+        } | null;
         Order: {
             id: string;
             externalOrderId: string;
@@ -2442,15 +2477,27 @@ export interface components {
             /** @example 25000000 */
             totalPriceUsdc: string | null;
             amountPaid: string | null;
+            /** @description Settled by an attached transfer below the total, which the partner accepted (as in `purchase.settled`) */
+            underpaid: boolean;
             session: {
                 id: string;
                 status: string;
                 expiresAt: string;
                 payment: {
-                    [key: string]: unknown;
+                    /** @enum {string} */
+                    token: "USDC";
+                    tokenAddress: string;
+                    recipient: string;
+                    /** @description exact amount to send: totalPriceUsdc plus the sub-cent payment reference */
+                    amount: string;
+                    totalPriceUsdc: string;
+                    /** @enum {number} */
+                    decimals: 6;
+                    /** @description EIP-681 payment link */
+                    uri: string;
                 };
             } | null;
-            payment: ({
+            payment: {
                 transactionHash: string;
                 logIndex: number;
                 blockNumber: string;
@@ -2460,14 +2507,22 @@ export interface components {
                 confirmations: number | null;
                 requiredConfirmations: number | null;
                 minedAt: string;
-            } & {
-                [key: string]: unknown;
-            }) | null;
+                relay: components["schemas"]["RelayView"] & unknown;
+            } | null;
             contact: {
-                [key: string]: unknown;
+                /** Format: email */
+                email: string;
+                name?: string;
+                phone?: string;
             } | null;
             delivery: {
-                [key: string]: unknown;
+                name: string;
+                line1: string;
+                line2?: string;
+                city: string;
+                postalCode: string;
+                region?: string;
+                country: string;
             } | null;
             metadata: {
                 [key: string]: string;
@@ -2487,8 +2542,6 @@ export interface components {
             } | null;
             createdAt: string;
             updatedAt: string;
-        } & {
-            [key: string]: unknown;
         };
         Payment: {
             chainId: number;
@@ -2533,15 +2586,49 @@ export interface components {
             orderId: string;
             /** @description token, recipient, exact amount and EIP-681 link */
             payment: {
-                [key: string]: unknown;
+                /** @enum {string} */
+                token: "USDC";
+                tokenAddress: string;
+                recipient: string;
+                /** @description exact amount to send: totalPriceUsdc plus the sub-cent payment reference */
+                amount: string;
+                totalPriceUsdc: string;
+                /** @enum {number} */
+                decimals: 6;
+                /** @description EIP-681 payment link */
+                uri: string;
             };
             successUrl: string | null;
             cancelUrl: string | null;
-            customer?: unknown;
-            lineItems: unknown[] | null;
+            /** @description prefills the hosted form; the customer can change it */
+            customer: {
+                /** Format: email */
+                email?: string;
+                name?: string;
+                delivery?: {
+                    name?: string;
+                    line1?: string;
+                    line2?: string;
+                    city?: string;
+                    postalCode?: string;
+                    region?: string;
+                    country?: string;
+                };
+            } | null;
+            lineItems: {
+                externalProductId: string;
+                name: string;
+                category?: string;
+                quantity: number;
+                unitPriceUsdc: string;
+            }[] | null;
             /** @description the partner's display name, logo and support links */
             merchant: {
-                [key: string]: unknown;
+                displayName: string;
+                logoUrl: string | null;
+                accentColor: string | null;
+                supportUrl: string | null;
+                supportEmail: string | null;
             };
             confirmations: number | null;
             requiredConfirmations: number | null;
@@ -2561,8 +2648,26 @@ export interface components {
                 status: string;
                 mintTransactionHash: string | null;
             };
-        } & {
-            [key: string]: unknown;
+            externalOrderId: string;
+            purchaseId: string;
+            product: {
+                externalProductId: string;
+                name: string;
+                category: string;
+                quantity: number;
+            };
+            shippingRequired: boolean;
+            createdAt: string;
+            gasless: {
+                available: boolean;
+                domain: {
+                    name: string;
+                    version: string;
+                    chainId: number;
+                    verifyingContract: string;
+                } | null;
+                authorization: components["schemas"]["RelayView"];
+            };
         };
         CheckoutCertificateClaim: {
             voucher: {
@@ -2767,19 +2872,7 @@ export interface components {
                 chainId: number;
                 verifyingContract: string;
             } | null;
-            /** @description The latest authorization relayed for this purchase and its outcome (a failed relay shows here) */
-            authorization: ({
-                id: string;
-                /** @enum {string} */
-                status: "queued" | "submitted" | "mined" | "failed";
-                transactionHash: string | null;
-                failure: {
-                    code: string;
-                    detail: string | null;
-                } | null;
-            } & {
-                [key: string]: unknown;
-            }) | null;
+            authorization: components["schemas"]["RelayView"] & unknown;
         };
         Issuer: {
             id: string;
@@ -3099,7 +3192,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_webhook_url`, `invalid_request` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3107,7 +3200,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request";
+                        code?: "invalid_webhook_url" | "invalid_request";
                     };
                 };
             };
@@ -3123,17 +3216,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `too_many_webhook_endpoints` */
+            /** @description The resource's state does not allow this: `too_many_webhook_endpoints` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "too_many_webhook_endpoints";
                     };
                 };
             };
@@ -3419,6 +3510,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `concurrent_rotation` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "concurrent_rotation";
                     };
                 };
             };
@@ -3871,17 +3974,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `no_webhook_endpoint` */
+            /** @description The resource's state does not allow this: `no_webhook_endpoint` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "no_webhook_endpoint";
                     };
                 };
             };
@@ -3943,7 +4044,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: ({
+                        data: {
                             id: string;
                             /** @enum {string} */
                             status: "awaiting_payment" | "payment_pending" | "settled" | "expired";
@@ -3953,6 +4054,16 @@ export interface operations {
                             externalOrderId: string;
                             orderId: string;
                             purchaseId: string;
+                            product: {
+                                externalProductId: string;
+                                name: string;
+                                category: string;
+                                quantity: number;
+                            };
+                            shippingRequired: boolean;
+                            certificate: {
+                                enabled: boolean;
+                            };
                             payment: {
                                 /** @enum {string} */
                                 token: "USDC";
@@ -3966,6 +4077,7 @@ export interface operations {
                                 /** @description EIP-681 payment link */
                                 uri: string;
                             };
+                            createdAt: string;
                             successUrl?: string | null;
                             cancelUrl?: string | null;
                             metadata?: {
@@ -3973,19 +4085,37 @@ export interface operations {
                             };
                             /** @description the prefill given at creation */
                             customer?: {
-                                [key: string]: unknown;
+                                /** Format: email */
+                                email?: string;
+                                name?: string;
+                                delivery?: {
+                                    name?: string;
+                                    line1?: string;
+                                    line2?: string;
+                                    city?: string;
+                                    postalCode?: string;
+                                    region?: string;
+                                    country?: string;
+                                };
                             } | null;
-                            lineItems?: ({
+                            lineItems?: {
                                 externalProductId: string;
                                 name: string;
+                                category?: string;
                                 quantity: number;
                                 unitPriceUsdc: string;
-                            } & {
-                                [key: string]: unknown;
-                            })[] | null;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
+                            }[] | null;
+                            /** @description `commerce` or `rwa` (an issuer's purchase) */
+                            kind: string;
+                            order: {
+                                id: string;
+                                status: string;
+                                fulfilledAt: string | null;
+                                amountPaid: string | null;
+                                /** @description Settled by an attached transfer below the total */
+                                underpaid: boolean;
+                            };
+                        }[];
                         nextCursor: string | null;
                     };
                 };
@@ -4076,13 +4206,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description Created */
@@ -4091,13 +4219,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -4312,13 +4438,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The session */
+            /** @description The session, with what a page needs to offer paying without gas */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"];
+                    "application/json": components["schemas"]["CheckoutSession"] & {
+                        gasless: {
+                            available: boolean;
+                            domain: {
+                                name: string;
+                                version: string;
+                                chainId: number;
+                                verifyingContract: string;
+                            } | null;
+                            authorization: components["schemas"]["RelayView"];
+                        };
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -5365,7 +5502,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_webhook_url`, `invalid_request` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5373,7 +5510,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request";
+                        code?: "invalid_webhook_url" | "invalid_request";
                     };
                 };
             };
@@ -5401,17 +5538,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `too_many_webhook_endpoints` */
+            /** @description The resource's state does not allow this: `too_many_webhook_endpoints` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "too_many_webhook_endpoints";
                     };
                 };
             };
@@ -5733,6 +5868,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `concurrent_rotation` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "concurrent_rotation";
                     };
                 };
             };
@@ -6245,17 +6392,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `no_webhook_endpoint` */
+            /** @description The resource's state does not allow this: `no_webhook_endpoint` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "no_webhook_endpoint";
                     };
                 };
             };
@@ -6317,7 +6462,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: ({
+                        data: {
                             id: string;
                             /** @enum {string} */
                             status: "awaiting_payment" | "payment_pending" | "settled" | "expired";
@@ -6327,6 +6472,16 @@ export interface operations {
                             externalOrderId: string;
                             orderId: string;
                             purchaseId: string;
+                            product: {
+                                externalProductId: string;
+                                name: string;
+                                category: string;
+                                quantity: number;
+                            };
+                            shippingRequired: boolean;
+                            certificate: {
+                                enabled: boolean;
+                            };
                             payment: {
                                 /** @enum {string} */
                                 token: "USDC";
@@ -6340,6 +6495,7 @@ export interface operations {
                                 /** @description EIP-681 payment link */
                                 uri: string;
                             };
+                            createdAt: string;
                             successUrl?: string | null;
                             cancelUrl?: string | null;
                             metadata?: {
@@ -6347,19 +6503,37 @@ export interface operations {
                             };
                             /** @description the prefill given at creation */
                             customer?: {
-                                [key: string]: unknown;
+                                /** Format: email */
+                                email?: string;
+                                name?: string;
+                                delivery?: {
+                                    name?: string;
+                                    line1?: string;
+                                    line2?: string;
+                                    city?: string;
+                                    postalCode?: string;
+                                    region?: string;
+                                    country?: string;
+                                };
                             } | null;
-                            lineItems?: ({
+                            lineItems?: {
                                 externalProductId: string;
                                 name: string;
+                                category?: string;
                                 quantity: number;
                                 unitPriceUsdc: string;
-                            } & {
-                                [key: string]: unknown;
-                            })[] | null;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
+                            }[] | null;
+                            /** @description `commerce` or `rwa` (an issuer's purchase) */
+                            kind: string;
+                            order: {
+                                id: string;
+                                status: string;
+                                fulfilledAt: string | null;
+                                amountPaid: string | null;
+                                /** @description Settled by an attached transfer below the total */
+                                underpaid: boolean;
+                            };
+                        }[];
                         nextCursor: string | null;
                     };
                 };
@@ -6462,13 +6636,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description Created */
@@ -6477,13 +6649,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -6722,13 +6892,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The session */
+            /** @description The session, with what a page needs to offer paying without gas */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"];
+                    "application/json": components["schemas"]["CheckoutSession"] & {
+                        gasless: {
+                            available: boolean;
+                            domain: {
+                                name: string;
+                                version: string;
+                                chainId: number;
+                                verifyingContract: string;
+                            } | null;
+                            authorization: components["schemas"]["RelayView"];
+                        };
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -8134,10 +8315,13 @@ export interface operations {
                             revokedAt: string | null;
                         }[];
                         paymentAddresses: {
-                            [key: string]: unknown;
+                            id: string;
+                            network: string;
+                            chainId: number;
+                            address: string;
+                            /** @description false until the indexer restarted with this address */
+                            watching: boolean;
                         }[];
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -10200,7 +10384,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10208,7 +10392,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -10236,7 +10420,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10244,7 +10428,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
@@ -10295,7 +10479,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10303,7 +10487,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -10403,7 +10587,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10411,7 +10595,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
@@ -10828,7 +11012,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10836,7 +11020,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -10864,7 +11048,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -10872,7 +11056,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
@@ -10923,7 +11107,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -10931,7 +11115,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -11031,7 +11215,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11039,7 +11223,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
@@ -11456,7 +11640,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -11464,7 +11648,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -11492,7 +11676,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11500,7 +11684,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
@@ -11551,7 +11735,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11559,7 +11743,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -11659,7 +11843,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11667,7 +11851,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
@@ -12084,7 +12268,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12092,7 +12276,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -12120,7 +12304,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12128,7 +12312,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
@@ -12179,7 +12363,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12187,7 +12371,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -12287,7 +12471,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12295,7 +12479,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable";
                     };
                 };
             };
