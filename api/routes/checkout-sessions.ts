@@ -296,7 +296,7 @@ export function checkoutSessionRoutes(context: AppContext) {
       return isNew ? c.json(view, 201) : c.json(view, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
-      if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
+      if (!(await testPaymentsEnabled(context))) throw problems.notFound("Test payments");
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") ?? { submit: true };
       const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });

@@ -241,7 +241,7 @@ export function publicCheckoutRoutes(context: AppContext) {
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
-      if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
+      if (!(await testPaymentsEnabled(context))) throw problems.notFound("Test payments");
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
       const session = await authenticateClientToken(context.store, {
