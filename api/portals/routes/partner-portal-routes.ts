@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
+import { apiKeyModeFor } from "../../partners/api-keys.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { createPartnerKey, pageOfApiKeys, partnerDetails, revokePartnerKey } from "../partner-admin.js";
 import type { MemberVariables } from "../partner-portal.js";
@@ -14,7 +15,7 @@ const KeySchema = z.object({ id: z.string(), prefix: z.string(), createdAt: z.st
 export function partnerPortalRoutes(context: AppContext) {
   const tags = ["Partner portal"];
   const security = [{ portalSession: [] }];
-  const keyMode = context.settings.localMode ? ("test" as const) : ("live" as const);
+  const keyMode = apiKeyModeFor({ localMode: context.settings.localMode, networks: context.networks });
   return new OpenAPIHono<AppEnv & { Variables: MemberVariables }>()
     .openapi(
       createRoute({
