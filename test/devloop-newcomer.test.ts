@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -64,7 +64,8 @@ describe("the README's <usdc-checkout session-id client-token> snippet", () => {
     try {
       await page.goto(`http://127.0.0.1:${(shop.address() as AddressInfo).port}/cart`);
       const frame = await waitForFrame(page, `/checkout/${session.id}`);
-      await frame.locator("#checkout[data-state='awaiting_payment']").waitFor({ timeout: 30_000 });
+      await frame.locator("#checkout:not([data-state='loading'])").waitFor({ timeout: 30_000 });
+      expect(["awaiting_details", "awaiting_payment"]).toContain(await frame.locator("#checkout").getAttribute("data-state"));
       // The token was read and taken off the element: it does not stay in the DOM.
       expect(await page.locator("usdc-checkout").getAttribute("client-token")).toBeNull();
       expect(await page.content()).not.toContain(session.clientToken);
@@ -85,7 +86,8 @@ describe("the README's <usdc-checkout session-id client-token> snippet", () => {
     try {
       await page.goto(`http://127.0.0.1:${(shop.address() as AddressInfo).port}/props`);
       const frame = await waitForFrame(page, `/checkout/${session.id}`);
-      await frame.locator("#checkout[data-state='awaiting_payment']").waitFor({ timeout: 30_000 });
+      await frame.locator("#checkout:not([data-state='loading'])").waitFor({ timeout: 30_000 });
+      expect(["awaiting_details", "awaiting_payment"]).toContain(await frame.locator("#checkout").getAttribute("data-state"));
       expect(await page.locator("usdc-checkout").getAttribute("session-id")).toBe(session.id);
     } finally {
       await page.close();
@@ -169,7 +171,13 @@ describe("local mode: sign in to the console with a test account", () => {
   });
 
   it("is absent outside local mode: the routes answer 404 and nothing is signed", async () => {
-    const app = await createAppWithoutChain({ LOCAL_MODE: "false", PUBLIC_BASE_URL: "https://pay.example.com" });
+    const keyFile = join(stack.dataDir, "absent-test-secrets.key");
+    writeFileSync(keyFile, `${"ab".repeat(32)}\n`, { mode: 0o600 });
+    const app = await createAppWithoutChain({
+      LOCAL_MODE: "false",
+      PUBLIC_BASE_URL: "https://pay.example.com",
+      SECRETS_KEY_FILE: keyFile,
+    });
     try {
       const list = await app.app.request("/api/local/test-accounts");
       expect(list.status).toBe(404);
