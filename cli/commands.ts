@@ -10,6 +10,7 @@ import { prepareStart } from "../api/config/startup.js";
 import { problems } from "../api/http/problem.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "../api/outbox/secret-box.js";
 import { sendTestEvent } from "../api/outbox/test-event.js";
+import { apiKeyModeFor } from "../api/partners/api-keys.js";
 import { addMember, listMembers, MEMBER_ROLES, memberView } from "../api/partners/members.js";
 import { listPaymentAddresses } from "../api/partners/payment-addresses.js";
 import { appendAudit, OPERATOR } from "../api/portals/audit-log.js";
@@ -51,7 +52,7 @@ function argument(context: CommandContext, index: number, what: string): string 
 }
 
 function mode(context: CommandContext, config: ServiceConfig): "live" | "test" {
-  const value = context.options.mode ?? (config.localMode ? "test" : "live");
+  const value = context.options.mode ?? apiKeyModeFor(config);
   if (value !== "live" && value !== "test") throw new UsageError("--mode must be live or test.");
   return value;
 }

@@ -31,7 +31,27 @@ export type AnvilInstance = {
   chainId: number;
   process: ChildProcess;
   stop: () => Promise<void>;
+  /**
+   * Anvil's own last words on stderr (a panic's message and context), without colour
+   * codes or the backtrace's frames: what to show when it exits on its own.
+   */
+  lastLines: (count?: number) => string[];
 };
+
+/** At most this much of Anvil's stderr is kept (its tail): a long-running chain must not grow memory. */
+const STDERR_KEPT = 64 * 1024;
+
+/** Anvil's stderr as lines worth showing: colour codes removed, the backtrace and its hints dropped. */
+export function anvilLastLines(stderr: string, count = 12): string[] {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
+  const plain = stderr.replace(/\u001b\[[0-9;]*m/g, "");
+  const beforeBacktrace = plain.split(/━+\s*BACKTRACE\s*━+/)[0] ?? plain;
+  return beforeBacktrace
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .filter((line) => line.trim() !== "" && !/^This is a bug\. Consider reporting it/.test(line.trim()))
+    .slice(-count);
+}
 
 /** The anvil binary shipped inside the npm package for this platform (no download). */
 export function anvilBinaryPath(): string {
@@ -57,6 +77,7 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
+    if (stderr.length > STDERR_KEPT) stderr = stderr.slice(-STDERR_KEPT);
   });
   const rpcUrl = `http://127.0.0.1:${port}`;
   const client = createPublicClient({ transport: http(rpcUrl, { retryCount: 0 }) });
@@ -85,5 +106,5 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
       child.kill("SIGINT");
       setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
     });
-  return { rpcUrl, port, chainId, process: child, stop };
+  return { rpcUrl, port, chainId, process: child, stop, lastLines: (count) => anvilLastLines(stderr, count) };
 }

@@ -37,15 +37,55 @@ export class ForkError extends Error {
   override name = "ForkError";
 }
 
-/** An RPC URL often carries an API key in its path or query: show only where it points. */
+/**
+ * A path segment that is safe to show: a version (`v2`) or a short word such as `rpc`
+ * or `base-sepolia`. Anything else (long, with digits, mixed case: an API key, a
+ * project id) is shown as `…`.
+ */
+function harmlessSegment(segment: string): boolean {
+  return /^v\d{1,2}$/.test(segment) || (segment.length <= 12 && /^[a-z]+(?:-[a-z]+)*$/.test(segment));
+}
+
+/**
+ * An RPC URL often carries an API key in its path, its query or its userinfo: show
+ * where it points without them (`https://base-mainnet.example.com/v2/…`).
+ */
 export function redactRpcUrl(url: string): string {
   try {
     const parsed = new URL(url);
-    const hidden = parsed.pathname.length > 1 || parsed.search !== "" || parsed.username !== "" ? "/…" : "";
-    return `${parsed.protocol}//${parsed.host}${hidden}`;
+    const segments = parsed.pathname.split("/").filter((segment) => segment !== "");
+    const path = segments.map((segment) => (harmlessSegment(segment) ? segment : "…")).join("/");
+    return `${parsed.protocol}//${parsed.host}${path === "" ? "" : `/${path}`}`;
   } catch {
     return "(not a URL)";
   }
+}
+
+/** `text` with every URL in it redacted as `redactRpcUrl` does (Anvil's messages name the upstream). */
+export function redactUrlsIn(text: string): string {
+  return text.replace(/\b(?:https?|wss?):\/\/[^\s)"'<>]+/g, (found) => redactRpcUrl(found.replace(/[.,;:]+$/, "")));
+}
+
+/**
+ * What `npm start` says when the chain exits on its own. In fork mode it names the
+ * upstream (redacted) and shows Anvil's own last lines: an upstream that stopped
+ * answering makes Anvil panic at the next block it mines.
+ */
+export function chainExitMessage(params: {
+  code: number | null;
+  signal: string | null;
+  forkUrl?: string;
+  anvilLines: string[];
+}): string {
+  const how = params.signal === null ? `code ${params.code}` : `signal ${params.signal}`;
+  const lines = params.anvilLines.map((line) => `    ${redactUrlsIn(line)}`);
+  const said = lines.length === 0 ? "Anvil printed nothing." : `Anvil's last lines:\n${lines.join("\n")}`;
+  if (params.forkUrl === undefined) return `the chain (Anvil) exited (${how}); stopping the service. ${said}`;
+  return (
+    `the chain (an Anvil fork of ${redactRpcUrl(params.forkUrl)}) exited (${how}); stopping the service. ` +
+    `A fork reads state from that RPC endpoint: if it stopped answering or refused a request (rate limit, expired key), ` +
+    `Anvil stops. Check the endpoint and run FORK_URL=… npm start again.\n${said}`
+  );
 }
 
 const FORKABLE: ForkableNetwork[] = ["base", "base-sepolia"];

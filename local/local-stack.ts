@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Address, createPublicClient, createTestClient, http, parseEther, parseUnits } from "viem";
+import { type Address, createPublicClient, createTestClient, http, isAddressEqual, parseEther, parseUnits } from "viem";
 import {
   envPrefix,
   KNOWN_NETWORKS,
@@ -11,6 +11,11 @@ import {
   readLocalDeployment,
 } from "../api/config/networks.js";
 import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
+import { addMember, listMembers } from "../api/partners/members.js";
+import { OPERATOR } from "../api/portals/audit-log.js";
+import { findEligibility, setEligibility } from "../api/portals/eligibility.js";
+import { listIssuers, registerIssuer } from "../api/portals/issuers.js";
+import { testAccountAddress } from "../api/portals/test-accounts.js";
 import { migrateStore, openStore } from "../api/store/open-store.js";
 import { ensureConsoleBuilt } from "../console/build.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
@@ -123,6 +128,7 @@ export async function startLocalStack(options: {
       deployment,
       network,
     });
+    await seedTestAccounts({ dataDir: serviceDataDir, storeUrl: options.env?.STORE_URL });
 
     const prefix = envPrefix(network);
     const serviceEnv: NodeJS.ProcessEnv = {
@@ -152,7 +158,8 @@ export async function startLocalStack(options: {
       // The relayer of gasless payments, also on a fork (there it relays to Circle's own USDC).
       [`${prefix}RELAYER_KEY_FILE`]: writeRelayerKeyFile(dataDir, relayer.privateKey),
       SECRETS_KEY_FILE: ensureSecretsKeyFile(dataDir),
-      ADMIN_ADDRESSES: addressOf(secrets.adminPrivateKey),
+      // The admin wallet of local.json, and the console's admin test account (docs/console.md, "Local mode").
+      ADMIN_ADDRESSES: `${addressOf(secrets.adminPrivateKey)},${testAccountAddress("admin")}`,
       LOCAL_MODE: "true",
       ...options.env,
     };
@@ -323,7 +330,9 @@ async function ensureDeployment(params: {
 /**
  * A fresh fork: its clock moved to now, the certificate contract deployed, and the
  * test accounts funded with the fork's canonical USDC through its minter role. The
- * deployment's `deployBlock` is the fork block, where the indexer starts.
+ * deployment's `deployBlock` is the block after the fork block, where the indexer
+ * starts: the fork block itself is the upstream's, and a transfer in it to a payment
+ * address belongs to no session of this fork (it would become an unresolved payment).
  */
 async function prepareFork(params: {
   dataDir: string;
@@ -364,7 +373,7 @@ async function prepareFork(params: {
     certificate,
     rewardDistributor,
     voucherSigner: addressOf(params.secrets.voucherPrivateKey),
-    deployBlock: fork.blockNumber,
+    deployBlock: fork.blockNumber + 1,
     paymentAddresses: params.secrets.paymentPrivateKeys.map(addressOf),
   };
   writeFileSync(localDeploymentPath(params.dataDir, fork.chainId), `${JSON.stringify(deployment, null, 2)}\n`);
@@ -396,6 +405,35 @@ async function seedDemoPartner(params: {
       chainId: params.deployment.chainId,
       address: params.deployment.paymentAddresses[0] as string,
     });
+  } finally {
+    await store.destroy();
+  }
+}
+
+/**
+ * The console's test accounts (api/portals/test-accounts.ts), each given its role once:
+ * the partner account a member (role admin) of the demo partner, the issuer account a
+ * registered issuer, the investor account an approved investor (KYC approved, US). The
+ * admin account is an admin through ADMIN_ADDRESSES. Each step is skipped when done.
+ */
+async function seedTestAccounts(params: { dataDir: string; storeUrl?: string }) {
+  const store = openStore({ storeUrl: params.storeUrl, dataDir: params.dataDir });
+  try {
+    const admin = { role: "admin" as const, address: testAccountAddress("admin") };
+    const member = testAccountAddress("partner");
+    if (
+      !(await listMembers(store, { partnerId: DEMO_PARTNER_ID })).some((row) => isAddressEqual(row.address as Address, member))
+    ) {
+      await addMember(store, OPERATOR, { partnerId: DEMO_PARTNER_ID, address: member, role: "admin" });
+    }
+    const issuer = testAccountAddress("issuer");
+    if (!(await listIssuers(store)).some((row) => isAddressEqual(row.address as Address, issuer))) {
+      await registerIssuer(store, OPERATOR, { address: issuer, name: "Demo issuer" });
+    }
+    const investor = testAccountAddress("investor");
+    if ((await findEligibility(store, investor)) === undefined) {
+      await setEligibility(store, admin, { address: investor, kycStatus: "approved", jurisdiction: "US" });
+    }
   } finally {
     await store.destroy();
   }

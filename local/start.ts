@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { redactRpcUrl } from "./fork.js";
+import { chainExitMessage, redactRpcUrl } from "./fork.js";
 import { type LocalStack, PROJECT_ROOT, startLocalStack } from "./local-stack.js";
 import { findFreePort } from "./ports.js";
 import { acquireStackLock } from "./stack-lock.js";
@@ -114,9 +114,10 @@ const shutdown = async () => {
 };
 process.on("SIGINT", shutdown);
 process.on("SIGTERM", shutdown);
-stack.anvil.process.on("exit", (code) => {
+// "close": after Anvil's stderr was read to its end, so its last lines are all there.
+stack.anvil.process.on("close", (code, signal) => {
   if (stopping) return;
-  console.error(`the chain (Anvil) exited (code ${code}); stopping the service`);
+  console.error(chainExitMessage({ code, signal, forkUrl: stack.local.fork?.url, anvilLines: stack.anvil.lastLines() }));
   void stack.stop().then(() => {
     lock.release();
     process.exit(1);

@@ -5,9 +5,14 @@ import type { LocalJson } from "../local/local-stack.js";
 
 const PROJECT_ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
+/** The local stack's data directory: `DATA_DIR`, or `.data/` of the project. */
+export function localDataDir(): string {
+  return process.env.DATA_DIR ?? join(PROJECT_ROOT, ".data");
+}
+
 /** What `npm start` wrote: where the service runs and the demo partner's key. */
 export function readLocalJson(): LocalJson {
-  const path = process.env.LOCAL_JSON ?? join(process.env.DATA_DIR ?? join(PROJECT_ROOT, ".data"), "local.json");
+  const path = process.env.LOCAL_JSON ?? join(localDataDir(), "local.json");
   try {
     return JSON.parse(readFileSync(path, "utf8")) as LocalJson;
   } catch {

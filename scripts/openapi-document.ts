@@ -16,7 +16,7 @@ import { migrateStore, openSqliteStore } from "../api/store/open-store.js";
  * refuses every read. Enough for what needs no chain: the OpenAPI document, webhook
  * endpoints and their signed test events. `close()` removes the directory.
  */
-export async function createAppWithoutChain() {
+export async function createAppWithoutChain(overrides: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "settlement-app-"));
   const store = openSqliteStore(join(dataDir, "app.sqlite"));
   await migrateStore(store);
@@ -27,6 +27,7 @@ export async function createAppWithoutChain() {
     // Never contacted: nothing here reads the chain.
     LOCAL_RPC_URL: "http://127.0.0.1:9",
     LOCAL_USDC_ADDRESS: "0x0000000000000000000000000000000000000001",
+    ...overrides,
   });
   const noIndex = new Proxy({} as IndexedChain, {
     get(_target, name) {

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { documentedCodes, type OpenApiDocument } from "../api/http/openapi-contract.js";
 import { PROBLEM_CODES } from "../api/http/problem-catalogue.js";
 import { axeFindings, freshArtifacts, launchChromium } from "./support/browser.js";
-import { startTestStack, type TestStack } from "./support/test-stack.js";
+import { portalWallet } from "./support/portal-client.js";
+import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // The API contract against the running service: the served document is valid (swagger-parser,
 // redocly's recommended rules), every operation answers only statuses and problem codes its
@@ -204,6 +205,162 @@ describe("every operation answers only what its document lists", () => {
     );
     expect(wrongToken.status).toBe(401);
     expect(violations).toEqual([]);
+  });
+});
+
+describe("contract gaps a third-party validator found (issue 29)", () => {
+  const op = (path: string, method: string) => openApi.paths[path]?.[method] as Operation;
+  const post = (url: string, json: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${base()}${url}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...headers },
+      body: JSON.stringify(json),
+    });
+
+  it("one path per operation: the fulfilment route has no undocumented alias", async () => {
+    expect(Object.keys(openApi.paths).filter((path) => /fulfil/.test(path))).toEqual(
+      ["/v1/orders/{orderId}/fulfilment", "/api/partner/orders/{orderId}/fulfilment"].filter((path) => path in openApi.paths),
+    );
+    const answer = await stack.partnerFetch("/v1/orders/unknown-id/fulfillment", {
+      method: "POST",
+      json: { fulfilmentReference: "x", idempotencyKey: "alias" },
+    });
+    expect(answer.status).toBe(404);
+    expect(((await answer.json()) as { code: string }).code).toBe("not_found");
+  });
+
+  it("documents every SIWE rejection code, and a real rejection answers one of them", async () => {
+    const siwe = [
+      "invalid_challenge",
+      "challenge_used",
+      "challenge_expired",
+      "message_altered",
+      "wrong_domain",
+      "wrong_uri",
+      "wrong_chain",
+      "wrong_address",
+      "invalid_signature",
+    ];
+    for (const role of ["investor", "issuer", "admin", "partner"]) {
+      const verify = op(`/api/${role}/auth/verify`, "post");
+      expect(documentedCodes(verify, 401), role).toEqual(expect.arrayContaining(siwe));
+    }
+    // A message this service never issued; then a real challenge, altered; then used twice.
+    const path = "/api/investor/auth/verify";
+    const wallet = portalWallet();
+    const forged = await check(
+      "post",
+      path,
+      op(path, "post"),
+      await post(path, { message: "hello", signature: `0x${"11".repeat(65)}` }),
+    );
+    expect(forged.body).toMatchObject({ code: "invalid_challenge" });
+    const issued = (await (await post("/api/investor/auth/challenge", { address: wallet.address })).json()) as {
+      message: string;
+    };
+    const altered = issued.message.replace("Sign in to", "Sign into");
+    const alteredAnswer = await check(
+      "post",
+      path,
+      op(path, "post"),
+      await post(path, { message: altered, signature: await wallet.sign(altered) }),
+    );
+    expect(alteredAnswer.body).toMatchObject({ code: "message_altered" });
+    const signature = await wallet.sign(issued.message);
+    expect((await check("post", path, op(path, "post"), await post(path, { message: issued.message, signature }))).status).toBe(
+      200,
+    );
+    const reused = await check("post", path, op(path, "post"), await post(path, { message: issued.message, signature }));
+    expect(reused.body).toMatchObject({ code: "challenge_used" });
+    expect(violations).toEqual([]);
+  });
+
+  it("documents the webhook endpoint creation's 400 codes, and a refused URL answers one of them", async () => {
+    const create = op("/v1/webhook-endpoints", "post");
+    expect(documentedCodes(create, 400)).toEqual(expect.arrayContaining(["invalid_webhook_url", "invalid_request"]));
+    expect(documentedCodes(create, 409)).toContain("too_many_webhook_endpoints");
+    const headers = { Authorization: `Bearer ${stack.local.partner.apiKey}` };
+    const refused = await check(
+      "post",
+      "/v1/webhook-endpoints",
+      create,
+      await post("/v1/webhook-endpoints", { url: "ftp://shop.example/hook" }, headers),
+    );
+    expect(refused).toMatchObject({ status: 400, body: { code: "invalid_webhook_url" } });
+    expect(violations).toEqual([]);
+  });
+
+  it("an order settled by an underpaid attach says underpaid: true on the order and in the session list", async () => {
+    const created = await stack.partnerFetch("/v1/checkout/sessions", {
+      method: "POST",
+      json: {
+        externalOrderId: "contract-under",
+        externalProductId: "sku-1",
+        productName: "Mug",
+        quantity: 1,
+        totalPriceUsdc: "25000000",
+        paymentMethod: "usdc",
+        checkoutMode: "hosted_transfer",
+        idempotencyKey: "contract-under",
+      },
+    });
+    const session = (await created.json()) as {
+      id: string;
+      orderId: string;
+      clientToken: string;
+      payment: { recipient: `0x${string}` };
+    };
+    const { hash } = await stack.payUsdc({ from: 4, to: session.payment.recipient, amount: 24_000_000n });
+    // The transfer is linked to the session once the customer submits its hash.
+    const payment = await waitFor(
+      async () => {
+        await post("/v1/public/checkout/payments", {
+          clientToken: session.clientToken,
+          transactionHash: hash,
+        });
+        const listed = (await (await stack.partnerFetch("/v1/payments?status=unresolved")).json()) as {
+          data: { transactionHash: string; logIndex: number }[];
+        };
+        return listed.data.find((row) => row.transactionHash === hash.toLowerCase());
+      },
+      { timeoutMs: 30_000, what: "the unresolved payment" },
+    );
+    const attach = await stack.partnerFetch(`/v1/payments/${stack.local.chainId}/${hash}/${payment.logIndex}/attach`, {
+      method: "POST",
+      json: { orderId: session.orderId },
+    });
+    expect(attach.status).toBe(200);
+    const order = await check(
+      "get",
+      "/v1/orders/{orderId}",
+      op("/v1/orders/{orderId}", "get"),
+      await stack.partnerFetch(`/v1/orders/${session.orderId}`),
+    );
+    expect(order.body).toMatchObject({ status: "paid", amountPaid: "24000000", underpaid: true });
+    const list = (await (await stack.partnerFetch("/v1/checkout/sessions?limit=20")).json()) as {
+      data: { id: string; order: { underpaid: boolean; amountPaid: string | null } }[];
+    };
+    expect(list.data.find((row) => row.id === session.id)?.order).toMatchObject({ underpaid: true, amountPaid: "24000000" });
+    // An order paid in full is not underpaid.
+    expect(list.data.filter((row) => row.id !== session.id).every((row) => row.order.underpaid === false)).toBe(true);
+    expect(violations).toEqual([]);
+  });
+
+  it("declares the objects it answers: no open index signature in the served document's object schemas", () => {
+    const open: string[] = [];
+    const walk = (node: unknown, path: string): void => {
+      if (Array.isArray(node)) {
+        for (const [index, item] of node.entries()) walk(item, `${path}/${index}`);
+        return;
+      }
+      if (node === null || typeof node !== "object") return;
+      const schema = node as Record<string, unknown>;
+      const extra = schema.additionalProperties;
+      if (schema.properties !== undefined && extra !== undefined && extra !== false) open.push(path);
+      for (const [key, value] of Object.entries(schema)) walk(value, `${path}/${key}`);
+    };
+    walk(openApi, "#");
+    expect(open).toEqual([]);
   });
 });
 

@@ -297,22 +297,25 @@ describe("payments, events and addresses", () => {
     expect(created.detail).toContain("externalOrderId");
   });
 
-  it("spells fulfilment as the seed does, and keeps the American path as an alias", async () => {
+  it("spells fulfilment as the seed does, at one path only: the American spelling is an unknown path", async () => {
     const document = await (await anonymous("/openapi.json")).json();
     const paths = Object.keys(document.paths);
     expect(paths).toContain("/v1/orders/{orderId}/fulfilment");
     expect(paths.filter((path) => path.includes("fulfillment"))).toEqual([]);
 
-    // Refused at both spellings: an unpaid order cannot be fulfilled.
+    // An unpaid order cannot be fulfilled; the undocumented spelling is not a route at all.
     const unpaid = await createSession(stack);
     const body = { fulfilmentReference: "ship-1", idempotencyKey: "wire-unpaid" };
-    for (const spelling of ["fulfilment", "fulfillment"]) {
-      await expectProblem(
-        await withKey(`/v1/orders/${unpaid.orderId}/${spelling}`, { method: "POST", json: body }),
-        409,
-        "order_not_settled",
-      );
-    }
+    await expectProblem(
+      await withKey(`/v1/orders/${unpaid.orderId}/fulfilment`, { method: "POST", json: body }),
+      409,
+      "order_not_settled",
+    );
+    await expectProblem(
+      await withKey(`/v1/orders/${unpaid.orderId}/fulfillment`, { method: "POST", json: body }),
+      404,
+      "not_found",
+    );
 
     const first = await withKey(`/v1/orders/${sessionOrderId}/fulfilment`, {
       method: "POST",
@@ -321,7 +324,7 @@ describe("payments, events and addresses", () => {
     expect(first.status).toBe(200);
     const order = await first.json();
     expect(order.fulfilment).toMatchObject({ reference: "ship-2" });
-    const again = await withKey(`/v1/orders/${sessionOrderId}/fulfillment`, {
+    const again = await withKey(`/v1/orders/${sessionOrderId}/fulfilment`, {
       method: "POST",
       json: { fulfilmentReference: "ship-2", idempotencyKey: "wire-paid" },
     });

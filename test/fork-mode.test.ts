@@ -123,6 +123,9 @@ describe("fork mode: FORK_URL=<rpc> npm start", () => {
   const circleMasterMinter = addressOf(generatePrivateKey());
   const preForkHashes: Hex[] = [];
   let postForkHash: Hex;
+  let inForkBlockHash: Hex;
+  /** The upstream's URL with a key in its query, as providers hand them out: never printed. */
+  let forkUrl: string;
   let paymentAddresses: Address[];
 
   beforeAll(async () => {
@@ -159,13 +162,17 @@ describe("fork mode: FORK_URL=<rpc> npm start", () => {
     preForkHashes.push(await send("transfer", paymentAddresses[0]!, 5_000_000n));
     preForkHashes.push(await send("transfer", paymentAddresses[1]!, 7_000_000n));
     await testClient.mine({ blocks: 20 });
-    forkBlock = await publicClient.getBlockNumber({ cacheTime: 0 });
+    // The fork block itself holds a transfer to a payment address: it is the upstream's, not the fork's.
+    inForkBlockHash = await send("transfer", paymentAddresses[1]!, 3_000_000n);
+    forkBlock = (await publicClient.getTransactionReceipt({ hash: inForkBlockHash })).blockNumber;
+    expect(await publicClient.getBlockNumber({ cacheTime: 0 })).toBe(forkBlock);
     // After the fork block: the fork must not see this one.
     postForkHash = await send("transfer", paymentAddresses[0]!, 11_000_000n);
 
+    forkUrl = `${upstream.rpcUrl}/?apikey=Secret123key`;
     start = runStart({
       DATA_DIR: dataDir,
-      FORK_URL: upstream.rpcUrl,
+      FORK_URL: forkUrl,
       FORK_BLOCK_NUMBER: forkBlock.toString(),
       // Base's 10 confirmations at one block a second.
       BLOCK_TIME: "1",
@@ -208,12 +215,13 @@ describe("fork mode: FORK_URL=<rpc> npm start", () => {
     expect(local).toMatchObject({
       network: "base",
       chainId: 8453,
-      fork: { url: upstream.rpcUrl, blockNumber: Number(forkBlock) },
+      fork: { url: forkUrl, blockNumber: Number(forkBlock) },
     });
     expect(getAddress(local.contracts.usdc)).toBe(BASE_USDC);
     expect(local.partner.paymentAddress).toBe(paymentAddresses[0]);
     expect(local.accounts).toHaveLength(10);
-    expect(start.output()).toContain(`Anvil fork of base at block ${forkBlock}`);
+    expect(start.output()).toContain(`Anvil fork of base at block ${forkBlock} from ${upstream.rpcUrl}`);
+    expect(start.output()).not.toContain("Secret123key");
 
     const fork = clientsOf(local.rpcUrl, 8453);
     expect(await fork.publicClient.getChainId()).toBe(8453);
@@ -304,11 +312,102 @@ describe("fork mode: FORK_URL=<rpc> npm start", () => {
       blockNumber: string;
     }[];
     expect(transfers.map((transfer) => transfer.transactionHash)).toEqual([hash]);
-    for (const preFork of preForkHashes) expect(transfers.some((transfer) => transfer.transactionHash === preFork)).toBe(false);
+    for (const preFork of [...preForkHashes, inForkBlockHash])
+      expect(transfers.some((transfer) => transfer.transactionHash === preFork)).toBe(false);
     const unresolved = (await (await partnerFetch("/v1/payments?status=unresolved")).json()).data as {
       transactionHash: string;
     }[];
-    expect(unresolved.filter((payment) => preForkHashes.includes(payment.transactionHash as Hex))).toEqual([]);
+    expect(unresolved.filter((payment) => [...preForkHashes, inForkBlockHash].includes(payment.transactionHash as Hex))).toEqual(
+      [],
+    );
+  });
+
+  it("reports a lag of zero or more blocks in health, never -1, while the fork mines every second", async () => {
+    for (let sample = 0; sample < 8; sample++) {
+      const health = await (await fetch(`${local.baseUrl}/v1/health`)).json();
+      const chain = health.chains[0] as { lagBlocks: number | null; indexedBlock: string; chainHead: string };
+      expect(chain.lagBlocks).not.toBeNull();
+      expect(chain.lagBlocks).toBeGreaterThanOrEqual(0);
+      expect(BigInt(chain.chainHead)).toBeGreaterThanOrEqual(BigInt(chain.indexedBlock));
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    }
+  });
+
+  it("takes test payments as locally: the hosted page's button, and npm run pay with the fork's USDC", async () => {
+    const created = await partnerFetch("/v1/checkout/sessions", {
+      method: "POST",
+      json: sessionBody({ network: "base", certificate: { enabled: false }, externalOrderId: "fork-test-pay" }),
+    });
+    const session = await created.json();
+    // The hosted page offers the button on the fork.
+    const view = await (
+      await fetch(`${local.baseUrl}/v1/public/checkout/sessions/${session.id}/validate`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ clientToken: session.clientToken }),
+      })
+    ).json();
+    expect(view.testPayments).toBe(true);
+    const clicked = await fetch(`${local.baseUrl}/v1/public/checkout/sessions/${session.id}/test-payment`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ clientToken: session.clientToken }),
+    });
+    const answer = await clicked.json();
+    expect(clicked.status, JSON.stringify(answer)).toBe(200);
+    expect(answer.submission).toMatchObject({ status: expect.stringMatching(/^(payment_pending|settled)$/) });
+    const fork = clientsOf(local.rpcUrl, 8453).publicClient;
+    const receipt = await fork.getTransactionReceipt({ hash: answer.transactionHash });
+    expect(receipt.status).toBe("success");
+    expect(getAddress(receipt.to as Address)).toBe(BASE_USDC);
+    await waitFor(
+      async () => {
+        const current = await (await partnerFetch(`/v1/checkout/sessions/${session.id}`)).json();
+        return current.status === "settled" ? true : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 250, what: "the test payment to settle on the fork" },
+    );
+
+    // `npm run pay -- <sessionId>` from a terminal, reading the fork's local.json.
+    const second = await (
+      await partnerFetch("/v1/checkout/sessions", {
+        method: "POST",
+        json: sessionBody({ network: "base", certificate: { enabled: false }, externalOrderId: "fork-npm-pay" }),
+      })
+    ).json();
+    const pay = spawn(
+      process.execPath,
+      [join(PROJECT_ROOT, "node_modules", "tsx", "dist", "cli.mjs"), "scripts/pay.ts", second.id, "--no-submit"],
+      { cwd: PROJECT_ROOT, env: { ...process.env, DATA_DIR: dataDir }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let printed = "";
+    pay.stdout?.on("data", (chunk: Buffer) => {
+      printed += chunk.toString();
+    });
+    pay.stderr?.on("data", (chunk: Buffer) => {
+      printed += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => pay.once("exit", resolve));
+    expect(code, printed).toBe(0);
+    expect(printed).toMatch(/sent \d+ base units from 0x[0-9a-fA-F]{40}: 0x[0-9a-f]{64}/);
+    expect(printed).toContain("hash not submitted");
+  });
+
+  it("when the upstream dies and Anvil exits, names the fork's upstream (redacted) and shows Anvil's last lines", async () => {
+    await upstream.stop();
+    const code = await Promise.race([
+      start.exited,
+      new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 60_000)),
+    ]);
+    expect(code, start.output().slice(-3000)).toBe(1);
+    const output = start.output();
+    const said = output.slice(output.indexOf("the chain (an Anvil fork of"));
+    expect(said).toContain(`the chain (an Anvil fork of ${upstream.rpcUrl}) exited`);
+    expect(said).toContain("Anvil's last lines:");
+    // Anvil's own words: its panic names what it could not fetch from the upstream.
+    expect(said).toMatch(/panicked|error sending request|Connection refused/);
+    expect(output).not.toContain("Secret123key");
+    expect(said).not.toContain("BACKTRACE");
   });
 });
 
@@ -347,7 +446,7 @@ describe("fork mode refusals", () => {
       PORT: String(await findFreePort()),
     });
     expect(await run.exited).toBe(1);
-    expect(run.output()).toContain(`npm start: FORK_URL http://127.0.0.1:${closed}/… does not answer`);
+    expect(run.output()).toContain(`npm start: FORK_URL http://127.0.0.1:${closed}/v2/… does not answer`);
     expect(run.output()).not.toContain("secret-api-key");
     expect(run.output()).not.toContain("    at ");
     expect(await isListening(anvilPort)).toBe(false);

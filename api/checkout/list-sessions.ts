@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { keysetPage } from "../http/cursor.js";
 import { ordersByIds } from "../orders/order-record.js";
+import { creditingPaymentsOfSessions } from "../settlement/payment-record.js";
 import type { SessionStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { partnerSessionsPage } from "./session-record.js";
@@ -41,6 +42,14 @@ export async function listCheckoutSessions(
         store,
         page.map((session) => session.orderId),
       );
+      const credited = new Map(
+        (
+          await creditingPaymentsOfSessions(
+            store,
+            page.filter((session) => session.status === "settled").map((session) => session.id),
+          )
+        ).map((payment) => [payment.sessionId, payment.amount]),
+      );
       return page.map((session) => {
         // Every session has its order (a foreign key): the row is read in the same request.
         const order = orders.get(session.orderId);
@@ -52,6 +61,9 @@ export async function listCheckoutSessions(
             id: order.id,
             status: order.status,
             fulfilledAt: order.fulfilledAt === null ? null : new Date(order.fulfilledAt).toISOString(),
+            amountPaid: credited.get(session.id)?.toString() ?? null,
+            // Settled by an attached transfer below the total (as on GET /v1/orders/:id and in purchase.settled).
+            underpaid: (credited.get(session.id) ?? session.totalPriceUsdc) < session.totalPriceUsdc,
           },
         };
       });

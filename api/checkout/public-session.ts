@@ -86,7 +86,7 @@ export async function publicSessionView(context: AppContext, session: CheckoutSe
             reason: unresolved.reason,
             status: unresolved.status,
           },
-    testPayments: testPaymentsEnabled(context, session),
+    testPayments: await testPaymentsEnabled(context, session),
     transactionHash: payment?.transactionHash ?? null,
     contactProvided: session.contact !== null,
     deliveryProvided: session.delivery !== null,

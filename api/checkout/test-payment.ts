@@ -6,15 +6,52 @@ import { ProblemError, problems } from "../http/problem.js";
 import { type SubmissionResult, submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { CheckoutSession } from "./session-record.js";
 
-/** Anvil's well-known development mnemonic: its accounts hold test USDC on the local chain only. */
+/** Anvil's well-known development mnemonic: its accounts hold test USDC on the local chain and its forks only. */
 const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 /** The funded Anvil account the service pays test payments from. */
 export const TEST_PAYER_INDEX = 9;
 const INDEX_WAIT_MS = 20_000;
 
-/** Test payments exist in local mode, on the local chain, and nowhere else: elsewhere the route is not found. */
-export function testPaymentsEnabled(context: Pick<AppContext, "settings">, session?: CheckoutSession): boolean {
-  return context.settings.localMode && (session === undefined || session.network === "local");
+/** Whether each chain's node is an Anvil (the local chain, or `npm start`'s fork of Base): asked once per chain. */
+const anvilNodes = new Map<number, Promise<boolean>>();
+
+/**
+ * Whether the node behind `chainId` is Anvil: its `web3_clientVersion` says `anvil/…`.
+ * A real Base node never does, so a test payment can only ever move a chain's
+ * worth of nothing: the fork's copy of the token, or the local TestUSDC.
+ */
+function isAnvilNode(context: Pick<AppContext, "rpc">, chainId: number): Promise<boolean> {
+  let known = anvilNodes.get(chainId);
+  if (known === undefined) {
+    const client = context.rpc.get(chainId);
+    known =
+      client === undefined
+        ? Promise.resolve(false)
+        : client
+            .request({ method: "web3_clientVersion" })
+            .then((version) => String(version).toLowerCase().startsWith("anvil"))
+            .catch(() => false);
+    // A node that did not answer is asked again next time; a known answer is kept.
+    void known.then((anvil) => {
+      if (!anvil) anvilNodes.delete(chainId);
+    });
+    anvilNodes.set(chainId, known);
+  }
+  return known;
+}
+
+/**
+ * Test payments exist in local mode only (elsewhere the route is not found): on the
+ * local chain, and in fork mode (`FORK_URL=… npm start`) on the Anvil fork of Base or
+ * Base Sepolia, whose test accounts the stack funded with the fork's own USDC.
+ */
+export async function testPaymentsEnabled(
+  context: Pick<AppContext, "settings" | "rpc">,
+  session?: CheckoutSession,
+): Promise<boolean> {
+  if (!context.settings.localMode) return false;
+  if (session === undefined || session.network === "local") return true;
+  return isAnvilNode(context, session.chainId);
 }
 
 export type TestPaymentResult = {
@@ -38,7 +75,7 @@ export async function sendTestPayment(
   params: { session: CheckoutSession; amount?: bigint; submit: boolean },
 ): Promise<TestPaymentResult> {
   const { session } = params;
-  if (!testPaymentsEnabled(context, session)) throw problems.notFound("Test payments");
+  if (!(await testPaymentsEnabled(context, session))) throw problems.notFound("Test payments");
   const network = networkByChainId(context, session.chainId);
   if (network === undefined) throw problems.notFound("Test payments");
   if (session.status === "settled" || session.status === "expired") {

@@ -60,3 +60,29 @@ export const RelayAnswerSchema = z
     relayer: z.string(),
   })
   .openapi("RelayedAuthorization");
+
+/** One relayed authorization and what it cost (`relayView`): on an order's payment and a purchase's gasless view. */
+export const RelayViewSchema = z
+  .object({
+    id: z.string(),
+    status: z.enum(["queued", "submitted", "mined", "failed"]),
+    from: z.string(),
+    transactionHash: z.string().nullable(),
+    replacedTransactions: z.array(z.string()),
+    relayer: z.string().nullable(),
+    gasUsed: z.string().nullable(),
+    effectiveGasPrice: z.string().nullable(),
+    gasCostWei: z.string().nullable().openapi({ description: "What relaying cost the service, in wei of ETH" }),
+    failure: z.object({ code: z.string(), detail: z.string().nullable() }).nullable(),
+    submittedAt: z.string().nullable(),
+  })
+  .openapi("RelayView");
+
+/** What a page needs to offer paying without gas: the token's domain to sign against and the latest relay. */
+export const GaslessViewSchema = z.object({
+  available: z.boolean(),
+  domain: z
+    .object({ name: z.string(), version: z.string(), chainId: z.number().int(), verifyingContract: z.string() })
+    .nullable(),
+  authorization: RelayViewSchema.nullable(),
+});

@@ -51,6 +51,8 @@ export async function readOrder(context: AppContext, params: { partnerId: string
     amountRefunded: refunds?.amountRefunded ?? "0",
     amountRefundPending: refunds?.amountRefundPending ?? "0",
     refundStatus: refunds?.refundStatus ?? "none",
+    // The partner attached a transfer below the total and so accepted it (the same flag as purchase.settled's).
+    underpaid: payment !== undefined && session !== undefined && payment.amount < session.totalPriceUsdc,
     session: session
       ? {
           id: session.id,

@@ -8,6 +8,15 @@ export function hashApiKey(apiKey: string): string {
   return createHash("sha256").update(apiKey).digest("hex");
 }
 
+/**
+ * The prefix a new key gets: `sk_live_` only where real money moves, that is when the
+ * service settles on Base mainnet outside local mode; on test networks only (local,
+ * Base Sepolia, a fork) keys are `sk_test_`, so a key never says live on a test network.
+ */
+export function apiKeyModeFor(params: { localMode: boolean; networks: readonly { name: string }[] }): "test" | "live" {
+  return !params.localMode && params.networks.some((network) => network.name === "base") ? "live" : "test";
+}
+
 export function generateApiKey(mode: "test" | "live"): string {
   return `sk_${mode}_${randomBytes(32).toString("base64url")}`;
 }

@@ -2,9 +2,11 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { createCheckoutSession } from "../checkout/create-session.js";
 import {
+  CustomerPrefillSchema,
   checkHostedOptions,
   HostedOptionsFields,
   hostedCheckoutUrl,
+  LineItemSchema,
   presentationView,
   readPresentation,
 } from "../checkout/hosted-options.js";
@@ -13,6 +15,7 @@ import { findPartnerSession } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
+import { GaslessViewSchema } from "../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
@@ -46,7 +49,7 @@ export const CreateSessionBody = z
   .strict()
   .openapi("CreateCheckoutSession");
 
-const PaymentSchema = z.object({
+export const PaymentSchema = z.object({
   token: z.literal("USDC"),
   tokenAddress: z.string(),
   recipient: z.string(),
@@ -66,20 +69,22 @@ export const SessionSchema = z
     externalOrderId: z.string(),
     orderId: z.string(),
     purchaseId: z.string(),
+    product: z.object({
+      externalProductId: z.string(),
+      name: z.string(),
+      category: z.string(),
+      quantity: z.number().int(),
+    }),
+    shippingRequired: z.boolean(),
+    certificate: z.object({ enabled: z.boolean() }),
     payment: PaymentSchema,
+    createdAt: z.string(),
     successUrl: z.string().nullable(),
     cancelUrl: z.string().nullable(),
     metadata: z.record(z.string(), z.string()),
-    customer: z.record(z.string(), z.unknown()).nullable().openapi({ description: "the prefill given at creation" }),
-    lineItems: z
-      .array(
-        z
-          .object({ externalProductId: z.string(), name: z.string(), quantity: z.number().int(), unitPriceUsdc: z.string() })
-          .passthrough(),
-      )
-      .nullable(),
+    customer: CustomerPrefillSchema.nullable().openapi({ description: "the prefill given at creation" }),
+    lineItems: z.array(LineItemSchema).nullable(),
   })
-  .passthrough()
   .openapi("CheckoutSession");
 
 const SessionListItemSchema = SessionSchema.partial({
@@ -88,6 +93,15 @@ const SessionListItemSchema = SessionSchema.partial({
   metadata: true,
   customer: true,
   lineItems: true,
+}).extend({
+  kind: z.string().openapi({ description: "`commerce` or `rwa` (an issuer's purchase)" }),
+  order: z.object({
+    id: z.string(),
+    status: z.string(),
+    fulfilledAt: z.string().nullable(),
+    amountPaid: z.string().nullable(),
+    underpaid: z.boolean().openapi({ description: "Settled by an attached transfer below the total" }),
+  }),
 });
 
 const CreatedSchema = SessionSchema.extend({
@@ -112,7 +126,7 @@ export const TestPaymentResultSchema = z
           confirmations: z.number().int(),
           requiredConfirmations: z.number().int(),
         }),
-        z.object({ problem: z.object({ code: z.string(), detail: z.string() }).passthrough() }),
+        z.object({ problem: z.object({ code: z.string(), detail: z.string() }) }),
       ])
       .nullable(),
   })
@@ -173,7 +187,10 @@ const readRoute = createRoute({
   security: [{ apiKey: [] }],
   request: { params: z.object({ id: z.string().max(100) }) },
   responses: {
-    200: { description: "The session", content: { "application/json": { schema: SessionSchema } } },
+    200: {
+      description: "The session, with what a page needs to offer paying without gas",
+      content: { "application/json": { schema: SessionSchema.extend({ gasless: GaslessViewSchema }) } },
+    },
     ...errorResponses("not_found"),
   },
 });
@@ -279,7 +296,7 @@ export function checkoutSessionRoutes(context: AppContext) {
       return isNew ? c.json(view, 201) : c.json(view, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
-      if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
+      if (!(await testPaymentsEnabled(context))) throw problems.notFound("Test payments");
       const { id } = c.req.valid("param");
       const body = c.req.valid("json") ?? { submit: true };
       const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });

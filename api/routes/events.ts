@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { DELIVERY_STATUSES, eventDeliveries, redeliverEvent } from "../outbox/deliveries.js";
 import { EVENT_TYPES, eventEnvelopeSchema, eventSchemaName } from "../outbox/event-types.js";
@@ -76,7 +77,6 @@ export function registerEventWebhooks(app: OpenAPIHono<AppEnv>): void {
 }
 
 const IdParams = z.object({ id: z.string().max(100) });
-const problem = { "application/problem+json": { schema: z.object({ code: z.string(), detail: z.string() }).passthrough() } };
 
 const listRouteDef = createRoute({
   method: "get",
@@ -121,7 +121,7 @@ const getRouteDef = createRoute({
   request: { params: IdParams },
   responses: {
     200: { description: "The event", content: { "application/json": { schema: EventEnvelopeSchema } } },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found"),
   },
 });
 
@@ -140,7 +140,7 @@ const deliveriesRouteDef = createRoute({
         },
       },
     },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found"),
   },
 });
 
@@ -161,8 +161,7 @@ const redeliverRouteDef = createRoute({
   },
   responses: {
     202: { description: "Queued", content: { "application/json": { schema: z.object({ data: z.array(DeliverySchema) }) } } },
-    404: { description: "`not_found`", content: problem },
-    409: { description: "`no_webhook_endpoint`", content: problem },
+    ...errorResponses("not_found", "no_webhook_endpoint"),
   },
 });
 

@@ -136,3 +136,19 @@ export async function chainChecks(context: AppContext): Promise<Map<number, Chai
 function rpcReason(network: string, error: string): HealthReason {
   return { check: "node", network, code: "rpc_unavailable", detail: redactSecrets(`The chain node does not answer: ${error}.`) };
 }
+
+/**
+ * The chain head and lag health reports. The node's head is sampled every few seconds
+ * while the index follows every block (on a chain that mines each second, as a fork of
+ * Base does, the index is often ahead of the last sample): a sampled head below the
+ * indexed block is stale, so the indexed block is the best known head and the lag is 0,
+ * never negative.
+ */
+export function headAndLag(
+  indexed: bigint | undefined,
+  sampledHead: bigint | undefined,
+): { chainHead: bigint | undefined; lagBlocks: number | null } {
+  if (indexed === undefined || sampledHead === undefined) return { chainHead: sampledHead, lagBlocks: null };
+  const chainHead = sampledHead > indexed ? sampledHead : indexed;
+  return { chainHead, lagBlocks: Number(chainHead - indexed) };
+}

@@ -5,7 +5,7 @@ import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addr
 import { reorgSummary } from "../settlement/reorg-watch.js";
 import { readHeartbeats } from "../workers/heartbeats.js";
 import type { AppEnv } from "./app-env.js";
-import { ChainCheckSchema, chainChecks, HealthReasonSchema, storeCheck, withTimeout } from "./health-checks.js";
+import { ChainCheckSchema, chainChecks, HealthReasonSchema, headAndLag, storeCheck, withTimeout } from "./health-checks.js";
 
 const HealthSchema = z
   .object({
@@ -102,13 +102,13 @@ export function healthRoutes(context: AppContext) {
     const chains = context.networks.map((network) => {
       const indexed = heads.get(network.chainId)?.blockNumber as bigint | undefined;
       const check = checks.get(network.chainId);
-      const chainHead = check?.chainHead;
+      const { chainHead, lagBlocks } = headAndLag(indexed, check?.chainHead);
       return {
         network: network.name,
         chainId: network.chainId,
         indexedBlock: indexed?.toString() ?? null,
         chainHead: chainHead?.toString() ?? null,
-        lagBlocks: indexed !== undefined && chainHead !== undefined ? Number(chainHead - indexed) : null,
+        lagBlocks,
         requiredConfirmations: network.confirmations,
         node: check?.node ?? { answering: false, failingForMs: null, error: "not checked" },
         indexer: check?.indexer ?? { state: "unknown" as const, behindForMs: null },

@@ -1,10 +1,13 @@
 import { createRoute, OpenAPIHono, type RouteHandler, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { RelayViewSchema } from "../gasless/authorization-schema.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { fulfilOrder } from "../orders/fulfil-order.js";
 import { readOrder } from "../orders/read-order.js";
 import type { AppEnv } from "./app-env.js";
+import { PaymentSchema } from "./checkout-sessions.js";
+import { ContactSchema, DeliverySchema } from "./public-checkout.js";
 
 const OrderParam = z.object({ orderId: z.string().max(100) });
 
@@ -22,9 +25,10 @@ export const OrderSchema = z
     amountRefunded: z.string().openapi({ description: "succeeded refunds, base units (docs/refunds.md)" }),
     amountRefundPending: z.string().openapi({ description: "ready and pending refunds, base units" }),
     refundStatus: z.enum(["none", "partial", "full"]),
-    session: z
-      .object({ id: z.string(), status: z.string(), expiresAt: z.string(), payment: z.record(z.string(), z.unknown()) })
-      .nullable(),
+    underpaid: z.boolean().openapi({
+      description: "Settled by an attached transfer below the total, which the partner accepted (as in `purchase.settled`)",
+    }),
+    session: z.object({ id: z.string(), status: z.string(), expiresAt: z.string(), payment: PaymentSchema }).nullable(),
     payment: z
       .object({
         transactionHash: z.string(),
@@ -36,11 +40,11 @@ export const OrderSchema = z
         confirmations: z.number().int().nullable(),
         requiredConfirmations: z.number().int().nullable(),
         minedAt: z.string(),
+        relay: RelayViewSchema.nullable().openapi({ description: "A gasless payment: the relayed authorization and its gas" }),
       })
-      .passthrough()
       .nullable(),
-    contact: z.record(z.string(), z.unknown()).nullable(),
-    delivery: z.record(z.string(), z.unknown()).nullable(),
+    contact: ContactSchema.nullable(),
+    delivery: DeliverySchema.nullable(),
     metadata: z.record(z.string(), z.string()),
     certificate: z.object({
       enabled: z.boolean(),
@@ -60,7 +64,6 @@ export const OrderSchema = z
     createdAt: z.string(),
     updatedAt: z.string(),
   })
-  .passthrough()
   .openapi("Order");
 
 const readRoute = createRoute({
@@ -99,13 +102,6 @@ const fulfilRoute = createRoute({
   },
 });
 
-/**
- * The American spelling, as earlier releases wrote the path: an
- * alias kept out of the document so that one spelling is documented
- * (docs/http-conventions.md, "Spelling: fulfilment").
- */
-const fulfilAliasRoute = { ...fulfilRoute, path: "/{orderId}/fulfillment", hide: true };
-
 export function orderRoutes(context: AppContext) {
   const fulfil: RouteHandler<typeof fulfilRoute, AppEnv & { Variables: PartnerVariables }> = async (c) => {
     const partnerId = c.get("partner").id;
@@ -117,6 +113,5 @@ export function orderRoutes(context: AppContext) {
     .openapi(readRoute, async (c) =>
       c.json(await readOrder(context, { partnerId: c.get("partner").id, orderId: c.req.valid("param").orderId }), 200),
     )
-    .openapi(fulfilRoute, fulfil)
-    .openapi(fulfilAliasRoute, fulfil);
+    .openapi(fulfilRoute, fulfil);
 }

@@ -3,26 +3,28 @@ import { type Address, type Hex, isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
+import { CustomerPrefillSchema, LineItemSchema } from "../checkout/hosted-options.js";
 import { SESSION_STATUSES } from "../checkout/list-sessions.js";
 import { publicSessionView, readSession, recordCustomerDetails } from "../checkout/public-session.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
+import { GaslessViewSchema } from "../gasless/authorization-schema.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { AppEnv } from "./app-env.js";
-import { TestPaymentResultSchema } from "./checkout-sessions.js";
+import { PaymentSchema, TestPaymentResultSchema } from "./checkout-sessions.js";
 
 const clientToken = z.string().min(1).max(200);
 const SessionParam = z.object({ id: z.string().max(100) });
 
-const ContactSchema = z
+export const ContactSchema = z
   .object({
     email: z.string().email().max(254),
     name: z.string().min(1).max(200).optional(),
     phone: z.string().max(40).optional(),
   })
   .strict();
-const DeliverySchema = z
+export const DeliverySchema = z
   .object({
     name: z.string().min(1).max(200),
     line1: z.string().min(1).max(200),
@@ -48,12 +50,20 @@ const PublicSessionSchema = z
     network: z.string(),
     chainId: z.number().int(),
     orderId: z.string(),
-    payment: z.record(z.string(), z.unknown()).openapi({ description: "token, recipient, exact amount and EIP-681 link" }),
+    payment: PaymentSchema.openapi({ description: "token, recipient, exact amount and EIP-681 link" }),
     successUrl: z.string().nullable(),
     cancelUrl: z.string().nullable(),
-    customer: z.unknown().nullable(),
-    lineItems: z.array(z.unknown()).nullable(),
-    merchant: z.record(z.string(), z.unknown()).openapi({ description: "the partner's display name, logo and support links" }),
+    customer: CustomerPrefillSchema.nullable(),
+    lineItems: z.array(LineItemSchema).nullable(),
+    merchant: z
+      .object({
+        displayName: z.string(),
+        logoUrl: z.string().nullable(),
+        accentColor: z.string().nullable(),
+        supportUrl: z.string().nullable(),
+        supportEmail: z.string().nullable(),
+      })
+      .openapi({ description: "the partner's display name, logo and support links" }),
     confirmations: z.number().int().nullable(),
     requiredConfirmations: z.number().int().nullable(),
     unresolvedPayment: z
@@ -73,8 +83,13 @@ const PublicSessionSchema = z
     rewards: z
       .array(z.record(z.string(), z.unknown()))
       .openapi({ description: "The order's rewards (docs/rewards.md), claimed with POST /v1/public/rewards/{rewardId}/claim" }),
+    externalOrderId: z.string(),
+    purchaseId: z.string(),
+    product: z.object({ externalProductId: z.string(), name: z.string(), category: z.string(), quantity: z.number().int() }),
+    shippingRequired: z.boolean(),
+    createdAt: z.string(),
+    gasless: GaslessViewSchema,
   })
-  .passthrough()
   .openapi("PublicCheckoutSession");
 
 const CertificateClaimSchema = z
@@ -230,7 +245,7 @@ export function publicCheckoutRoutes(context: AppContext) {
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
-      if (!testPaymentsEnabled(context)) throw problems.notFound("Test payments");
+      if (!(await testPaymentsEnabled(context))) throw problems.notFound("Test payments");
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
       const session = await authenticateClientToken(context.store, {

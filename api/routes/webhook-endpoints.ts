@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { EVENT_TYPES } from "../outbox/event-types.js";
 import { ALL_EVENTS } from "../outbox/subscription.js";
@@ -43,8 +44,6 @@ const CreateBody = z
 
 const IdParams = z.object({ id: z.string().max(100) });
 
-const problem = { "application/problem+json": { schema: z.object({ code: z.string(), detail: z.string() }).passthrough() } };
-
 const createRouteDef = createRoute({
   method: "post",
   path: "/",
@@ -61,8 +60,7 @@ const createRouteDef = createRoute({
         "application/json": { schema: WebhookEndpointSchema.extend({ secret: z.string().openapi({ example: "whsec_..." }) }) },
       },
     },
-    400: { description: "`invalid_webhook_url` or `invalid_request`", content: problem },
-    409: { description: "`too_many_webhook_endpoints`", content: problem },
+    ...errorResponses("invalid_webhook_url", "invalid_request", "too_many_webhook_endpoints"),
   },
 });
 
@@ -95,7 +93,7 @@ const getRouteDef = createRoute({
   request: { params: IdParams },
   responses: {
     200: { description: "The endpoint", content: { "application/json": { schema: WebhookEndpointSchema } } },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found"),
   },
 });
 
@@ -111,7 +109,7 @@ const deleteRouteDef = createRoute({
       description: "Deleted",
       content: { "application/json": { schema: z.object({ id: z.string(), deleted: z.literal(true) }) } },
     },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found"),
   },
 });
 
@@ -151,7 +149,7 @@ const rotateRouteDef = createRoute({
         },
       },
     },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found", "concurrent_rotation"),
   },
 });
 
@@ -180,7 +178,7 @@ const testRouteDef = createRoute({
         },
       },
     },
-    404: { description: "`not_found`", content: problem },
+    ...errorResponses("not_found"),
   },
 });
 

@@ -304,6 +304,18 @@ export async function payingPaymentsOfSessions(db: Kysely<Database>, sessionIds:
   return rows.map(toPayment);
 }
 
+/** The payments that credited these sessions' orders (settled or attached), for amounts paid in lists. */
+export async function creditingPaymentsOfSessions(db: Kysely<Database>, sessionIds: readonly string[]): Promise<Payment[]> {
+  if (sessionIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("payment")
+    .selectAll()
+    .where("session_id", "in", [...sessionIds])
+    .where("status", "in", ["settled", "attached"])
+    .execute();
+  return rows.map(toPayment);
+}
+
 /** The purchase ids (bytes32) of the orders a settled payment in this transaction paid (public verification). */
 export async function purchaseIdsPaidBy(db: Kysely<Database>, transactionHash: Hex): Promise<Hex[]> {
   const rows = await db

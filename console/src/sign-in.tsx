@@ -1,3 +1,4 @@
+import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useChainId, useConnect, useConnection, useConnectors, useSignMessage } from "wagmi";
 import { api, type Role } from "./api";
@@ -10,6 +11,57 @@ const PORTALS: { role: Role; name: string; who: string }[] = [
   { role: "issuer", name: "Issuer", who: "Wallets an administrator registered as issuers: offerings and holders." },
   { role: "admin", name: "Administrator", who: "The configured compliance wallets: reviews, eligibility, partners." },
 ];
+
+type TestAccount = { role: Role; address: string; anvilAccountIndex: number };
+
+/**
+ * Local mode only (`npm start`): the service lists one test account per role and signs
+ * it in itself, so the console can be tried without a browser wallet. Elsewhere the
+ * list answers 404 and nothing is shown.
+ */
+function TestAccountSignIn({ onError }: { onError: (error: unknown) => void }) {
+  const { setSession } = useSession();
+  const [busy, setBusy] = useState<Role | null>(null);
+  const accounts = useQuery({
+    queryKey: ["local-test-accounts"],
+    queryFn: () => api<{ data: TestAccount[] }>("/api/local/test-accounts"),
+    retry: false,
+  });
+  if (!accounts.data) return null;
+  async function signInAs(account: TestAccount) {
+    setBusy(account.role);
+    onError(null);
+    try {
+      const session = await api<Session>(`/api/${account.role}/auth/test-account`, { method: "POST" });
+      setSession({ ...session, role: account.role });
+    } catch (caught) {
+      onError(caught);
+    } finally {
+      setBusy(null);
+    }
+  }
+  return (
+    <section className="test-accounts" aria-labelledby="h-test-accounts">
+      <h2 id="h-test-accounts">Local mode: sign in with a test account</h2>
+      <p className="hint">
+        No wallet needed: the service signs in one of Anvil's development accounts for the role. Only a local stack offers this.
+      </p>
+      <ul>
+        {accounts.data.data.map((account) => {
+          const name = PORTALS.find((portal) => portal.role === account.role)?.name ?? account.role;
+          return (
+            <li key={account.role}>
+              <button type="button" disabled={busy !== null} onClick={() => signInAs(account)}>
+                {busy === account.role ? "Signing in…" : `Sign in with a test account: ${name}`}
+              </button>
+              <code className="address">{account.address}</code>
+            </li>
+          );
+        })}
+      </ul>
+    </section>
+  );
+}
 
 /** Sign-In with Ethereum through the portal's challenge and verify routes, with the browser's injected wallet. */
 export function SignIn() {
@@ -82,6 +134,7 @@ export function SignIn() {
         {busy ? "Waiting for the wallet…" : "Sign in with wallet"}
       </button>
       <p className="hint">Your wallet signs a one-time message (EIP-4361); nothing is sent on chain and no gas is spent.</p>
+      <TestAccountSignIn onError={setError} />
       <ProblemBox error={error} />
     </main>
   );

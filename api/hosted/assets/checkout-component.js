@@ -3,11 +3,16 @@
 //   <script src="https://<service>/assets/checkout-component.js"></script>
 //   UsdcCheckout.mount(element, { sessionId, clientToken, onComplete, onStateChange })
 //
-// or the custom element <usdc-checkout session-id="cs_..."> with `element.clientToken = ...`
+// or the custom element, in either form:
+//
+//   <usdc-checkout session-id="cs_..." client-token="..."></usdc-checkout>   (attributes, in the HTML)
+//   element.sessionId = "cs_..."; element.clientToken = "...";                (properties, from script)
+//
 // and the `complete` / `statechange` events. It frames `/checkout/:sessionId` of the
 // service and hands the client token to the frame by postMessage, addressed to the
 // service's origin only; it listens only to that frame from that origin. The token
-// never goes into a URL or an attribute. No wallet is needed: the customer pays by
+// never goes into a URL; a `client-token` attribute is read once and removed from the
+// element, so it does not stay in the DOM. No wallet is needed: the customer pays by
 // sending USDC from anywhere.
 //
 // The completion callback is for the customer's page only: fulfil an order on the
@@ -109,7 +114,7 @@
 
   class UsdcCheckoutElement extends HTMLElement {
     static get observedAttributes() {
-      return ["session-id", "base-url"];
+      return ["session-id", "base-url", "client-token"];
     }
 
     #token;
@@ -120,7 +125,7 @@
       this.attachShadow({ mode: "open" });
     }
 
-    /** Set it from script; it is never reflected to an attribute. */
+    /** Set it from script (or as the `client-token` attribute); it is never reflected to an attribute. */
     set clientToken(value) {
       this.#token = value;
       this.#render();
@@ -130,8 +135,29 @@
       return undefined;
     }
 
+    /** The same as the `session-id` attribute. */
+    set sessionId(value) {
+      if (typeof value === "string" && value !== "") this.setAttribute("session-id", value);
+      else this.removeAttribute("session-id");
+    }
+
+    get sessionId() {
+      return this.getAttribute("session-id") || undefined;
+    }
+
     connectedCallback() {
+      this.#takeTokenAttribute();
       this.#render();
+    }
+
+    /** Moves a `client-token` attribute into the private field and off the element. */
+    #takeTokenAttribute() {
+      const attribute = this.getAttribute("client-token");
+      if (attribute === null) return false;
+      this.removeAttribute("client-token");
+      if (attribute === "") return false;
+      this.#token = attribute;
+      return true;
     }
 
     disconnectedCallback() {
@@ -139,7 +165,9 @@
       this.#mounted = undefined;
     }
 
-    attributeChangedCallback() {
+    attributeChangedCallback(name) {
+      // The removal of a taken token attribute changes nothing; a new one replaces the token.
+      if (name === "client-token" && !this.#takeTokenAttribute()) return;
       if (this.#mounted) {
         this.#mounted.unmount();
         this.#mounted = undefined;

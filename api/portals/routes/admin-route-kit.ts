@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
+import { apiKeyModeFor } from "../../partners/api-keys.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import type { PortalActor } from "../audit-log.js";
 import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
@@ -13,7 +14,7 @@ export function adminRouteKit(context: AppContext) {
   const security = [{ portalSession: [] }];
   const tags = ["Admin portal"];
   const actorOf = (c: Context<AdminEnv>): PortalActor => ({ role: "admin", address: c.get("portalSession").address });
-  const keyMode = context.settings.localMode ? ("test" as const) : ("live" as const);
+  const keyMode = apiKeyModeFor({ localMode: context.settings.localMode, networks: context.networks });
   const route = <config extends Parameters<typeof createRoute>[0]>(config: config) =>
     createRoute({ ...config, tags, security, middleware: [adminOnly] as const });
   return { route, actorOf, keyMode };

@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
+import { errorResponses } from "../../http/openapi-contract.js";
 import { ProblemError, problems } from "../../http/problem.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import type { PortalRole } from "../../store/portal-tables.js";
@@ -10,7 +11,29 @@ import { type PortalVariables, requirePortalSession } from "../portal-auth.js";
 import type { PortalSettings } from "../portal-settings.js";
 import { completeSignIn, signOut } from "../sign-in.js";
 import { checkSignedChallenge, issueChallenge, type SignInOrigin } from "../siwe-challenge.js";
-import { AddressSchema, jsonBody, jsonResponse, problemResponses, SignatureSchema } from "./schemas.js";
+import { AddressSchema, jsonBody, jsonResponse, PORTAL_PROBLEM_CODES, problemResponses, SignatureSchema } from "./schemas.js";
+
+/** What the challenge route answers beyond the portals' family: an unknown chain, no configured domain. */
+const challengeProblems = errorResponses(...PORTAL_PROBLEM_CODES, "unsupported_chain", "portal_domain_not_configured");
+
+/**
+ * What the verify route answers beyond the portals' family: each way a signed challenge
+ * is refused (api/portals/siwe-challenge.ts), so a client can branch on the code.
+ */
+const verifyProblems = errorResponses(
+  ...PORTAL_PROBLEM_CODES,
+  "invalid_challenge",
+  "challenge_used",
+  "challenge_expired",
+  "message_altered",
+  "wrong_domain",
+  "wrong_uri",
+  "wrong_chain",
+  "wrong_address",
+  "invalid_signature",
+  "signature_check_unavailable",
+  "portal_domain_not_configured",
+);
 
 const ChallengeBody = z.object({
   address: AddressSchema,
@@ -70,7 +93,7 @@ export function authRoutes(context: AppContext, portal: PortalSettings, role: Po
         tags: [tag],
         summary: `Ask for a sign-in message (EIP-4361) for the ${role} portal`,
         request: { body: jsonBody(ChallengeBody) },
-        responses: { 200: jsonResponse("The message to sign", ChallengeSchema), ...problemResponses },
+        responses: { 200: jsonResponse("The message to sign", ChallengeSchema), ...challengeProblems },
       }),
       async (c) => {
         const body = c.req.valid("json");
@@ -101,7 +124,7 @@ export function authRoutes(context: AppContext, portal: PortalSettings, role: Po
         tags: [tag],
         summary: `Exchange the signed message for a ${role} session`,
         request: { body: jsonBody(VerifyBody) },
-        responses: { 200: jsonResponse("A session", SessionSchema), ...problemResponses },
+        responses: { 200: jsonResponse("A session", SessionSchema), ...verifyProblems },
       }),
       async (c) => {
         const body = c.req.valid("json");

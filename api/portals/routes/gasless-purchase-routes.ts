@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { checksum } from "../../checksum-address.js";
-import { AuthorizationBody, RelayAnswerSchema, toSubmission } from "../../gasless/authorization-schema.js";
+import { AuthorizationBody, RelayAnswerSchema, RelayViewSchema, toSubmission } from "../../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../../gasless/gasless-view.js";
 import { submitAuthorization } from "../../gasless/submit-authorization.js";
 import type { AppEnv } from "../../routes/app-env.js";
@@ -17,16 +17,9 @@ const GaslessPurchaseSchema = z
       .object({ name: z.string(), version: z.string(), chainId: z.number().int(), verifyingContract: z.string() })
       .nullable()
       .openapi({ description: "The token's own EIP-712 domain to sign against (null when not available)" }),
-    authorization: z
-      .object({
-        id: z.string(),
-        status: z.enum(["queued", "submitted", "mined", "failed"]),
-        transactionHash: z.string().nullable(),
-        failure: z.object({ code: z.string(), detail: z.string().nullable() }).nullable(),
-      })
-      .passthrough()
-      .nullable()
-      .openapi({ description: "The latest authorization relayed for this purchase and its outcome (a failed relay shows here)" }),
+    authorization: RelayViewSchema.nullable().openapi({
+      description: "The latest authorization relayed for this purchase and its outcome (a failed relay shows here)",
+    }),
   })
   .openapi("GaslessPurchase");
 

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
+import { apiKeyModeFor } from "../../partners/api-keys.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import { createPartnerKey, pageOfApiKeys, partnerDetails, revokePartnerKey } from "../partner-admin.js";
 import type { MemberVariables } from "../partner-portal.js";
@@ -14,7 +15,7 @@ const KeySchema = z.object({ id: z.string(), prefix: z.string(), createdAt: z.st
 export function partnerPortalRoutes(context: AppContext) {
   const tags = ["Partner portal"];
   const security = [{ portalSession: [] }];
-  const keyMode = context.settings.localMode ? ("test" as const) : ("live" as const);
+  const keyMode = apiKeyModeFor({ localMode: context.settings.localMode, networks: context.networks });
   return new OpenAPIHono<AppEnv & { Variables: MemberVariables }>()
     .openapi(
       createRoute({
@@ -26,21 +27,27 @@ export function partnerPortalRoutes(context: AppContext) {
         responses: {
           200: jsonResponse(
             "The partner",
-            z
-              .object({
-                id: z.string(),
-                name: z.string(),
-                issuerId: z.string().nullable(),
-                createdAt: z.string(),
-                memberRole: z.enum(["admin", "member"]).openapi({
-                  description: "The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding",
+            z.object({
+              id: z.string(),
+              name: z.string(),
+              issuerId: z.string().nullable(),
+              createdAt: z.string(),
+              memberRole: z.enum(["admin", "member"]).openapi({
+                description: "The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding",
+              }),
+              apiKeys: z.array(
+                z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }),
+              ),
+              paymentAddresses: z.array(
+                z.object({
+                  id: z.string(),
+                  network: z.string(),
+                  chainId: z.number().int(),
+                  address: z.string(),
+                  watching: z.boolean().openapi({ description: "false until the indexer restarted with this address" }),
                 }),
-                apiKeys: z.array(
-                  z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() }),
-                ),
-                paymentAddresses: z.array(z.record(z.string(), z.unknown())),
-              })
-              .passthrough(),
+              ),
+            }),
           ),
           ...problemResponses,
         },

@@ -14,6 +14,7 @@ import { issuerNetworkRoutes } from "./issuer-network-routes.js";
 import { issuerRoutes } from "./issuer-routes.js";
 import { offeringRoutes } from "./offering-routes.js";
 import { purchaseRoutes } from "./purchase-routes.js";
+import { testAccountRoutes } from "./test-account-routes.js";
 import { verifyRoutes } from "./verify-routes.js";
 
 /**
@@ -28,6 +29,8 @@ export function portalRoutes(context: AppContext, portal: PortalSettings = conte
     scheme: "bearer",
     description: "Token from POST /api/{investor,issuer,admin}/auth/verify; bound to that portal's role",
   });
+  // Local mode only: "Sign in with a test account" (absent, so 404, everywhere else).
+  if (context.settings.localMode) app.route("/", testAccountRoutes(context));
   return app
     .route("/investor/auth", authRoutes(context, portal, "investor"))
     .route("/issuer/auth", authRoutes(context, portal, "issuer"))

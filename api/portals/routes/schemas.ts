@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress, isHash, isHex } from "viem";
 import { SESSION_STATUSES } from "../../checkout/list-sessions.js";
 import { errorResponses } from "../../http/openapi-contract.js";
+import type { ProblemCode } from "../../http/problem-catalogue.js";
 
 /** Shared request and response shapes of the portal routes. */
 
@@ -54,7 +55,7 @@ export const ProblemSchema = z
  * Error answers of the portal routes (RFC 9457 problem+json with a stable `code`), from
  * the problem registry: the portals' own family of codes, at their registered statuses.
  */
-export const problemResponses = errorResponses(
+export const PORTAL_PROBLEM_CODES = [
   "invalid_request",
   "unauthenticated",
   "forbidden",
@@ -95,7 +96,8 @@ export const problemResponses = errorResponses(
   "wrong_payer",
   "voucher_key_missing",
   "reference_space_exhausted",
-);
+] as const satisfies readonly ProblemCode[];
+export const problemResponses = errorResponses(...PORTAL_PROBLEM_CODES);
 
 export const jsonBody = <schema extends z.ZodType>(schema: schema) => ({
   required: true,

@@ -1202,6 +1202,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/local/test-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Local mode: the test account of each console role */
+        get: operations["getApiLocalTestAccounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/{role}/auth/test-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Local mode: sign in with the role's test account (the service signs the EIP-4361 message) */
+        post: operations["postApiByRoleAuthTestAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/investor/auth/challenge": {
         parameters: {
             query?: never;
@@ -3345,6 +3379,16 @@ export interface components {
             externalOrderId: string;
             orderId: string;
             purchaseId: string;
+            product: {
+                externalProductId: string;
+                name: string;
+                category: string;
+                quantity: number;
+            };
+            shippingRequired: boolean;
+            certificate: {
+                enabled: boolean;
+            };
             payment: {
                 /** @enum {string} */
                 token: "USDC";
@@ -3358,6 +3402,7 @@ export interface components {
                 /** @description EIP-681 payment link */
                 uri: string;
             };
+            createdAt: string;
             successUrl: string | null;
             cancelUrl: string | null;
             metadata: {
@@ -3365,18 +3410,26 @@ export interface components {
             };
             /** @description the prefill given at creation */
             customer: {
-                [key: string]: unknown;
+                /** Format: email */
+                email?: string;
+                name?: string;
+                delivery?: {
+                    name?: string;
+                    line1?: string;
+                    line2?: string;
+                    city?: string;
+                    postalCode?: string;
+                    region?: string;
+                    country?: string;
+                };
             } | null;
-            lineItems: ({
+            lineItems: {
                 externalProductId: string;
                 name: string;
+                category?: string;
                 quantity: number;
                 unitPriceUsdc: string;
-            } & {
-                [key: string]: unknown;
-            })[] | null;
-        } & {
-            [key: string]: unknown;
+            }[] | null;
         };
         CreateCheckoutSession: {
             externalOrderId: string;
@@ -3451,11 +3504,27 @@ export interface components {
                 problem: {
                     code: string;
                     detail: string;
-                } & {
-                    [key: string]: unknown;
                 };
             } | null;
         };
+        RelayView: {
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "submitted" | "mined" | "failed";
+            from: string;
+            transactionHash: string | null;
+            replacedTransactions: string[];
+            relayer: string | null;
+            gasUsed: string | null;
+            effectiveGasPrice: string | null;
+            /** @description What relaying cost the service, in wei of ETH */
+            gasCostWei: string | null;
+            failure: {
+                code: string;
+                detail: string | null;
+            } | null;
+            submittedAt: string | null;
+        } | null;
         Order: {
             id: string;
             externalOrderId: string;
@@ -3473,15 +3542,27 @@ export interface components {
             amountRefundPending: string;
             /** @enum {string} */
             refundStatus: "none" | "partial" | "full";
+            /** @description Settled by an attached transfer below the total, which the partner accepted (as in `purchase.settled`) */
+            underpaid: boolean;
             session: {
                 id: string;
                 status: string;
                 expiresAt: string;
                 payment: {
-                    [key: string]: unknown;
+                    /** @enum {string} */
+                    token: "USDC";
+                    tokenAddress: string;
+                    recipient: string;
+                    /** @description exact amount to send: totalPriceUsdc plus the sub-cent payment reference */
+                    amount: string;
+                    totalPriceUsdc: string;
+                    /** @enum {number} */
+                    decimals: 6;
+                    /** @description EIP-681 payment link */
+                    uri: string;
                 };
             } | null;
-            payment: ({
+            payment: {
                 transactionHash: string;
                 logIndex: number;
                 blockNumber: string;
@@ -3491,14 +3572,22 @@ export interface components {
                 confirmations: number | null;
                 requiredConfirmations: number | null;
                 minedAt: string;
-            } & {
-                [key: string]: unknown;
-            }) | null;
+                relay: components["schemas"]["RelayView"] & unknown;
+            } | null;
             contact: {
-                [key: string]: unknown;
+                /** Format: email */
+                email: string;
+                name?: string;
+                phone?: string;
             } | null;
             delivery: {
-                [key: string]: unknown;
+                name: string;
+                line1: string;
+                line2?: string;
+                city: string;
+                postalCode: string;
+                region?: string;
+                country: string;
             } | null;
             metadata: {
                 [key: string]: string;
@@ -3520,8 +3609,6 @@ export interface components {
             } | null;
             createdAt: string;
             updatedAt: string;
-        } & {
-            [key: string]: unknown;
         };
         Payment: {
             chainId: number;
@@ -3668,15 +3755,49 @@ export interface components {
             orderId: string;
             /** @description token, recipient, exact amount and EIP-681 link */
             payment: {
-                [key: string]: unknown;
+                /** @enum {string} */
+                token: "USDC";
+                tokenAddress: string;
+                recipient: string;
+                /** @description exact amount to send: totalPriceUsdc plus the sub-cent payment reference */
+                amount: string;
+                totalPriceUsdc: string;
+                /** @enum {number} */
+                decimals: 6;
+                /** @description EIP-681 payment link */
+                uri: string;
             };
             successUrl: string | null;
             cancelUrl: string | null;
-            customer?: unknown;
-            lineItems: unknown[] | null;
+            /** @description prefills the hosted form; the customer can change it */
+            customer: {
+                /** Format: email */
+                email?: string;
+                name?: string;
+                delivery?: {
+                    name?: string;
+                    line1?: string;
+                    line2?: string;
+                    city?: string;
+                    postalCode?: string;
+                    region?: string;
+                    country?: string;
+                };
+            } | null;
+            lineItems: {
+                externalProductId: string;
+                name: string;
+                category?: string;
+                quantity: number;
+                unitPriceUsdc: string;
+            }[] | null;
             /** @description the partner's display name, logo and support links */
             merchant: {
-                [key: string]: unknown;
+                displayName: string;
+                logoUrl: string | null;
+                accentColor: string | null;
+                supportUrl: string | null;
+                supportEmail: string | null;
             };
             confirmations: number | null;
             requiredConfirmations: number | null;
@@ -3700,8 +3821,26 @@ export interface components {
             rewards: {
                 [key: string]: unknown;
             }[];
-        } & {
-            [key: string]: unknown;
+            externalOrderId: string;
+            purchaseId: string;
+            product: {
+                externalProductId: string;
+                name: string;
+                category: string;
+                quantity: number;
+            };
+            shippingRequired: boolean;
+            createdAt: string;
+            gasless: {
+                available: boolean;
+                domain: {
+                    name: string;
+                    version: string;
+                    chainId: number;
+                    verifyingContract: string;
+                } | null;
+                authorization: components["schemas"]["RelayView"];
+            };
         };
         CheckoutCertificateClaim: {
             voucher: {
@@ -3906,19 +4045,7 @@ export interface components {
                 chainId: number;
                 verifyingContract: string;
             } | null;
-            /** @description The latest authorization relayed for this purchase and its outcome (a failed relay shows here) */
-            authorization: ({
-                id: string;
-                /** @enum {string} */
-                status: "queued" | "submitted" | "mined" | "failed";
-                transactionHash: string | null;
-                failure: {
-                    code: string;
-                    detail: string | null;
-                } | null;
-            } & {
-                [key: string]: unknown;
-            }) | null;
+            authorization: components["schemas"]["RelayView"] & unknown;
         };
         Issuer: {
             id: string;
@@ -4262,7 +4389,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_webhook_url`, `invalid_request` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4270,7 +4397,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request";
+                        code?: "invalid_webhook_url" | "invalid_request";
                     };
                 };
             };
@@ -4286,17 +4413,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `too_many_webhook_endpoints` */
+            /** @description The resource's state does not allow this: `too_many_webhook_endpoints` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "too_many_webhook_endpoints";
                     };
                 };
             };
@@ -4582,6 +4707,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `concurrent_rotation` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "concurrent_rotation";
                     };
                 };
             };
@@ -5034,17 +5171,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `no_webhook_endpoint` */
+            /** @description The resource's state does not allow this: `no_webhook_endpoint` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "no_webhook_endpoint";
                     };
                 };
             };
@@ -5106,7 +5241,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: ({
+                        data: {
                             id: string;
                             /** @enum {string} */
                             status: "awaiting_payment" | "payment_pending" | "settled" | "expired";
@@ -5116,6 +5251,16 @@ export interface operations {
                             externalOrderId: string;
                             orderId: string;
                             purchaseId: string;
+                            product: {
+                                externalProductId: string;
+                                name: string;
+                                category: string;
+                                quantity: number;
+                            };
+                            shippingRequired: boolean;
+                            certificate: {
+                                enabled: boolean;
+                            };
                             payment: {
                                 /** @enum {string} */
                                 token: "USDC";
@@ -5129,6 +5274,7 @@ export interface operations {
                                 /** @description EIP-681 payment link */
                                 uri: string;
                             };
+                            createdAt: string;
                             successUrl?: string | null;
                             cancelUrl?: string | null;
                             metadata?: {
@@ -5136,19 +5282,37 @@ export interface operations {
                             };
                             /** @description the prefill given at creation */
                             customer?: {
-                                [key: string]: unknown;
+                                /** Format: email */
+                                email?: string;
+                                name?: string;
+                                delivery?: {
+                                    name?: string;
+                                    line1?: string;
+                                    line2?: string;
+                                    city?: string;
+                                    postalCode?: string;
+                                    region?: string;
+                                    country?: string;
+                                };
                             } | null;
-                            lineItems?: ({
+                            lineItems?: {
                                 externalProductId: string;
                                 name: string;
+                                category?: string;
                                 quantity: number;
                                 unitPriceUsdc: string;
-                            } & {
-                                [key: string]: unknown;
-                            })[] | null;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
+                            }[] | null;
+                            /** @description `commerce` or `rwa` (an issuer's purchase) */
+                            kind: string;
+                            order: {
+                                id: string;
+                                status: string;
+                                fulfilledAt: string | null;
+                                amountPaid: string | null;
+                                /** @description Settled by an attached transfer below the total */
+                                underpaid: boolean;
+                            };
+                        }[];
                         nextCursor: string | null;
                     };
                 };
@@ -5239,13 +5403,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description Created */
@@ -5254,13 +5416,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -5487,13 +5647,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The session */
+            /** @description The session, with what a page needs to offer paying without gas */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"];
+                    "application/json": components["schemas"]["CheckoutSession"] & {
+                        gasless: {
+                            available: boolean;
+                            domain: {
+                                name: string;
+                                version: string;
+                                chainId: number;
+                                verifyingContract: string;
+                            } | null;
+                            authorization: components["schemas"]["RelayView"];
+                        };
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -6541,7 +6712,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_webhook_url`, `invalid_request` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6549,7 +6720,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request";
+                        code?: "invalid_webhook_url" | "invalid_request";
                     };
                 };
             };
@@ -6577,17 +6748,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `too_many_webhook_endpoints` */
+            /** @description The resource's state does not allow this: `too_many_webhook_endpoints` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "too_many_webhook_endpoints";
                     };
                 };
             };
@@ -6909,6 +7078,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `concurrent_rotation` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "concurrent_rotation";
                     };
                 };
             };
@@ -7421,17 +7602,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description `no_webhook_endpoint` */
+            /** @description The resource's state does not allow this: `no_webhook_endpoint` (see the problem catalogue) */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": {
-                        code: string;
-                        detail: string;
-                    } & {
-                        [key: string]: unknown;
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "no_webhook_endpoint";
                     };
                 };
             };
@@ -7493,7 +7672,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: ({
+                        data: {
                             id: string;
                             /** @enum {string} */
                             status: "awaiting_payment" | "payment_pending" | "settled" | "expired";
@@ -7503,6 +7682,16 @@ export interface operations {
                             externalOrderId: string;
                             orderId: string;
                             purchaseId: string;
+                            product: {
+                                externalProductId: string;
+                                name: string;
+                                category: string;
+                                quantity: number;
+                            };
+                            shippingRequired: boolean;
+                            certificate: {
+                                enabled: boolean;
+                            };
                             payment: {
                                 /** @enum {string} */
                                 token: "USDC";
@@ -7516,6 +7705,7 @@ export interface operations {
                                 /** @description EIP-681 payment link */
                                 uri: string;
                             };
+                            createdAt: string;
                             successUrl?: string | null;
                             cancelUrl?: string | null;
                             metadata?: {
@@ -7523,19 +7713,37 @@ export interface operations {
                             };
                             /** @description the prefill given at creation */
                             customer?: {
-                                [key: string]: unknown;
+                                /** Format: email */
+                                email?: string;
+                                name?: string;
+                                delivery?: {
+                                    name?: string;
+                                    line1?: string;
+                                    line2?: string;
+                                    city?: string;
+                                    postalCode?: string;
+                                    region?: string;
+                                    country?: string;
+                                };
                             } | null;
-                            lineItems?: ({
+                            lineItems?: {
                                 externalProductId: string;
                                 name: string;
+                                category?: string;
                                 quantity: number;
                                 unitPriceUsdc: string;
-                            } & {
-                                [key: string]: unknown;
-                            })[] | null;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
+                            }[] | null;
+                            /** @description `commerce` or `rwa` (an issuer's purchase) */
+                            kind: string;
+                            order: {
+                                id: string;
+                                status: string;
+                                fulfilledAt: string | null;
+                                amountPaid: string | null;
+                                /** @description Settled by an attached transfer below the total */
+                                underpaid: boolean;
+                            };
+                        }[];
                         nextCursor: string | null;
                     };
                 };
@@ -7638,13 +7846,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description Created */
@@ -7653,13 +7859,11 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & ({
+                    "application/json": components["schemas"]["CheckoutSession"] & {
                         clientToken: string;
                         /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
                         url: string;
-                    } & {
-                        [key: string]: unknown;
-                    });
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -7910,13 +8114,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The session */
+            /** @description The session, with what a page needs to offer paying without gas */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CheckoutSession"];
+                    "application/json": components["schemas"]["CheckoutSession"] & {
+                        gasless: {
+                            available: boolean;
+                            domain: {
+                                name: string;
+                                version: string;
+                                chainId: number;
+                                verifyingContract: string;
+                            } | null;
+                            authorization: components["schemas"]["RelayView"];
+                        };
+                    };
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -9323,10 +9538,13 @@ export interface operations {
                             revokedAt: string | null;
                         }[];
                         paymentAddresses: {
-                            [key: string]: unknown;
+                            id: string;
+                            network: string;
+                            chainId: number;
+                            address: string;
+                            /** @description false until the indexer restarted with this address */
+                            watching: boolean;
                         }[];
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -12685,6 +12903,182 @@ export interface operations {
             };
         };
     };
+    getApiLocalTestAccounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test accounts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {string} */
+                            role: "investor" | "issuer" | "admin" | "partner";
+                            address: string;
+                            /** @description Index of the account in Anvil's development mnemonic */
+                            anvilAccountIndex: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiByRoleAuthTestAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                role: "investor" | "issuer" | "admin" | "partner";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A session, as from /auth/verify */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        token: string;
+                        expiresAt: string;
+                        /** @enum {string} */
+                        role: "investor" | "issuer" | "admin" | "partner";
+                        address: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not allowed: `portal_not_allowed`, `wallet_frozen`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "portal_not_allowed" | "wallet_frozen" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
     postApiInvestorAuthChallenge: {
         parameters: {
             query?: never;
@@ -12801,7 +13195,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -12809,7 +13203,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -12837,7 +13231,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12845,7 +13239,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12896,7 +13290,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12904,7 +13298,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -13004,7 +13398,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13012,7 +13406,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13429,7 +13823,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -13437,7 +13831,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -13465,7 +13859,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13473,7 +13867,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -13524,7 +13918,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13532,7 +13926,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -13632,7 +14026,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -13640,7 +14034,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14057,7 +14451,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14065,7 +14459,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -14093,7 +14487,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14101,7 +14495,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14152,7 +14546,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14160,7 +14554,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -14260,7 +14654,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14268,7 +14662,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14685,7 +15079,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer`, `unsupported_chain` (see the problem catalogue) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -14693,7 +15087,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer" | "unsupported_chain";
                     };
                 };
             };
@@ -14721,7 +15115,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14729,7 +15123,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -14780,7 +15174,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal`, `invalid_challenge`, `challenge_used`, `challenge_expired`, `message_altered`, `wrong_domain`, `wrong_uri`, `wrong_chain`, `wrong_address`, `invalid_signature` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -14788,7 +15182,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
+                        code?: "unauthenticated" | "wrong_portal" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature";
                     };
                 };
             };
@@ -14888,7 +15282,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `signature_check_unavailable`, `portal_domain_not_configured`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -14896,7 +15290,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "signature_check_unavailable" | "portal_domain_not_configured" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
