@@ -15,6 +15,7 @@ import * as m0008 from "./migrations/0008_hosted_checkout.js";
 import * as m0009 from "./migrations/0009_operator.js";
 import * as m0010 from "./migrations/0010_partner_members.js";
 import * as m0011 from "./migrations/0011_gasless_relay.js";
+import * as m0014 from "./migrations/0014_accounting.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   "0009_operator": m0009,
   "0010_partner_members": m0010,
   "0011_gasless_relay": m0011,
+  "0014_accounting": m0014,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

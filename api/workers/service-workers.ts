@@ -1,3 +1,4 @@
+import { reconciliationWorker } from "../accounting/reconciliation-worker.js";
 import type { AppContext } from "../app-context.js";
 import { mintConfirmer } from "../certificates/mint-confirmer.js";
 import { relayWorker } from "../gasless/relay-worker.js";
@@ -17,5 +18,7 @@ export function serviceWorkers(context: AppContext): Worker[] {
     webhookDispatcher(context),
     reservationWorker(context),
     relayWorker(context),
+    // Accounting (docs/accounting.md): every payment address checked against the chain.
+    reconciliationWorker(context),
   ];
 }
