@@ -7,7 +7,14 @@ import type { Database } from "../store/database.js";
  * that every later balance is that figure plus what the index holds. Owns
  * `opening_balance`.
  */
-export type OpeningBalance = { chainId: number; address: string; tokenAddress: string; blockNumber: bigint; balance: bigint; readAt: number };
+export type OpeningBalance = {
+  chainId: number;
+  address: string;
+  tokenAddress: string;
+  blockNumber: bigint;
+  balance: bigint;
+  readAt: number;
+};
 
 export async function openingBalancesOf(
   db: Kysely<Database>,

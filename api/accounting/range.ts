@@ -43,7 +43,8 @@ function parseBlock(name: string, value: string): bigint {
 
 function parseTime(name: string, value: string): number {
   const time = ISO_TIME.test(value) ? Date.parse(value) : Number.NaN;
-  if (Number.isNaN(time)) throw invalid(`\`${name}\` must be an ISO 8601 time such as 2026-01-01T00:00:00Z (or a date, read as UTC midnight).`);
+  if (Number.isNaN(time))
+    throw invalid(`\`${name}\` must be an ISO 8601 time such as 2026-01-01T00:00:00Z (or a date, read as UTC midnight).`);
   return time;
 }
 
@@ -88,7 +89,8 @@ export function rangeNetwork(networks: readonly NetworkConfig[], chainId: number
     throw invalid(`Several networks are enabled: name one with \`chainId\` (${networks.map((n) => n.chainId).join(", ")}).`);
   }
   const network = networks.find((candidate) => candidate.chainId === chainId);
-  if (network === undefined) throw invalid(`Chain ${chainId} is not enabled here (${networks.map((n) => n.chainId).join(", ")}).`);
+  if (network === undefined)
+    throw invalid(`Chain ${chainId} is not enabled here (${networks.map((n) => n.chainId).join(", ")}).`);
   return network;
 }
 

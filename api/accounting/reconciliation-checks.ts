@@ -48,8 +48,16 @@ export async function keepReconciliationCheck(db: Kysely<Database>, check: Recon
 }
 
 /** The addresses whose latest check did not reconcile (a partner's, or every partner's). */
-export async function unreconciledChecks(db: Kysely<Database>, params: { partnerId?: string } = {}): Promise<ReconciliationCheck[]> {
-  let query = db.selectFrom("reconciliation_check").selectAll().where("reconciled", "=", 0).orderBy("chain_id").orderBy("address");
+export async function unreconciledChecks(
+  db: Kysely<Database>,
+  params: { partnerId?: string } = {},
+): Promise<ReconciliationCheck[]> {
+  let query = db
+    .selectFrom("reconciliation_check")
+    .selectAll()
+    .where("reconciled", "=", 0)
+    .orderBy("chain_id")
+    .orderBy("address");
   if (params.partnerId !== undefined) query = query.where("partner_id", "=", params.partnerId);
   const rows = await query.execute();
   return rows.map((row) => ({

@@ -70,7 +70,7 @@ export function partnerAuth(store: Store, options: { acrossPartners?: boolean } 
 }
 
 /** Whose data this request reads: the partner the key (or member session) is for, or every partner (an auditor). */
-export function readScope(c: Context<{ Variables: PartnerVariables }>): ReadScope {
+export function readScope(c: Pick<Context<{ Variables: PartnerVariables }>, "get">): ReadScope {
   const partner = c.get("partner") as Partner | undefined;
   return { partnerId: partner?.id };
 }

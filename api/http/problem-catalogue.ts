@@ -25,7 +25,8 @@ export const PROBLEM_REGISTRY = {
   invalid_cursor: {
     status: 400,
     title: "The cursor is not valid",
-    meaning: "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
+    meaning:
+      "A `cursor` that this service did not issue (malformed, tampered or out of range), or one naming another partner's row.",
   },
   invalid_webhook_url: {
     status: 400,

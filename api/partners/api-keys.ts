@@ -119,7 +119,12 @@ export async function findKeyHolder(store: Store, apiKey: string): Promise<KeyHo
     .where("api_key.revoked_at", "is", null)
     .executeTakeFirst();
   if (row !== undefined) {
-    return { kind: "partner", partner: { id: row.id, name: row.name }, scope: row.scope === "read" ? "read" : "full", keyId: row.key_id };
+    return {
+      kind: "partner",
+      partner: { id: row.id, name: row.name },
+      scope: row.scope === "read" ? "read" : "full",
+      keyId: row.key_id,
+    };
   }
   const auditor = await store
     .selectFrom("auditor_key")

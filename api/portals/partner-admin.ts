@@ -5,9 +5,8 @@ import { type AppContext, enabledNetwork } from "../app-context.js";
 import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { createPartner, findApiKeyOfPartner, issueApiKey, markApiKeyRevoked } from "../partners/api-keys.js";
-import type { ApiKeyScope } from "../store/database.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
-import type { ApiKeyTable } from "../store/database.js";
+import type { ApiKeyScope, ApiKeyTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { type AuditActor, appendAudit } from "./audit-log.js";
 

@@ -75,14 +75,21 @@ export function apiKeyRoutes(context: AppContext) {
     .openapi(createRouteDef, async (c) => {
       const partnerId = c.get("partner").id;
       const key = await createPartnerKey(context.store, actorOf(partnerId), { partnerId, mode, scope: "read" });
-      return c.json({ id: key.id, key: key.apiKey, scope: "read" as const, createdAt: new Date(key.createdAt).toISOString() }, 201);
+      return c.json(
+        { id: key.id, key: key.apiKey, scope: "read" as const, createdAt: new Date(key.createdAt).toISOString() },
+        201,
+      );
     })
     .openapi(listRoute, async (c) =>
       c.json(await pageOfApiKeys(context.store, { partnerId: c.get("partner").id, ...c.req.valid("query") }), 200),
     )
     .openapi(revokeRoute, async (c) => {
       const partnerId = c.get("partner").id;
-      await revokePartnerKey(context.store, actorOf(partnerId), { partnerId, keyId: c.req.valid("param").keyId, onlyScope: "read" });
+      await revokePartnerKey(context.store, actorOf(partnerId), {
+        partnerId,
+        keyId: c.req.valid("param").keyId,
+        onlyScope: "read",
+      });
       return c.body(null, 204);
     });
 }

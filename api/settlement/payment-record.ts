@@ -442,3 +442,16 @@ export async function paymentsByKeys(db: Kysely<Database>, keys: readonly Paymen
   }
   return found;
 }
+
+/** Every payment linked to a session of this order (settled, attached, pending or unresolved), oldest first: an order's evidence. */
+export async function paymentsOfOrder(db: Kysely<Database>, orderId: string): Promise<Payment[]> {
+  const rows = await db
+    .selectFrom("payment")
+    .innerJoin("checkout_session", "checkout_session.id", "payment.session_id")
+    .selectAll("payment")
+    .where("checkout_session.order_id", "=", orderId)
+    .orderBy("payment.block_number")
+    .orderBy("payment.log_index")
+    .execute();
+  return rows.map(toPayment);
+}

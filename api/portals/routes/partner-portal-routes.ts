@@ -82,7 +82,7 @@ export function partnerPortalRoutes(context: AppContext) {
         tags,
         security,
         summary: "Issue an API key (the key is shown in this answer only)",
-        description: "`scope: \"read\"` issues a read-only key (`rk_…`) for an accountant: every GET, nothing else.",
+        description: '`scope: "read"` issues a read-only key (`rk_…`) for an accountant: every GET, nothing else.',
         request: {
           body: {
             required: false,
