@@ -15,6 +15,8 @@ import { ensureChallenge } from "./http/www-authenticate.js";
 import { requireAdminMemberToChange, requirePartnerMember } from "./portals/partner-portal.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
+import { ledgerRoutes, reportRoutes } from "./routes/accounting.js";
+import { apiKeyRoutes } from "./routes/api-keys.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { brandingRoutes, logoRoutes } from "./routes/branding.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
@@ -116,11 +118,13 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   const requirePartner = partnerAuth(context.store);
   /** Mounts routes that partner servers call with their API key. */
   // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
-  const partnerRoutes = (prefix: string, routes: Hono<any, any, any>) => {
-    app.use(prefix, requirePartner);
-    app.use(`${prefix}/*`, requirePartner);
+  const partnerRoutes = (prefix: string, routes: Hono<any, any, any>, auth = requirePartner) => {
+    app.use(prefix, auth);
+    app.use(`${prefix}/*`, auth);
     app.route(prefix, routes);
   };
+  /** Accounting reads (docs/accounting.md): an auditor key without `partnerId=` reads every partner's books. */
+  const acrossPartners = partnerAuth(context.store, { acrossPartners: true });
 
   const requireMember = requirePartnerMember(context);
   /**
@@ -141,7 +145,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   partnerRoutes("/v1/webhook-endpoints", webhookEndpointsRoutes(context));
   partnerRoutes("/v1/events", eventsRoutes(context));
   partnerRoutes("/v1/checkout/sessions", checkoutSessionRoutes(context));
-  partnerRoutes("/v1/orders", orderRoutes(context));
+  partnerRoutes("/v1/orders", orderRoutes(context), acrossPartners);
   partnerRoutes("/v1/payments", paymentRoutes(context));
   partnerRoutes("/v1/members", memberRoutes(context, [{ apiKey: [] }]));
   memberPortalRoutes("/api/partner/webhook-endpoints", webhookEndpointsRoutes(context), { adminChanges: true });
@@ -164,6 +168,10 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.route("/api/partner/orders", orderRewardRoutes(context));
   app.route("/v1/public/rewards", publicRewardRoutes(context));
   partnerRoutes("/v1/branding", brandingRoutes(context));
+  // Accounting (issue 27, docs/accounting.md): read-only keys, the ledger, reconciliation.
+  partnerRoutes("/v1/api-keys", apiKeyRoutes(context));
+  partnerRoutes("/v1/ledger", ledgerRoutes(context), acrossPartners);
+  partnerRoutes("/v1/reports", reportRoutes(context), acrossPartners);
   app.route("/", logoRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
   app.route("/v1/public/checkout", publicAuthorizationRoutes(context));

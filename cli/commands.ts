@@ -10,7 +10,7 @@ import { prepareStart } from "../api/config/startup.js";
 import { problems } from "../api/http/problem.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "../api/outbox/secret-box.js";
 import { sendTestEvent } from "../api/outbox/test-event.js";
-import { apiKeyModeFor } from "../api/partners/api-keys.js";
+import { apiKeyModeFor, issueAuditorKey, revokeAuditorKey } from "../api/partners/api-keys.js";
 import { addMember, listMembers, MEMBER_ROLES, memberView } from "../api/partners/members.js";
 import { listPaymentAddresses } from "../api/partners/payment-addresses.js";
 import { appendAudit, OPERATOR } from "../api/portals/audit-log.js";
@@ -163,10 +163,12 @@ export const commands: Record<string, Command> = {
   async "api-key create"(context) {
     return withStore(context, async (store, config) => {
       const partnerId = option(context, "partner");
-      const key = await createPartnerKey(store, OPERATOR, { partnerId, mode: mode(context, config) });
+      const scope = context.options.scope ?? "full";
+      if (scope !== "full" && scope !== "read") throw new UsageError("--scope must be full or read.");
+      const key = await createPartnerKey(store, OPERATOR, { partnerId, mode: mode(context, config), scope });
       return {
-        text: `API key ${key.id} for ${partnerId}: ${key.apiKey}\nThe key is shown only now.`,
-        json: { partnerId, apiKey: { id: key.id, apiKey: key.apiKey } },
+        text: `API key ${key.id} (${scope}) for ${partnerId}: ${key.apiKey}\nThe key is shown only now.`,
+        json: { partnerId, apiKey: { id: key.id, apiKey: key.apiKey, scope } },
       };
     });
   },
@@ -178,6 +180,45 @@ export const commands: Record<string, Command> = {
       if (key === undefined) throw problems.notFound(`API key ${keyId}`);
       await revokePartnerKey(store, OPERATOR, { partnerId: key.partner_id, keyId });
       return { text: `Revoked ${keyId} of ${key.partner_id}.`, json: { keyId, partnerId: key.partner_id, revoked: true } };
+    });
+  },
+
+  async "auditor-key create"(context) {
+    return withStore(context, async (store, config) => {
+      const label = typeof context.options.name === "string" ? context.options.name : undefined;
+      const key = await issueAuditorKey(store, { mode: mode(context, config), label });
+      await store
+        .transaction()
+        .execute((trx) =>
+          appendAudit(trx, {
+            actor: OPERATOR,
+            action: "auditor_key.create",
+            target: { type: "auditor_key", id: key.id },
+            details: { label },
+          }),
+        );
+      return {
+        text: `Auditor key ${key.id}: ${key.apiKey}\nIt reads every partner's books (GET only). The key is shown only now.`,
+        json: { auditorKey: { id: key.id, apiKey: key.apiKey } },
+      };
+    });
+  },
+
+  async "auditor-key revoke"(context) {
+    return withStore(context, async (store) => {
+      const keyId = argument(context, 0, "The auditor key id (aud_…)");
+      if (!(await revokeAuditorKey(store, { keyId }))) throw problems.notFound(`Auditor key ${keyId}`);
+      await store
+        .transaction()
+        .execute((trx) =>
+          appendAudit(trx, {
+            actor: OPERATOR,
+            action: "auditor_key.revoke",
+            target: { type: "auditor_key", id: keyId },
+            details: {},
+          }),
+        );
+      return { text: `Revoked ${keyId}.`, json: { keyId, revoked: true } };
     });
   },
 

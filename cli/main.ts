@@ -21,7 +21,10 @@ export const USAGE = `Usage: npx settlement <command> [options] [--json]
   partner create --name <name> [--mode live|test]
                                        a partner and its first API key (shown once)
   partner list
-  api-key create --partner <id> [--mode live|test]
+  api-key create --partner <id> [--mode live|test] [--scope full|read]
+  auditor-key create [--name <label>] [--mode live|test]
+                                       a platform auditor key (GET only, every partner; shown once)
+  auditor-key revoke <keyId>
   api-key revoke <keyId>
   payment-address add --partner <id> --network <name> <address>
   payment-address list [--partner <id>]
@@ -85,6 +88,7 @@ function parse(argv: string[]) {
       name: { type: "string" },
       mode: { type: "string" },
       partner: { type: "string" },
+      scope: { type: "string" },
       network: { type: "string" },
       address: { type: "string" },
       role: { type: "string" },

@@ -126,6 +126,10 @@ export function mountProblems(path: string, method: string, operation: Operation
   const secured = (operation.security ?? []).some((requirement) => Object.keys(requirement).length > 0);
   if (secured) codes.push("unauthenticated");
   if (secured && path.startsWith("/api/")) codes.push("wrong_portal", "portal_not_allowed");
+  // The partner key middleware (api/http/partner-auth.ts): read-only and auditor keys write nothing; an auditor's
+  // `partnerId=` names a partner that must exist (and a partner's key only its own), or is asked for.
+  if (secured && path.startsWith("/v1/") && method !== "get") codes.push("read_only_key");
+  if (secured && path.startsWith("/v1/") && method === "get") codes.push("invalid_request", "not_found");
   if (RATE_LIMITED.some((pattern) => pattern.test(path))) codes.push("rate_limited");
   return codes;
 }

@@ -658,6 +658,29 @@ export const PROBLEM_REGISTRY = {
     title: "The certificate of this purchase is revoked",
     meaning: "The order was fully refunded: its certificate can no longer be claimed, and a minted one verifies `revoked`.",
   },
+  // Accounting (docs/accounting.md)
+  read_only_key: {
+    status: 403,
+    title: "This key may only read",
+    meaning:
+      "A read-only key (`rk_…`) or a platform auditor key (`ak_…`) called something other than a GET; writes (a test payment included) need a full key.",
+  },
+  invalid_range: {
+    status: 400,
+    title: "The range is not valid",
+    meaning:
+      "An accounting range that is missing, mixes blocks and times, is reversed, is not numeric or not an ISO 8601 time, or names a chain that is not enabled.",
+  },
+  range_too_wide: {
+    status: 400,
+    title: "The range is too wide",
+    meaning: "An accounting range wider than the documented maximum (docs/accounting.md); ask for it in several parts.",
+  },
+  range_not_indexed: {
+    status: 400,
+    title: "The range is not indexed",
+    meaning: "An accounting block range that starts before the indexer's start block or ends after the indexed head.",
+  },
 } as const satisfies Record<string, ProblemDefinition>;
 
 export type ProblemCode = keyof typeof PROBLEM_REGISTRY;

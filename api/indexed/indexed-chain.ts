@@ -1,5 +1,5 @@
 import type { ReadonlyDrizzle } from "ponder";
-import { and, asc, desc, eq, gte, inArray, lte, sql } from "ponder";
+import { and, asc, desc, eq, gte, inArray, lte, or, sql } from "ponder";
 import type { Address, Hex } from "viem";
 import type * as ponderSchema from "../../ponder.schema";
 import { IndexNotReadyError } from "../http/unavailable-problems.js";
@@ -29,6 +29,8 @@ export type TransferFilter = {
   transactionHash?: Hex;
   from?: Address;
   to?: Address[];
+  /** Transfers from or to any of these (the books of payment addresses: money in and out). */
+  involving?: Address[];
   fromBlock?: bigint;
   toBlock?: bigint;
   after?: TransferPosition;
@@ -92,6 +94,17 @@ export type IndexedChain = {
   rewardClaims(filter: RewardClaimFilter): Promise<IndexedRewardClaim[]>;
   /** The newest block the indexer has processed, per chain. */
   heads(): Promise<Map<number, IndexedHead>>;
+  /**
+   * Per address (lower case), the sums of the transfers it received and sent within
+   * [fromBlock, toBlock] on one chain, added up in the index's own SQL (accounting:
+   * the balance of an address before a range, and the health check of every address).
+   */
+  transferTotals(params: {
+    chainId: number;
+    addresses: Address[];
+    fromBlock: bigint;
+    toBlock: bigint;
+  }): Promise<Map<string, { received: bigint; sent: bigint }>>;
 };
 
 /**
@@ -137,6 +150,8 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         filter.transactionHash && eq(usdcTransfer.transactionHash, lower(filter.transactionHash)),
         filter.from && eq(usdcTransfer.from, lower(filter.from)),
         filter.to && inArray(usdcTransfer.to, filter.to.map(lower)),
+        filter.involving &&
+          or(inArray(usdcTransfer.from, filter.involving.map(lower)), inArray(usdcTransfer.to, filter.involving.map(lower))),
         filter.fromBlock !== undefined && gte(usdcTransfer.blockNumber, filter.fromBlock),
         filter.toBlock !== undefined && lte(usdcTransfer.blockNumber, filter.toBlock),
         filter.after &&
@@ -223,6 +238,40 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         transactionHash: lower(row.transactionHash as Hex),
         blockHash: lower(row.blockHash as Hex),
       }));
+    },
+
+    async transferTotals(params) {
+      const totals = new Map<string, { received: bigint; sent: bigint }>();
+      const addresses = params.addresses.map(lower);
+      if (addresses.length === 0 || params.fromBlock > params.toBlock) return totals;
+      for (const address of addresses) totals.set(address, { received: 0n, sent: 0n });
+      const inRange = and(
+        eq(usdcTransfer.chainId, params.chainId),
+        gte(usdcTransfer.blockNumber, params.fromBlock),
+        lte(usdcTransfer.blockNumber, params.toBlock),
+      );
+      const [received, sent] = await Promise.all([
+        db
+          .select({ address: usdcTransfer.to, total: sql<string>`sum(${usdcTransfer.value})::text` })
+          .from(usdcTransfer)
+          .where(and(inRange, inArray(usdcTransfer.to, addresses)))
+          .groupBy(usdcTransfer.to),
+        db
+          .select({ address: usdcTransfer.from, total: sql<string>`sum(${usdcTransfer.value})::text` })
+          .from(usdcTransfer)
+          .where(and(inRange, inArray(usdcTransfer.from, addresses)))
+          .groupBy(usdcTransfer.from),
+      ]);
+      // numeric sums come back as exact decimal text (a cast, so no driver turns them into floats).
+      for (const row of received) {
+        const entry = totals.get(lower(row.address));
+        if (entry) entry.received = BigInt(String(row.total).split(".")[0] ?? "0");
+      }
+      for (const row of sent) {
+        const entry = totals.get(lower(row.address));
+        if (entry) entry.sent = BigInt(String(row.total).split(".")[0] ?? "0");
+      }
+      return totals;
     },
 
     heads() {

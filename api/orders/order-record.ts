@@ -199,3 +199,32 @@ export async function purchaseIdsOfOrders(db: Kysely<Database>, orderIds: readon
     .execute();
   return rows.map((row) => ({ id: row.id, purchaseId: row.purchase_id, status: row.status }));
 }
+
+/**
+ * Orders created within [fromTime, toTime), oldest first by (created, id), after
+ * `after`; one partner's or every partner's (an auditor): the accounting orders list.
+ */
+export async function ordersCreatedBetween(
+  db: Kysely<Database>,
+  params: {
+    partnerId?: string;
+    status?: OrderStatus;
+    fromTime: number;
+    toTime: number;
+    after?: { createdAt: number; id: string };
+    take: number;
+  },
+): Promise<Order[]> {
+  let query = db
+    .selectFrom("orders")
+    .selectAll()
+    .where("created_at", ">=", params.fromTime)
+    .where("created_at", "<", params.toTime);
+  if (params.partnerId !== undefined) query = query.where("partner_id", "=", params.partnerId);
+  if (params.status !== undefined) query = query.where("status", "=", params.status);
+  const after = params.after;
+  if (after !== undefined)
+    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), ">", tuple(after.createdAt, after.id)));
+  const rows = await query.orderBy("created_at").orderBy("id").limit(params.take).execute();
+  return rows.map(toOrder);
+}

@@ -64,3 +64,16 @@ export async function getEvent(db: Kysely<Database>, params: { partnerId: string
   if (row === undefined) throw problems.notFound(`Event ${params.eventId}`);
   return row;
 }
+
+/** The partner's events about one order (its ordering key), oldest first, as their webhook bodies: an order's evidence. */
+export async function eventsOfOrder(db: Kysely<Database>, params: { partnerId: string; orderId: string }) {
+  const rows = await db
+    .selectFrom("event")
+    .select(["id", "type", "payload", "created_at"])
+    .where("partner_id", "=", params.partnerId)
+    .where("ordering_key", "=", params.orderId)
+    .orderBy("seq")
+    .limit(500)
+    .execute();
+  return rows.map((row) => ({ id: row.id, type: row.type, createdAt: Number(row.created_at) }));
+}

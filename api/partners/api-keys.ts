@@ -1,7 +1,17 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { ApiKeyScope, Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 
 export type Partner = { id: string; name: string };
+
+/**
+ * Who a bearer key is: a partner's key (`full`: every call; `read`: GETs only), or a
+ * platform auditor's (GETs only, every partner; docs/accounting.md).
+ */
+export type KeyHolder =
+  | { kind: "partner"; partner: Partner; scope: ApiKeyScope; keyId: string }
+  | { kind: "auditor"; keyId: string };
 
 /** An API key is 32 random bytes; only its SHA-256 is stored, so a leaked store leaks no key. */
 export function hashApiKey(apiKey: string): string {
@@ -17,13 +27,20 @@ export function apiKeyModeFor(params: { localMode: boolean; networks: readonly {
   return !params.localMode && params.networks.some((network) => network.name === "base") ? "live" : "test";
 }
 
-export function generateApiKey(mode: "test" | "live"): string {
-  return `sk_${mode}_${randomBytes(32).toString("base64url")}`;
+/** `sk_…` for a full key, `rk_…` for a read-only one (`scope: "read"`), `ak_…` for a platform auditor's. */
+export function generateApiKey(mode: "test" | "live", scope: ApiKeyScope | "auditor" = "full"): string {
+  const prefix = scope === "full" ? "sk" : scope === "read" ? "rk" : "ak";
+  return `${prefix}_${mode}_${randomBytes(32).toString("base64url")}`;
 }
 
-export async function issueApiKey(store: Store, params: { partnerId: string; mode: "test" | "live"; apiKey?: string }) {
-  const apiKey = params.apiKey ?? generateApiKey(params.mode);
+export async function issueApiKey(
+  store: Kysely<Database>,
+  params: { partnerId: string; mode: "test" | "live"; apiKey?: string; scope?: ApiKeyScope; now?: number },
+) {
+  const scope = params.scope ?? "full";
+  const apiKey = params.apiKey ?? generateApiKey(params.mode, scope);
   const id = `key_${randomUUID()}`;
+  const createdAt = params.now ?? Date.now();
   await store
     .insertInto("api_key")
     .values({
@@ -31,11 +48,104 @@ export async function issueApiKey(store: Store, params: { partnerId: string; mod
       partner_id: params.partnerId,
       key_hash: hashApiKey(apiKey),
       key_prefix: apiKey.slice(0, 12),
-      created_at: Date.now(),
+      created_at: createdAt,
+      revoked_at: null,
+      scope,
+    })
+    .execute();
+  return { id, apiKey, scope, createdAt };
+}
+
+/** A partner's key by id (another partner's is undefined). */
+export async function findApiKeyOfPartner(db: Kysely<Database>, params: { partnerId: string; keyId: string }) {
+  return db
+    .selectFrom("api_key")
+    .select(["id", "scope", "revoked_at"])
+    .where("id", "=", params.keyId)
+    .where("partner_id", "=", params.partnerId)
+    .executeTakeFirst();
+}
+
+/** Revokes one of the partner's keys; answers whether this call revoked it. */
+export async function markApiKeyRevoked(db: Kysely<Database>, params: { keyId: string; now: number }): Promise<boolean> {
+  const result = await db
+    .updateTable("api_key")
+    .set({ revoked_at: params.now })
+    .where("id", "=", params.keyId)
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/** A platform auditor key (shown once): reads every partner's books, writes nothing. */
+export async function issueAuditorKey(store: Kysely<Database>, params: { mode: "test" | "live"; label?: string }) {
+  const apiKey = generateApiKey(params.mode, "auditor");
+  const id = `aud_${randomUUID()}`;
+  const createdAt = Date.now();
+  await store
+    .insertInto("auditor_key")
+    .values({
+      id,
+      key_hash: hashApiKey(apiKey),
+      key_prefix: apiKey.slice(0, 12),
+      label: params.label ?? null,
+      created_at: createdAt,
       revoked_at: null,
     })
     .execute();
-  return { id, apiKey };
+  return { id, apiKey, createdAt };
+}
+
+export async function revokeAuditorKey(store: Kysely<Database>, params: { keyId: string; now?: number }): Promise<boolean> {
+  const result = await store
+    .updateTable("auditor_key")
+    .set({ revoked_at: params.now ?? Date.now() })
+    .where("id", "=", params.keyId)
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function listAuditorKeys(store: Kysely<Database>) {
+  const rows = await store.selectFrom("auditor_key").selectAll().orderBy("created_at").orderBy("id").execute();
+  return rows.map((row) => ({
+    id: row.id,
+    prefix: row.key_prefix,
+    label: row.label,
+    createdAt: new Date(Number(row.created_at)).toISOString(),
+    revokedAt: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
+  }));
+}
+
+/** Who holds this bearer key, if it is live: a partner (with the key's scope) or a platform auditor. */
+export async function findKeyHolder(store: Store, apiKey: string): Promise<KeyHolder | undefined> {
+  const hash = hashApiKey(apiKey);
+  const row = await store
+    .selectFrom("api_key")
+    .innerJoin("partner", "partner.id", "api_key.partner_id")
+    .select(["partner.id as id", "partner.name as name", "api_key.scope as scope", "api_key.id as key_id"])
+    .where("api_key.key_hash", "=", hash)
+    .where("api_key.revoked_at", "is", null)
+    .executeTakeFirst();
+  if (row !== undefined) {
+    return {
+      kind: "partner",
+      partner: { id: row.id, name: row.name },
+      scope: row.scope === "read" ? "read" : "full",
+      keyId: row.key_id,
+    };
+  }
+  const auditor = await store
+    .selectFrom("auditor_key")
+    .select("id")
+    .where("key_hash", "=", hash)
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+  return auditor === undefined ? undefined : { kind: "auditor", keyId: auditor.id };
+}
+
+export async function findPartner(store: Kysely<Database>, partnerId: string): Promise<Partner | undefined> {
+  return store.selectFrom("partner").select(["id", "name"]).where("id", "=", partnerId).executeTakeFirst();
 }
 
 export async function findPartnerByApiKey(store: Store, apiKey: string): Promise<Partner | undefined> {

@@ -56,3 +56,18 @@ export async function paymentAddressOwner(
     .executeTakeFirst();
   return row?.partner_id;
 }
+
+/** The payment addresses on one chain (lower case, as the index keeps them), of one partner or of every partner. */
+export async function paymentAddressesOnChain(
+  db: Kysely<Database>,
+  params: { chainId: number; partnerId?: string },
+): Promise<{ address: string; partnerId: string }[]> {
+  let query = db
+    .selectFrom("payment_address")
+    .select(["address", "partner_id"])
+    .where("chain_id", "=", params.chainId)
+    .orderBy("address");
+  if (params.partnerId !== undefined) query = query.where("partner_id", "=", params.partnerId);
+  const rows = await query.execute();
+  return rows.map((row) => ({ address: row.address.toLowerCase(), partnerId: row.partner_id }));
+}

@@ -4,9 +4,9 @@ import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problems } from "../http/problem.js";
-import { createPartner, issueApiKey } from "../partners/api-keys.js";
+import { createPartner, findApiKeyOfPartner, issueApiKey, markApiKeyRevoked } from "../partners/api-keys.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
-import type { ApiKeyTable } from "../store/database.js";
+import type { ApiKeyScope, ApiKeyTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { type AuditActor, appendAudit } from "./audit-log.js";
 
@@ -15,6 +15,7 @@ function apiKeyView(key: ApiKeyTable) {
   return {
     id: key.id,
     prefix: key.key_prefix,
+    scope: key.scope,
     createdAt: new Date(Number(key.created_at)).toISOString(),
     revokedAt: key.revoked_at === null ? null : new Date(Number(key.revoked_at)).toISOString(),
   };
@@ -96,32 +97,38 @@ export async function createPartnerWithKey(store: Store, actor: AuditActor, para
   });
 }
 
-export async function createPartnerKey(store: Store, actor: AuditActor, params: { partnerId: string; mode: "test" | "live" }) {
+/** A key for the partner: `full` (every call) or `read` (GETs only, for its accountant; docs/accounting.md). */
+export async function createPartnerKey(
+  store: Store,
+  actor: AuditActor,
+  params: { partnerId: string; mode: "test" | "live"; scope?: ApiKeyScope },
+) {
   return store.transaction().execute(async (trx) => {
     const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
     if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
-    const key = await issueApiKey(trx, { partnerId: partner.id, mode: params.mode });
+    const key = await issueApiKey(trx, { partnerId: partner.id, mode: params.mode, scope: params.scope ?? "full" });
     await appendAudit(trx, {
       actor,
       action: "partner.api_key.create",
       target: { type: "partner", id: partner.id },
-      details: { apiKeyId: key.id, prefix: key.apiKey.slice(0, 12) },
+      details: { apiKeyId: key.id, prefix: key.apiKey.slice(0, 12), scope: key.scope },
     });
     return key;
   });
 }
 
-export async function revokePartnerKey(store: Store, actor: AuditActor, params: { partnerId: string; keyId: string }) {
+/** Revokes one of the partner's keys; with `onlyScope`, a key of another scope is as missing (a full key revokes read-only keys only). */
+export async function revokePartnerKey(
+  store: Store,
+  actor: AuditActor,
+  params: { partnerId: string; keyId: string; onlyScope?: ApiKeyScope },
+) {
   await store.transaction().execute(async (trx) => {
     const now = Date.now();
-    const key = await trx
-      .selectFrom("api_key")
-      .select(["id", "revoked_at"])
-      .where("id", "=", params.keyId)
-      .where("partner_id", "=", params.partnerId)
-      .executeTakeFirst();
-    if (key === undefined) throw problems.notFound(`API key ${params.keyId}`);
-    await trx.updateTable("api_key").set({ revoked_at: now }).where("id", "=", key.id).where("revoked_at", "is", null).execute();
+    const key = await findApiKeyOfPartner(trx, params);
+    if (key === undefined || (params.onlyScope !== undefined && key.scope !== params.onlyScope))
+      throw problems.notFound(`API key ${params.keyId}`);
+    await markApiKeyRevoked(trx, { keyId: key.id, now });
     await appendAudit(trx, {
       actor,
       action: "partner.api_key.revoke",

@@ -1,5 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { unreconciledChecks } from "../accounting/reconciliation-checks.js";
 import type { AppContext } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
 import { relayerHealth } from "../gasless/gasless-view.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
@@ -65,6 +67,25 @@ const HealthSchema = z
         }),
       )
       .openapi({ description: "Gasless payment: each network's relayer and its ETH balance (a warning when low)" }),
+    accounting: z
+      .object({
+        unreconciled: z.array(
+          z.object({
+            chainId: z.number().int(),
+            paymentAddress: z.string(),
+            blockNumber: z.string(),
+            computedBalance: z.string(),
+            chainBalance: z.string(),
+            difference: z.string(),
+            checkedAt: z.string(),
+          }),
+        ),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "Payment addresses whose balance on the chain differs from the index's at the latest check (docs/accounting.md); null when the store cannot be read",
+      }),
   })
   .openapi("Health");
 
@@ -139,6 +160,18 @@ export function healthRoutes(context: AppContext) {
         ...(checks.get(chain.chainId)?.reasons ?? []),
       ]),
     ];
+    const unreconciled = store.ok
+      ? await withTimeout(unreconciledChecks(context.store), CHECK_TIMEOUT_MS).catch(() => null)
+      : null;
+    // A mismatch between the books and the chain is never hidden: it degrades health until it is explained.
+    for (const check of unreconciled ?? []) {
+      reasons.push({
+        check: "accounting",
+        network: context.networks.find((network) => network.chainId === check.chainId)?.name,
+        code: "unreconciled_address",
+        detail: `${checksum(check.address)} holds ${check.chainBalance} on chain at block ${check.blockNumber}, the index accounts for ${check.computedBalance} (difference ${check.difference}).`,
+      });
+    }
     const relayers = await withTimeout(relayerHealth(context), CHECK_TIMEOUT_MS).catch(() => []);
     for (const relayer of relayers.filter((candidate) => candidate.belowFloor)) {
       reasons.push({
@@ -158,6 +191,20 @@ export function healthRoutes(context: AppContext) {
       reorgs,
       reasons,
       relayers,
+      accounting:
+        unreconciled === null
+          ? null
+          : {
+              unreconciled: unreconciled.map((check) => ({
+                chainId: check.chainId,
+                paymentAddress: checksum(check.address),
+                blockNumber: check.blockNumber.toString(),
+                computedBalance: check.computedBalance.toString(),
+                chainBalance: check.chainBalance.toString(),
+                difference: check.difference.toString(),
+                checkedAt: new Date(check.checkedAt).toISOString(),
+              })),
+            },
     };
     return healthy ? c.json(body, 200) : c.json(body, 503);
   });

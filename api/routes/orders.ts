@@ -1,10 +1,15 @@
 import { createRoute, OpenAPIHono, type RouteHandler, z } from "@hono/zod-openapi";
+import { wantsCsv } from "../accounting/csv-export.js";
+import { orderEvidence, ordersCsv, ordersReport } from "../accounting/reports.js";
 import type { AppContext } from "../app-context.js";
 import { RelayViewSchema } from "../gasless/authorization-schema.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
+import { type PartnerVariables, readScope } from "../http/partner-auth.js";
+import { problems } from "../http/problem.js";
 import { fulfilOrder } from "../orders/fulfil-order.js";
+import { findOrder } from "../orders/order-record.js";
 import { readOrder } from "../orders/read-order.js";
+import { RangeQuerySchema } from "./accounting.js";
 import type { AppEnv } from "./app-env.js";
 import { PaymentSchema } from "./checkout-sessions.js";
 import { ContactSchema, DeliverySchema } from "./public-checkout.js";
@@ -102,6 +107,44 @@ const fulfilRoute = createRoute({
   },
 });
 
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "Orders created in a range (accounting), the same shape as GET /v1/orders/{orderId}",
+  description: "`Accept: text/csv` streams the whole range as CSV (columns in docs/accounting.md).",
+  security: [{ apiKey: [] }],
+  request: {
+    query: RangeQuerySchema.extend({
+      status: z.enum(["awaiting_payment", "paid", "fulfilled"]).optional(),
+      cursor: z.string().max(500).optional(),
+      limit: z.coerce.number().int().min(1).max(200).default(50),
+    }),
+  },
+  responses: {
+    200: {
+      description: "A page of orders",
+      content: {
+        "application/json": { schema: z.object({ data: z.array(OrderSchema), nextCursor: z.string().nullable() }) },
+        "text/csv": { schema: z.string() },
+      },
+    },
+    ...errorResponses("invalid_range", "range_too_wide", "range_not_indexed"),
+  },
+});
+
+const evidenceRoute = createRoute({
+  method: "get",
+  path: "/{orderId}/evidence",
+  summary:
+    "An order's evidence: transfers with block hash and confirmations now, the matching rule, refunds, rewards, events and deliveries",
+  security: [{ apiKey: [] }],
+  request: { params: OrderParam },
+  responses: {
+    200: { description: "The evidence", content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
+    ...errorResponses("not_found"),
+  },
+});
+
 export function orderRoutes(context: AppContext) {
   const fulfil: RouteHandler<typeof fulfilRoute, AppEnv & { Variables: PartnerVariables }> = async (c) => {
     const partnerId = c.get("partner").id;
@@ -110,8 +153,26 @@ export function orderRoutes(context: AppContext) {
     return c.json(await readOrder(context, { partnerId, orderId }), 200);
   };
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
-    .openapi(readRoute, async (c) =>
-      c.json(await readOrder(context, { partnerId: c.get("partner").id, orderId: c.req.valid("param").orderId }), 200),
+    .openapi(listRoute, async (c) => {
+      const { status, cursor, limit, ...query } = c.req.valid("query");
+      const scope = readScope(c);
+      if (wantsCsv(c.req.header("Accept")))
+        return c.body(await ordersCsv(context, { scope, query, status }), 200, {
+          "Content-Type": "text/csv; charset=utf-8",
+          "Content-Disposition": 'attachment; filename="orders.csv"',
+          "Cache-Control": "no-store",
+        });
+      return c.json(await ordersReport(context, { scope, query, status, cursor, limit }), 200);
+    })
+    .openapi(evidenceRoute, async (c) =>
+      c.json(await orderEvidence(context, { scope: readScope(c), orderId: c.req.valid("param").orderId }), 200),
     )
+    .openapi(readRoute, async (c) => {
+      const { orderId } = c.req.valid("param");
+      // An auditor reading across partners reads the order of whichever partner it belongs to.
+      const partnerId = readScope(c).partnerId ?? (await findOrder(context.store, orderId))?.partnerId;
+      if (partnerId === undefined) throw problems.notFound(`Order ${orderId}`);
+      return c.json(await readOrder(context, { partnerId, orderId }), 200);
+    })
     .openapi(fulfilRoute, fulfil);
 }

@@ -418,3 +418,52 @@ export async function paymentsPage(
     expectedAmount: expected_amount == null ? null : BigInt(expected_amount),
   }));
 }
+
+/** A recorded payment with the order of the session it is linked to (accounting: what the service made of a transfer). */
+export type PaymentWithOrder = Payment & { orderId: string | null };
+
+/**
+ * The payments recorded for these transfers, keyed `${chainId}:${lower-case tx}:${logIndex}`
+ * (the ledger's facts, api/accounting/ledger-facts.ts); a transfer never recorded is absent.
+ */
+export async function paymentsByKeys(db: Kysely<Database>, keys: readonly PaymentKey[]): Promise<Map<string, PaymentWithOrder>> {
+  const found = new Map<string, PaymentWithOrder>();
+  const hashesByChain = new Map<number, Set<string>>();
+  for (const key of keys) {
+    const hashes = hashesByChain.get(key.chainId) ?? new Set<string>();
+    hashes.add(key.transactionHash.toLowerCase());
+    hashesByChain.set(key.chainId, hashes);
+  }
+  for (const [chainId, hashes] of hashesByChain) {
+    const all = [...hashes];
+    // Bounded IN lists: a page of a thousand transfers stays one statement per few hundred hashes.
+    for (let start = 0; start < all.length; start += 500) {
+      const rows = await db
+        .selectFrom("payment")
+        .leftJoin("checkout_session", "checkout_session.id", "payment.session_id")
+        .selectAll("payment")
+        .select("checkout_session.order_id")
+        .where("payment.chain_id", "=", chainId)
+        .where("payment.transaction_hash", "in", all.slice(start, start + 500))
+        .execute();
+      for (const row of rows) {
+        const payment = toPayment(row);
+        found.set(`${payment.chainId}:${payment.transactionHash}:${payment.logIndex}`, { ...payment, orderId: row.order_id });
+      }
+    }
+  }
+  return found;
+}
+
+/** Every payment linked to a session of this order (settled, attached, pending or unresolved), oldest first: an order's evidence. */
+export async function paymentsOfOrder(db: Kysely<Database>, orderId: string): Promise<Payment[]> {
+  const rows = await db
+    .selectFrom("payment")
+    .innerJoin("checkout_session", "checkout_session.id", "payment.session_id")
+    .selectAll("payment")
+    .where("checkout_session.order_id", "=", orderId)
+    .orderBy("payment.block_number")
+    .orderBy("payment.log_index")
+    .execute();
+  return rows.map(toPayment);
+}

@@ -1,4 +1,5 @@
 import type { Generated } from "kysely";
+import type { AccountingTables } from "./accounting-tables.js";
 import type { HostedTables } from "./hosted-tables.js";
 import type { MemberTables } from "./member-tables.js";
 import type { OperatorTables } from "./operator-tables.js";
@@ -24,7 +25,8 @@ export interface Database
     OperatorTables,
     RewardTables,
     RelayLimitTables,
-    RefundTables {
+    RefundTables,
+    AccountingTables {
   partner: PartnerTable;
   api_key: ApiKeyTable;
   payment_address: PaymentAddressTable;
@@ -46,7 +48,11 @@ export interface ApiKeyTable {
   key_prefix: string;
   created_at: number;
   revoked_at: number | null;
+  /** `full` (every call) or `read` (GET only, `rk_…` keys; migration 0014). */
+  scope: ApiKeyScope;
 }
+
+export type ApiKeyScope = "full" | "read";
 
 export interface PaymentAddressTable {
   id: string;

@@ -17,6 +17,7 @@ import * as m0010 from "./migrations/0010_partner_members.js";
 import * as m0011 from "./migrations/0011_gasless_relay.js";
 import * as m0012 from "./migrations/0012_relay_limits.js";
 import * as m0013 from "./migrations/0013_refunds.js";
+import * as m0014 from "./migrations/0014_accounting.js";
 import * as m0015 from "./migrations/0015_rewards.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   "0011_gasless_relay": m0011,
   "0012_relay_limits": m0012,
   "0013_refunds": m0013,
+  "0014_accounting": m0014,
   "0015_rewards": m0015,
 };
 

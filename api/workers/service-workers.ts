@@ -1,3 +1,4 @@
+import { reconciliationWorker } from "../accounting/reconciliation-worker.js";
 import type { AppContext } from "../app-context.js";
 import { mintConfirmer } from "../certificates/mint-confirmer.js";
 import { relayWorker } from "../gasless/relay-worker.js";
@@ -21,5 +22,7 @@ export function serviceWorkers(context: AppContext): Worker[] {
     relayWorker(context),
     rewardClaimWorker(context),
     refundWorker(context),
+    // Accounting (docs/accounting.md): every payment address checked against the chain.
+    reconciliationWorker(context),
   ];
 }

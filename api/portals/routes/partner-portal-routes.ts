@@ -6,7 +6,13 @@ import { createPartnerKey, pageOfApiKeys, partnerDetails, revokePartnerKey } fro
 import type { MemberVariables } from "../partner-portal.js";
 import { jsonResponse, PageQuery, problemResponses } from "./schemas.js";
 
-const KeySchema = z.object({ id: z.string(), prefix: z.string(), createdAt: z.string(), revokedAt: z.string().nullable() });
+const KeySchema = z.object({
+  id: z.string(),
+  prefix: z.string(),
+  scope: z.enum(["full", "read"]).openapi({ description: "`read`: a read-only key (`rk_…`), GETs only" }),
+  createdAt: z.string(),
+  revokedAt: z.string().nullable(),
+});
 
 /**
  * `/api/partner/api-keys` and `/api/partner/profile`: what only the console's partner
@@ -83,12 +89,23 @@ export function partnerPortalRoutes(context: AppContext) {
         tags,
         security,
         summary: "Issue an API key (the key is shown in this answer only)",
-        responses: { 201: jsonResponse("The key", z.object({ id: z.string(), apiKey: z.string() })), ...problemResponses },
+        description: '`scope: "read"` issues a read-only key (`rk_…`) for an accountant: every GET, nothing else.',
+        request: {
+          body: {
+            required: false,
+            content: { "application/json": { schema: z.object({ scope: z.enum(["full", "read"]).default("full") }).strict() } },
+          },
+        },
+        responses: {
+          201: jsonResponse("The key", z.object({ id: z.string(), apiKey: z.string(), scope: z.enum(["full", "read"]) })),
+          ...problemResponses,
+        },
       }),
       async (c) => {
         const actor = { role: "partner" as const, address: c.get("portalSession").address };
-        const key = await createPartnerKey(context.store, actor, { partnerId: c.get("partner").id, mode: keyMode });
-        return c.json({ id: key.id, apiKey: key.apiKey }, 201);
+        const scope = (c.req.valid("json") as { scope?: "full" | "read" } | undefined)?.scope ?? "full";
+        const key = await createPartnerKey(context.store, actor, { partnerId: c.get("partner").id, mode: keyMode, scope });
+        return c.json({ id: key.id, apiKey: key.apiKey, scope: key.scope }, 201);
       },
     )
     .openapi(

@@ -247,6 +247,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Orders created in a range (accounting), the same shape as GET /v1/orders/{orderId}
+         * @description `Accept: text/csv` streams the whole range as CSV (columns in docs/accounting.md).
+         */
+        get: operations["getV1Orders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orders/{orderId}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An order's evidence: transfers with block hash and confirmations now, the matching rule, refunds, rewards, events and deliveries */
+        get: operations["getV1OrdersByOrderIdEvidence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orders/{orderId}": {
         parameters: {
             query?: never;
@@ -578,6 +615,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/partner/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Orders created in a range (accounting), the same shape as GET /v1/orders/{orderId}
+         * @description `Accept: text/csv` streams the whole range as CSV (columns in docs/accounting.md).
+         */
+        get: operations["getApiPartnerOrders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/orders/{orderId}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An order's evidence: transfers with block hash and confirmations now, the matching rule, refunds, rewards, events and deliveries */
+        get: operations["getApiPartnerOrdersByOrderIdEvidence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/orders/{orderId}": {
         parameters: {
             query?: never;
@@ -767,7 +841,10 @@ export interface paths {
         /** The partner's API keys (prefixes only), oldest first */
         get: operations["getApiPartnerApiKeys"];
         put?: never;
-        /** Issue an API key (the key is shown in this answer only) */
+        /**
+         * Issue an API key (the key is shown in this answer only)
+         * @description `scope: "read"` issues a read-only key (`rk_…`) for an accountant: every GET, nothing else.
+         */
         post: operations["postApiPartnerApiKeys"];
         delete?: never;
         options?: never;
@@ -1032,6 +1109,78 @@ export interface paths {
         post?: never;
         /** Remove the logo */
         delete: operations["deleteV1BrandingLogo"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's API keys (prefixes and scopes only), oldest first */
+        get: operations["getV1ApiKeys"];
+        put?: never;
+        /**
+         * Create a read-only key (for an accountant): every GET of the partner API, nothing else
+         * @description A full key may mint read-only keys only (`scope: "read"`). The key is shown in this answer only; the service keeps its SHA-256.
+         */
+        post: operations["postV1ApiKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a read-only key (full keys are revoked from the console or the operator CLI) */
+        delete: operations["deleteV1ApiKeysByKeyId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The ledger: every movement through the payment addresses in a range, with its evidence and kind */
+        get: operations["getV1Ledger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance */
+        get: operations["getV1ReportsReconciliation"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3292,6 +3441,18 @@ export interface components {
                 belowFloor: boolean;
                 warning: string | null;
             }[];
+            /** @description Payment addresses whose balance on the chain differs from the index's at the latest check (docs/accounting.md); null when the store cannot be read */
+            accounting: {
+                unreconciled: {
+                    chainId: number;
+                    paymentAddress: string;
+                    blockNumber: string;
+                    computedBalance: string;
+                    chainBalance: string;
+                    difference: string;
+                    checkedAt: string;
+                }[];
+            } | null;
         };
         Transfer: {
             network: string;
@@ -3745,6 +3906,65 @@ export interface components {
         } | {
             transactionHash: string;
         };
+        NewReadOnlyKey: {
+            id: string;
+            /** @description `rk_test_…` or `rk_live_…`, shown in this answer only */
+            key: string;
+            /** @enum {string} */
+            scope: "read";
+            createdAt: string;
+        };
+        ApiKey: {
+            id: string;
+            prefix: string;
+            /** @enum {string} */
+            scope: "full" | "read";
+            createdAt: string;
+            revokedAt: string | null;
+        };
+        LedgerEntry: {
+            /** @enum {string} */
+            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim";
+            reason?: string;
+            chainId: number;
+            blockNumber: string;
+            blockHash: string;
+            transactionHash: string;
+            logIndex: number;
+            from: string;
+            to: string;
+            /** @description USDC base units */
+            value: string;
+            paymentAddress: string;
+            orderId?: string;
+            refundId?: string;
+            rewardId?: string;
+        };
+        Reconciliation: {
+            fromBlock: string;
+            toBlock: string;
+            data: {
+                chainId: number;
+                partnerId: string;
+                paymentAddress: string;
+                openingBalance: string;
+                closingBalance: string;
+                chainBalance: string;
+                /** @description chainBalance − closingBalance */
+                difference: string;
+                reconciled: boolean;
+                sums: {
+                    settled: string;
+                    underpaid: string;
+                    overpaid: string;
+                    late: string;
+                    unmatched_in: string;
+                    refund: string;
+                    unmatched_out: string;
+                    reward_claim: string;
+                };
+            }[];
+        };
         PublicCheckoutSession: {
             id: string;
             /** @enum {string} */
@@ -3960,7 +4180,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -4264,6 +4484,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -4335,6 +4567,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
                     };
                 };
             };
@@ -4410,6 +4654,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -4593,6 +4849,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -4695,6 +4963,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -4811,6 +5091,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -4910,6 +5202,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
                     };
                 };
             };
@@ -5159,6 +5463,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -5341,6 +5657,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -5444,6 +5772,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -5562,6 +5902,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -5664,6 +6016,190 @@ export interface operations {
                             } | null;
                             authorization: components["schemas"]["RelayView"];
                         };
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1Orders: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                status?: "awaiting_payment" | "paid" | "fulfilled";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Order"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1OrdersByOrderIdEvidence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The evidence */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5862,6 +6398,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -5973,6 +6521,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -6051,6 +6611,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -6172,6 +6744,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -6283,6 +6867,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -6363,7 +6959,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6371,7 +6967,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "read_only_key";
                     };
                 };
             };
@@ -6503,7 +7099,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6511,7 +7107,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "read_only_key";
                     };
                 };
             };
@@ -8208,6 +8804,202 @@ export interface operations {
             };
         };
     };
+    getApiPartnerOrders: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                status?: "awaiting_payment" | "paid" | "fulfilled";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Order"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerOrdersByOrderIdEvidence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The evidence */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
     getApiPartnerOrdersByOrderId: {
         parameters: {
             query?: never;
@@ -9680,6 +10472,11 @@ export interface operations {
                         data: {
                             id: string;
                             prefix: string;
+                            /**
+                             * @description `read`: a read-only key (`rk_…`), GETs only
+                             * @enum {string}
+                             */
+                            scope: "full" | "read";
                             createdAt: string;
                             revokedAt: string | null;
                         }[];
@@ -9804,7 +10601,17 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @default full
+                     * @enum {string}
+                     */
+                    scope?: "full" | "read";
+                };
+            };
+        };
         responses: {
             /** @description The key */
             201: {
@@ -9815,6 +10622,8 @@ export interface operations {
                     "application/json": {
                         id: string;
                         apiKey: string;
+                        /** @enum {string} */
+                        scope: "full" | "read";
                     };
                 };
             };
@@ -10098,6 +10907,18 @@ export interface operations {
                     "application/json": components["schemas"]["RewardSettings"];
                 };
             };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
             /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
             401: {
                 headers: {
@@ -10107,6 +10928,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
                     };
                 };
             };
@@ -10182,6 +11015,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -10270,6 +11115,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
                     };
                 };
             };
@@ -10431,6 +11288,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -10542,6 +11411,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -11486,6 +12367,18 @@ export interface operations {
                     "application/json": components["schemas"]["Branding"];
                 };
             };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
             /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
             401: {
                 headers: {
@@ -11495,6 +12388,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
                     };
                 };
             };
@@ -11573,6 +12478,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -11656,6 +12573,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Too large: `logo_too_large`, `payload_too_large` (see the problem catalogue) */
             413: {
                 headers: {
@@ -11736,6 +12665,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
             /** @description Too large: `payload_too_large` (see the problem catalogue) */
             413: {
                 headers: {
@@ -11745,6 +12686,490 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1ApiKeys: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1ApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    scope: "read";
+                };
+            };
+        };
+        responses: {
+            /** @description The key */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NewReadOnlyKey"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    deleteV1ApiKeysByKeyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1Ledger: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries (or, with `Accept: text/csv`, the whole range as CSV) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        fromBlock: string;
+                        toBlock: string;
+                        data: components["schemas"]["LedgerEntry"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1ReportsReconciliation: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per payment address */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reconciliation"];
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
                     };
                 };
             };
@@ -24031,6 +25456,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -24124,6 +25561,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };
@@ -24324,6 +25773,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
                     };
                 };
             };

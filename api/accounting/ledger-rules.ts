@@ -1,0 +1,143 @@
+import type { Address, Hex } from "viem";
+import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import type { PaymentStatus } from "../store/database.js";
+
+/**
+ * What the service made of each movement of money through a payment address
+ * (docs/accounting.md, "Kinds"). Pure: an indexed transfer plus the facts gathered
+ * for it (api/accounting/ledger-facts.ts) give its ledger entries.
+ */
+export const LEDGER_KINDS = [
+  "settled",
+  "underpaid",
+  "overpaid",
+  "late",
+  "unmatched_in",
+  "refund",
+  "unmatched_out",
+  "reward_claim",
+] as const;
+export type LedgerKind = (typeof LEDGER_KINDS)[number];
+
+/** Money in, by kind. */
+export const INCOMING_KINDS: readonly LedgerKind[] = ["settled", "underpaid", "overpaid", "late", "unmatched_in"];
+
+/** The reconciliation's sums: every kind, always present ("0" when empty). */
+export const SUM_CATEGORIES = LEDGER_KINDS;
+
+/** What the settlement worker recorded for an incoming transfer (payment-record.ts). */
+export type PaymentFact = { status: PaymentStatus; reason: string | null; orderId: string | null };
+/** What the refunds record made of an outgoing transfer (api/refunds/outgoing-transfer-record.ts, once wired). */
+export type OutgoingFact = { status: "matched" | "unmatched"; refundId: string | null };
+/** A `RewardClaimed` seen in the same transaction (the distributor's `transferFrom` from the funder). */
+export type RewardClaimFact = { rewardId: string; funder: Address; recipient: Address; amount: bigint };
+
+export type TransferFacts = {
+  /** The payment recorded for this transfer, when it is incoming and the settlement worker saw it. */
+  payment?: PaymentFact;
+  /** The outgoing-transfer record's match, when it is outgoing. */
+  outgoing?: OutgoingFact;
+  /** Reward claims of the transfer's transaction. */
+  rewardClaims?: readonly RewardClaimFact[];
+};
+
+export type Classification = {
+  kind: LedgerKind;
+  reason?: string;
+  orderId?: string;
+  refundId?: string;
+  rewardId?: string;
+};
+
+/** A ledger entry, in domain form: one leg of a transfer seen from one payment address. */
+export type LedgerEntry = Classification & {
+  chainId: number;
+  blockNumber: bigint;
+  blockHash: Hex;
+  blockTimestamp: bigint;
+  transactionHash: Hex;
+  logIndex: number;
+  from: Address;
+  to: Address;
+  value: bigint;
+  paymentAddress: Address;
+  /** 0: money out of `paymentAddress`; 1: money in. A transfer between two watched addresses has both legs. */
+  leg: 0 | 1;
+};
+
+/** Reasons of an unresolved payment that have a kind of their own (SPEC 11). */
+const REASON_KINDS: Record<string, LedgerKind> = { underpaid: "underpaid", overpaid: "overpaid", late: "late" };
+
+/** Money into a payment address. */
+export function classifyIncoming(payment: PaymentFact | undefined): Classification {
+  const order = payment?.orderId ? { orderId: payment.orderId } : {};
+  if (payment === undefined) return { kind: "unmatched_in", reason: "not_yet_processed" };
+  switch (payment.status) {
+    case "settled":
+    case "attached":
+      // An unresolved payment attached to an order later is a settlement too (its reason is kept for the record).
+      return { kind: "settled", ...order };
+    case "pending":
+      return { kind: "unmatched_in", reason: "awaiting_confirmations", ...order };
+    case "reorged":
+      return { kind: "unmatched_in", reason: "reorged", ...order };
+    case "unresolved":
+    case "refund_requested": {
+      const reason = payment.reason ?? "unmatched";
+      const kind = REASON_KINDS[reason];
+      return kind === undefined ? { kind: "unmatched_in", reason, ...order } : { kind, reason, ...order };
+    }
+  }
+}
+
+/** Money out of a payment address: a reward claim paid from it, a refund, or the partner's own move. */
+export function classifyOutgoing(
+  transfer: Pick<IndexedTransfer, "from" | "to" | "value">,
+  facts: Pick<TransferFacts, "outgoing" | "rewardClaims">,
+): Classification {
+  const claim = facts.rewardClaims?.find(
+    (candidate) =>
+      candidate.funder.toLowerCase() === transfer.from.toLowerCase() &&
+      candidate.recipient.toLowerCase() === transfer.to.toLowerCase() &&
+      candidate.amount === transfer.value,
+  );
+  if (claim !== undefined) return { kind: "reward_claim", rewardId: claim.rewardId };
+  if (facts.outgoing?.status === "matched" && facts.outgoing.refundId !== null)
+    return { kind: "refund", refundId: facts.outgoing.refundId };
+  return { kind: "unmatched_out" };
+}
+
+/**
+ * The entries of one transfer for the payment addresses in view (lower case): an
+ * outgoing leg when it leaves one of them, an incoming leg when it reaches one (both
+ * for a move between two of them), outgoing first.
+ */
+export function ledgerEntriesOf(transfer: IndexedTransfer, facts: TransferFacts, addresses: ReadonlySet<string>): LedgerEntry[] {
+  const base = {
+    chainId: transfer.chainId,
+    blockNumber: transfer.blockNumber,
+    blockHash: transfer.blockHash,
+    blockTimestamp: transfer.blockTimestamp,
+    transactionHash: transfer.transactionHash,
+    logIndex: transfer.logIndex,
+    from: transfer.from,
+    to: transfer.to,
+    value: transfer.value,
+  };
+  const entries: LedgerEntry[] = [];
+  if (addresses.has(transfer.from.toLowerCase()))
+    entries.push({ ...base, ...classifyOutgoing(transfer, facts), paymentAddress: transfer.from, leg: 0 });
+  if (addresses.has(transfer.to.toLowerCase()))
+    entries.push({ ...base, ...classifyIncoming(facts.payment), paymentAddress: transfer.to, leg: 1 });
+  return entries;
+}
+
+/** Sums per kind, every kind present. */
+export function emptySums(): Record<LedgerKind, bigint> {
+  return Object.fromEntries(SUM_CATEGORIES.map((kind) => [kind, 0n])) as Record<LedgerKind, bigint>;
+}
+
+/** The effect of an entry on its payment address's balance. */
+export function signedValue(entry: Pick<LedgerEntry, "leg" | "value">): bigint {
+  return entry.leg === 1 ? entry.value : -entry.value;
+}

@@ -1,0 +1,139 @@
+import { z } from "zod";
+import type { AppContext } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
+import { keysetPage, type Page } from "../http/cursor.js";
+import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
+import { gatherLedgerFacts } from "./ledger-facts.js";
+import { type LedgerEntry, ledgerEntriesOf } from "./ledger-rules.js";
+import type { ResolvedRange } from "./range.js";
+
+/** Whose books: one partner's payment addresses, or every partner's (an auditor). */
+export type BooksScope = { partnerId: string | undefined };
+
+/** A ledger entry on the wire (SPEC 17): amounts and blocks as decimal strings, addresses EIP-55, optional ids only when set. */
+export type LedgerEntryView = {
+  kind: string;
+  reason?: string;
+  chainId: number;
+  blockNumber: string;
+  blockHash: string;
+  transactionHash: string;
+  logIndex: number;
+  from: string;
+  to: string;
+  value: string;
+  paymentAddress: string;
+  orderId?: string;
+  refundId?: string;
+  rewardId?: string;
+};
+
+export function ledgerEntryView(entry: LedgerEntry): LedgerEntryView {
+  return {
+    kind: entry.kind,
+    ...(entry.reason === undefined ? {} : { reason: entry.reason }),
+    chainId: entry.chainId,
+    blockNumber: entry.blockNumber.toString(),
+    blockHash: entry.blockHash,
+    transactionHash: entry.transactionHash,
+    logIndex: entry.logIndex,
+    from: checksum(entry.from),
+    to: checksum(entry.to),
+    value: entry.value.toString(),
+    paymentAddress: checksum(entry.paymentAddress),
+    ...(entry.orderId === undefined ? {} : { orderId: entry.orderId }),
+    ...(entry.refundId === undefined ? {} : { refundId: entry.refundId }),
+    ...(entry.rewardId === undefined ? {} : { rewardId: entry.rewardId }),
+  };
+}
+
+/** The payment addresses in view on the range's chain (lower case). */
+export async function booksAddresses(context: Pick<AppContext, "store">, scope: BooksScope, chainId: number) {
+  return paymentAddressesOnChain(context.store, { chainId, partnerId: scope.partnerId });
+}
+
+type Position = { blockNumber: bigint; logIndex: number; leg: 0 | 1 };
+
+const after = (entry: Position, position: Position) =>
+  entry.blockNumber !== position.blockNumber
+    ? entry.blockNumber > position.blockNumber
+    : entry.logIndex !== position.logIndex
+      ? entry.logIndex > position.logIndex
+      : entry.leg > position.leg;
+
+/**
+ * Up to `take` entries of the range after `position`, in (block, log index, leg)
+ * order. A transfer may give two entries (between two watched addresses), so the
+ * transfer at the position is read again and its legs up to the position dropped;
+ * `take + 1` transfers then always give `take` entries when that many remain.
+ */
+async function entriesAfter(
+  context: Pick<AppContext, "store" | "indexed">,
+  params: { range: ResolvedRange; addresses: ReadonlySet<string>; position: Position | undefined; take: number },
+): Promise<LedgerEntry[]> {
+  const { range, position } = params;
+  if (params.addresses.size === 0 || range.fromBlock > range.toBlock) return [];
+  const transfers = await context.indexed.transfers({
+    chainIds: [range.chainId],
+    involving: [...params.addresses] as `0x${string}`[],
+    fromBlock: range.fromBlock,
+    toBlock: range.toBlock,
+    after:
+      position === undefined
+        ? undefined
+        : { chainId: range.chainId, blockNumber: position.blockNumber, logIndex: position.logIndex - 1 },
+    limit: params.take + 1,
+  });
+  const facts = await gatherLedgerFacts(context, transfers, params.addresses);
+  const entries = transfers
+    .flatMap((transfer) => ledgerEntriesOf(transfer, facts(transfer), params.addresses))
+    .filter((entry) => position === undefined || after(entry, position));
+  return entries.slice(0, params.take);
+}
+
+const LedgerCursor = z.object({
+  b: z
+    .string()
+    .regex(/^\d{1,19}$/)
+    .refine((value) => BigInt(value) <= 2n ** 63n - 1n),
+  l: z.number().int().min(0).max(2_147_483_647),
+  g: z.union([z.literal(0), z.literal(1)]),
+});
+
+/** `GET /v1/ledger`: one page of the range's entries, keyset-paged on (block, log index, leg). */
+export async function ledgerPage(
+  context: Pick<AppContext, "store" | "indexed">,
+  params: { scope: BooksScope; range: ResolvedRange; cursor?: string; limit: number },
+): Promise<Page<LedgerEntryView>> {
+  const addresses = new Set((await booksAddresses(context, params.scope, params.range.chainId)).map((row) => row.address));
+  return keysetPage({
+    cursor: params.cursor,
+    limit: params.limit,
+    key: LedgerCursor,
+    keyOf: (entry: LedgerEntry) => ({ b: entry.blockNumber.toString(), l: entry.logIndex, g: entry.leg }),
+    fetch: (key, take) =>
+      entriesAfter(context, {
+        range: params.range,
+        addresses,
+        position: key === undefined ? undefined : { blockNumber: BigInt(key.b), logIndex: key.l, leg: key.g },
+        take,
+      }),
+    view: (entries) => entries.map(ledgerEntryView),
+  });
+}
+
+/** Every entry of the range, a page at a time (exports and the reconciliation: nothing holds the whole range). */
+export async function* ledgerPages(
+  context: Pick<AppContext, "store" | "indexed">,
+  params: { range: ResolvedRange; addresses: ReadonlySet<string>; pageSize?: number },
+): AsyncGenerator<LedgerEntry[]> {
+  const take = params.pageSize ?? 1000;
+  let position: Position | undefined;
+  for (;;) {
+    const entries = await entriesAfter(context, { range: params.range, addresses: params.addresses, position, take });
+    if (entries.length > 0) yield entries;
+    if (entries.length < take) return;
+    const last = entries.at(-1) as LedgerEntry;
+    position = { blockNumber: last.blockNumber, logIndex: last.logIndex, leg: last.leg };
+  }
+}

@@ -1,0 +1,140 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { wantsCsv } from "../accounting/csv-export.js";
+import { LEDGER_KINDS, SUM_CATEGORIES } from "../accounting/ledger-rules.js";
+import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
+import type { AppContext } from "../app-context.js";
+import { errorResponses } from "../http/openapi-contract.js";
+import { type PartnerVariables, readScope } from "../http/partner-auth.js";
+import type { AppEnv } from "./app-env.js";
+
+/** A range (docs/accounting.md, "Ranges"): kept as text here so that the one parser answers `invalid_range`. */
+export const RangeQuerySchema = z.object({
+  chainId: z.string().max(20).optional().openapi({ description: "Needed only when several networks are enabled" }),
+  fromBlock: z.string().max(40).optional().openapi({ description: "First block, inclusive (with `toBlock`)" }),
+  toBlock: z.string().max(40).optional().openapi({ description: "Last block, inclusive" }),
+  from: z
+    .string()
+    .max(40)
+    .optional()
+    .openapi({ description: "ISO 8601, inclusive (with `to`), resolved to blocks by timestamp" }),
+  to: z.string().max(40).optional().openapi({ description: "ISO 8601, exclusive" }),
+  partnerId: z.string().max(100).optional().openapi({ description: "Auditor keys: narrow to one partner" }),
+});
+
+const csvContent = { "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) } };
+
+export const LedgerEntrySchema = z
+  .object({
+    kind: z.enum(LEDGER_KINDS),
+    reason: z.string().optional(),
+    chainId: z.number().int(),
+    blockNumber: z.string(),
+    blockHash: z.string(),
+    transactionHash: z.string(),
+    logIndex: z.number().int(),
+    from: z.string(),
+    to: z.string(),
+    value: z.string().openapi({ description: "USDC base units" }),
+    paymentAddress: z.string(),
+    orderId: z.string().optional(),
+    refundId: z.string().optional(),
+    rewardId: z.string().optional(),
+  })
+  .openapi("LedgerEntry");
+
+const SumsSchema = z.object(Object.fromEntries(SUM_CATEGORIES.map((kind) => [kind, z.string()])) as Record<string, z.ZodString>);
+
+export const ReconciliationSchema = z
+  .object({
+    fromBlock: z.string(),
+    toBlock: z.string(),
+    data: z.array(
+      z.object({
+        chainId: z.number().int(),
+        partnerId: z.string(),
+        paymentAddress: z.string(),
+        openingBalance: z.string(),
+        closingBalance: z.string(),
+        chainBalance: z.string(),
+        difference: z.string().openapi({ description: "chainBalance − closingBalance" }),
+        reconciled: z.boolean(),
+        sums: SumsSchema,
+      }),
+    ),
+  })
+  .openapi("Reconciliation");
+
+const rangeProblems = errorResponses("invalid_range", "range_too_wide", "range_not_indexed");
+
+const ledgerRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "The ledger: every movement through the payment addresses in a range, with its evidence and kind",
+  security: [{ apiKey: [] }],
+  request: {
+    query: RangeQuerySchema.extend({
+      cursor: z.string().max(500).optional(),
+      limit: z.coerce.number().int().min(1).max(500).default(100),
+    }),
+  },
+  responses: {
+    200: {
+      description: "A page of entries (or, with `Accept: text/csv`, the whole range as CSV)",
+      content: {
+        "application/json": {
+          schema: z.object({
+            fromBlock: z.string(),
+            toBlock: z.string(),
+            data: z.array(LedgerEntrySchema),
+            nextCursor: z.string().nullable(),
+          }),
+        },
+        ...csvContent,
+      },
+    },
+    ...rangeProblems,
+  },
+});
+
+const reconciliationRoute = createRoute({
+  method: "get",
+  path: "/reconciliation",
+  summary:
+    "Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance",
+  security: [{ apiKey: [] }],
+  request: { query: RangeQuerySchema },
+  responses: {
+    200: {
+      description: "One row per payment address",
+      content: { "application/json": { schema: ReconciliationSchema }, ...csvContent },
+    },
+    ...rangeProblems,
+  },
+});
+
+const CSV_HEADERS = (name: string) => ({
+  "Content-Type": "text/csv; charset=utf-8",
+  "Content-Disposition": `attachment; filename="${name}.csv"`,
+  "Cache-Control": "no-store",
+});
+
+/** `/v1/ledger` (docs/accounting.md). */
+export function ledgerRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(ledgerRoute, async (c) => {
+    const { cursor, limit, ...query } = c.req.valid("query");
+    const scope = readScope(c);
+    if (wantsCsv(c.req.header("Accept"))) return c.body(await ledgerCsv(context, { scope, query }), 200, CSV_HEADERS("ledger"));
+    return c.json(await ledgerReport(context, { scope, query, cursor, limit }), 200);
+  });
+}
+
+/** `/v1/reports/...` (docs/accounting.md). */
+export function reportRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(reconciliationRoute, async (c) => {
+    const query = c.req.valid("query");
+    const scope = readScope(c);
+    if (wantsCsv(c.req.header("Accept")))
+      return c.body(await reconciliationCsv(context, { scope, query }), 200, CSV_HEADERS("reconciliation"));
+    return c.json(await reconciliationReport(context, { scope, query }), 200);
+  });
+}

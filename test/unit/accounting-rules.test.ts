@@ -1,0 +1,125 @@
+import { describe, expect, it } from "vitest";
+import { csvCell, csvLine } from "../../api/accounting/csv-export.js";
+import { classifyIncoming, classifyOutgoing, ledgerEntriesOf, signedValue } from "../../api/accounting/ledger-rules.js";
+import { firstBlockAtOrAfter, MAX_RANGE_BLOCKS, parseRange } from "../../api/accounting/range.js";
+import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
+
+const A = "0x00000000000000000000000000000000000000aa" as const;
+const B = "0x00000000000000000000000000000000000000bb" as const;
+const C = "0x00000000000000000000000000000000000000cc" as const;
+
+const transfer = (from: `0x${string}`, to: `0x${string}`, value = 5n): IndexedTransfer => ({
+  chainId: 31337,
+  transactionHash: `0x${"1".repeat(64)}`,
+  logIndex: 3,
+  token: C,
+  from,
+  to,
+  value,
+  blockNumber: 10n,
+  blockHash: `0x${"2".repeat(64)}`,
+  blockTimestamp: 1000n,
+  transactionIndex: 0,
+});
+
+const problemCode = (run: () => unknown) => {
+  try {
+    run();
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+  return undefined;
+};
+
+describe("ledger classification", () => {
+  it("names every incoming payment state", () => {
+    expect(classifyIncoming(undefined)).toEqual({ kind: "unmatched_in", reason: "not_yet_processed" });
+    expect(classifyIncoming({ status: "settled", reason: null, orderId: "ord_1" })).toEqual({
+      kind: "settled",
+      orderId: "ord_1",
+    });
+    expect(classifyIncoming({ status: "attached", reason: "underpaid", orderId: "ord_1" })).toEqual({
+      kind: "settled",
+      orderId: "ord_1",
+    });
+    for (const reason of ["underpaid", "overpaid", "late"])
+      expect(classifyIncoming({ status: "unresolved", reason, orderId: "ord_2" })).toEqual({
+        kind: reason,
+        reason,
+        orderId: "ord_2",
+      });
+    expect(classifyIncoming({ status: "unresolved", reason: "wrong_payer", orderId: null })).toEqual({
+      kind: "unmatched_in",
+      reason: "wrong_payer",
+    });
+    expect(classifyIncoming({ status: "pending", reason: null, orderId: null }).reason).toBe("awaiting_confirmations");
+    expect(classifyIncoming({ status: "reorged", reason: null, orderId: null }).reason).toBe("reorged");
+  });
+
+  it("tells a reward claim and a refund from the partner's own outgoing move", () => {
+    const t = transfer(A, B, 7n);
+    expect(classifyOutgoing(t, {})).toEqual({ kind: "unmatched_out" });
+    expect(classifyOutgoing(t, { outgoing: { status: "unmatched", refundId: null } })).toEqual({ kind: "unmatched_out" });
+    expect(classifyOutgoing(t, { outgoing: { status: "matched", refundId: "rf_1" } })).toEqual({
+      kind: "refund",
+      refundId: "rf_1",
+    });
+    expect(classifyOutgoing(t, { rewardClaims: [{ rewardId: "rw_1", funder: A, recipient: B, amount: 7n }] })).toEqual({
+      kind: "reward_claim",
+      rewardId: "rw_1",
+    });
+    // A claim of another amount in the same transaction is not this transfer.
+    expect(classifyOutgoing(t, { rewardClaims: [{ rewardId: "rw_1", funder: A, recipient: B, amount: 8n }] }).kind).toBe(
+      "unmatched_out",
+    );
+  });
+
+  it("gives a move between two watched addresses both legs, out first, and balances them", () => {
+    const entries = ledgerEntriesOf(transfer(A, B), {}, new Set([A, B]));
+    expect(entries.map((entry) => [entry.leg, entry.kind, entry.paymentAddress])).toEqual([
+      [0, "unmatched_out", A],
+      [1, "unmatched_in", B],
+    ]);
+    expect(entries.reduce((sum, entry) => sum + signedValue(entry), 0n)).toBe(0n);
+    expect(ledgerEntriesOf(transfer(C, A), {}, new Set([A]))).toHaveLength(1);
+  });
+});
+
+describe("ranges", () => {
+  it("accepts blocks or times and refuses the rest with stable codes", () => {
+    expect(parseRange({ fromBlock: "5", toBlock: "9" })).toMatchObject({ basis: "blocks", fromBlock: 5n, toBlock: 9n });
+    expect(parseRange({ from: "2026-01-01", to: "2026-02-01T00:00:00Z" })).toMatchObject({
+      basis: "times",
+      fromTime: Date.UTC(2026, 0, 1),
+      toTime: Date.UTC(2026, 1, 1),
+    });
+    expect(problemCode(() => parseRange({}))).toBe("invalid_range");
+    expect(problemCode(() => parseRange({ fromBlock: "9", toBlock: "5" }))).toBe("invalid_range");
+    expect(problemCode(() => parseRange({ fromBlock: "abc", toBlock: "5" }))).toBe("invalid_range");
+    expect(problemCode(() => parseRange({ fromBlock: "1e3", toBlock: "5000" }))).toBe("invalid_range");
+    expect(problemCode(() => parseRange({ fromBlock: "1", to: "2026-01-01" }))).toBe("invalid_range");
+    expect(problemCode(() => parseRange({ from: "yesterday", to: "2026-01-01" }))).toBe("invalid_range");
+    expect(problemCode(() => parseRange({ from: "2026-02-01", to: "2026-01-01" }))).toBe("invalid_range");
+    expect(problemCode(() => parseRange({ fromBlock: "0", toBlock: String(MAX_RANGE_BLOCKS) }))).toBe("range_too_wide");
+    expect(parseRange({ fromBlock: "0", toBlock: String(MAX_RANGE_BLOCKS - 1n) }).basis).toBe("blocks");
+    expect(problemCode(() => parseRange({ from: "2025-01-01", to: "2026-01-03" }))).toBe("range_too_wide");
+  });
+
+  it("finds the first block at or after a time by binary search over block timestamps", async () => {
+    const stamps = [100n, 100n, 102n, 105n, 105n, 110n];
+    const clock = async (block: bigint) => stamps[Number(block)] as bigint;
+    expect(await firstBlockAtOrAfter(clock, 100n, 0n, 5n)).toBe(0n);
+    expect(await firstBlockAtOrAfter(clock, 101n, 0n, 5n)).toBe(2n);
+    expect(await firstBlockAtOrAfter(clock, 105n, 0n, 5n)).toBe(3n);
+    expect(await firstBlockAtOrAfter(clock, 111n, 0n, 5n)).toBe(6n);
+  });
+});
+
+describe("CSV", () => {
+  it("neutralises formulas, quotes per RFC 4180 and leaves signed numbers alone", () => {
+    for (const text of ["=1+1", "+1", "-x", "@SUM(A1)", "\tcmd", "\rcmd"]) expect(csvCell(text).replace(/^"/, "")[0]).toBe("'");
+    expect(csvCell("-100")).toBe("-100");
+    expect(csvCell('a "b", c')).toBe('"a ""b"", c"');
+    expect(csvLine(["a", 1n, null, true])).toBe("a,1,,true\r\n");
+  });
+});
