@@ -20,5 +20,3 @@ export function rewardView(reward: Reward) {
     createdAt: new Date(reward.createdAt).toISOString(),
   };
 }
-
-export type RewardView = ReturnType<typeof rewardView>;
