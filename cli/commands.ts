@@ -23,21 +23,10 @@ import {
 } from "../api/portals/partner-admin.js";
 import type { PartnerMemberRole } from "../api/store/member-tables.js";
 import { migrateStore, openStore, type Store } from "../api/store/open-store.js";
+import { type Command, type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
+import { deployServiceContracts } from "./deploy-contracts.js";
 
-export class UsageError extends Error {
-  override name = "UsageError";
-}
-
-export type CommandContext = {
-  env: NodeJS.ProcessEnv;
-  args: string[];
-  options: Record<string, string | boolean | undefined>;
-  readConfig: () => { config: ServiceConfig; problems: string[] };
-};
-
-/** What a command prints: `text` for people, `json` for scripts (`--json`). */
-export type CommandResult = { text: string; json: unknown };
-type Command = (context: CommandContext) => Promise<CommandResult>;
+export { type CommandContext, type CommandResult, UsageError };
 
 function option(context: CommandContext, name: string): string {
   const value = context.options[name];
@@ -80,6 +69,7 @@ async function withStore<result>(
 const at = (value: string | null) => value ?? "-";
 
 export const commands: Record<string, Command> = {
+  "contracts deploy": deployServiceContracts,
   async "config check"(context) {
     const config = await prepareStart(context.env, "check");
     const networks = config.networks.map((network) => ({

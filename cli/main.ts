@@ -32,6 +32,9 @@ export const USAGE = `Usage: npx settlement <command> [options] [--json]
   member add --partner <id> <wallet> [--role admin|member]
   member list --partner <id>
   webhook test <endpointId>            send a signed test event to a partner's endpoint now
+  contracts deploy --network <name> --deployer-key-file <file>
+                                       deploy the certificate and reward contracts (vouchers:
+                                       VOUCHER_KEY_FILE) and print the variables to set
 
 The environment is the service's (docs/configuration.md). --json prints one JSON
 document for scripts. Exit codes: 0 done, 1 refused, 2 usage, 78 configuration.`;
@@ -92,6 +95,7 @@ function parse(argv: string[]) {
       network: { type: "string" },
       address: { type: "string" },
       role: { type: "string" },
+      "deployer-key-file": { type: "string" },
     },
   });
 }
