@@ -23,9 +23,11 @@ export async function deployServiceContracts(context: CommandContext): Promise<C
   if (typeof keyFile !== "string") throw new UsageError("--deployer-key-file is required (64 hex digits; it pays the gas).");
   const prefix = envPrefix(network);
   const rpcUrl = context.env[`${prefix}RPC_URL`];
-  if (rpcUrl === undefined || rpcUrl.trim() === "") throw new UsageError(`${prefix}RPC_URL is required: the node to deploy through.`);
+  if (rpcUrl === undefined || rpcUrl.trim() === "")
+    throw new UsageError(`${prefix}RPC_URL is required: the node to deploy through.`);
   const voucherKeyPath = context.env.VOUCHER_KEY_FILE;
-  if (voucherKeyPath === undefined) throw new UsageError("VOUCHER_KEY_FILE is required: the contracts accept vouchers signed by it.");
+  if (voucherKeyPath === undefined)
+    throw new UsageError("VOUCHER_KEY_FILE is required: the contracts accept vouchers signed by it.");
   const deployer = readKeyFile("--deployer-key-file", keyFile);
   const voucher = readKeyFile("VOUCHER_KEY_FILE", voucherKeyPath);
   if ("problem" in deployer) throw new UsageError(deployer.problem);

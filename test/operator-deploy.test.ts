@@ -40,7 +40,9 @@ describe("settlement contracts deploy", () => {
     const out = run.json();
     const node = createPublicClient({ transport: http(anvil.rpcUrl) });
     const signer = privateKeyToAccount(voucherKey).address;
-    expect(await node.readContract({ address: out.certificate, abi: certificateNftAbi, functionName: "voucherSigner" })).toBe(signer);
+    expect(await node.readContract({ address: out.certificate, abi: certificateNftAbi, functionName: "voucherSigner" })).toBe(
+      signer,
+    );
     expect(
       await node.readContract({ address: out.rewardDistributor, abi: rewardDistributorAbi, functionName: "voucherSigner" }),
     ).toBe(signer);
