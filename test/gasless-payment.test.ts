@@ -335,8 +335,11 @@ describe("relayer faults", () => {
         (partnerView as unknown as { gasless: { authorization: { failure: { code: string } } } }).gasless.authorization.failure
           .code,
       ).toBe("relayer_out_of_funds");
-      const health = await expectJson(await fetch(`${stack.ponder.baseUrl}/v1/health`), 200);
-      expect(health.relayers[0]).toMatchObject({ balanceWei: "0", lowBalance: true });
+      // Under its balance floor the relayer degrades health (docs/security.md, relayer limits).
+      const health = await expectJson(await fetch(`${stack.ponder.baseUrl}/v1/health`), 503);
+      expect(health.status).toBe("degraded");
+      expect(health.reasons).toContainEqual(expect.objectContaining({ check: "relayer", code: "relayer_balance_low" }));
+      expect(health.relayers[0]).toMatchObject({ balanceWei: "0", lowBalance: true, belowFloor: true });
       expect(health.relayers[0].warning).toMatch(/low on ETH/);
     } finally {
       await stack.testClient.setBalance({ address: relayer.address, value: funded });
