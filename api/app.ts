@@ -30,9 +30,9 @@ import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
-import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
 import { publicRefundRoutes } from "./routes/public-refunds.js";
 import { refundRoutes } from "./routes/refunds.js";
+import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 

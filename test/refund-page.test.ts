@@ -127,7 +127,10 @@ describe("The customer's refund page (Chromium)", () => {
     expect((await partner(`/v1/refunds/${refund.id}`)).status).toBe("awaiting_destination");
     await page.locator("#destination").fill(stack.local.partner.paymentAddress);
     await page.getByRole("button", { name: "Confirm this address" }).click();
-    await page.locator("#destination-error").filter({ hasText: /payment address of a shop/ }).waitFor();
+    await page
+      .locator("#destination-error")
+      .filter({ hasText: /payment address of a shop/ })
+      .waitFor();
     await shoot(page, "refused-payment-address");
 
     const customer = stack.local.accounts[7]!.address;
@@ -180,7 +183,10 @@ describe("The customer's refund page (Chromium)", () => {
     // A stolen token: nothing shown but the reason.
     const stolen = await chromium!.context.newPage();
     await stolen.goto(`${stack.ponder.baseUrl}/refund/${refund.id}#rt=rt_stolen`);
-    await stolen.locator("#status").filter({ hasText: /refund link is not valid/ }).waitFor();
+    await stolen
+      .locator("#status")
+      .filter({ hasText: /refund link is not valid/ })
+      .waitFor();
     expect(await stolen.locator("#summary").isHidden()).toBe(true);
     await shoot(stolen, "invalid-token");
     await stolen.close();

@@ -12,9 +12,9 @@
     destination_is_payment_address:
       "This is a payment address of a shop, not a wallet of yours: money sent there would be taken for a new payment. Enter your own wallet's address.",
     destination_is_zero_address: "This is the zero address: whatever is sent to it is lost. Enter your own wallet's address.",
-    destination_is_token: "This is the address of the USDC contract itself: money sent to it is lost. Enter your own wallet's address.",
-    invalid_refund_token:
-      "This refund link is not valid (or was replaced by a newer one). Ask the shop for a new refund link.",
+    destination_is_token:
+      "This is the address of the USDC contract itself: money sent to it is lost. Enter your own wallet's address.",
+    invalid_refund_token: "This refund link is not valid (or was replaced by a newer one). Ask the shop for a new refund link.",
     refund_destination_locked: "The receiving address of this refund is already set and cannot be changed.",
     invalid_request: "That is not a wallet address: it must be 0x followed by 40 hexadecimal characters.",
   };
