@@ -30,14 +30,14 @@ import { orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
-import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
 import { publicRefundRoutes } from "./routes/public-refunds.js";
 import { refundRoutes } from "./routes/refunds.js";
+import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 
 /** Routes a browser reaches without a credential besides `/v1/public/*` and the three portals' sign-in. */
-const BROWSER_ROUTES_WITHOUT_CREDENTIAL = ["/api/partner/auth/*", "/checkout/*", "/claim/*"];
+const BROWSER_ROUTES_WITHOUT_CREDENTIAL = ["/api/partner/auth/*", "/checkout/*", "/claim/*", "/refund/*"];
 
 /**
  * The HTTP surface. Ponder's server mounts it at `/` (it owns /health, /ready,
@@ -83,7 +83,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   const publicRate = limitRate("public", limits.publicCalls, limits.trustProxy);
   app.use("/v1/public/*", publicRate);
   // The hosted pages count with /v1/public: one allowance per browser, whichever it calls.
-  for (const prefix of ["/checkout/*", "/claim/*"]) app.use(prefix, publicRate);
+  for (const prefix of ["/checkout/*", "/claim/*", "/refund/*"]) app.use(prefix, publicRate);
   app.onError((error, c) => {
     if (error instanceof ProblemError) {
       if (error.status === 401) ensureChallenge(c);

@@ -13,6 +13,7 @@ export const HOSTED_ASSETS = [
   "gasless.js",
   "reward-claim.js",
   "hosted.css",
+  "refund-page.js",
 ] as const;
 export type HostedAssetName = (typeof HOSTED_ASSETS)[number];
 

@@ -245,3 +245,61 @@ ${head("Claim your certificate")}
 </body>
 </html>`;
 }
+
+/**
+ * The customer's refund page (`/refund/:refundId#rt=<token>`): it reads the refund
+ * token from the fragment, removes it from the address bar, and with it reads the
+ * refund and names the receiving address. The server knows only the refund's id.
+ */
+export function refundPage(params: { refundId: string }) {
+  return html`<!doctype html>
+<html lang="en">
+${head("Your refund")}
+<body>
+<header id="merchant" class="merchant" hidden>
+  <div class="merchant-id">
+    <img id="merchant-logo" class="merchant-logo" alt="" hidden>
+    <span id="merchant-name" class="merchant-name"></span>
+  </div>
+</header>
+<main id="refund" class="card" data-refund-id="${params.refundId}" aria-labelledby="refund-title">
+  <h1 id="refund-title">Your refund</h1>
+  <p id="summary" class="summary" hidden></p>
+  <p id="status" class="status" role="status" aria-live="polite">Loading your refund…</p>
+  <section id="destination-step" aria-labelledby="destination-title" hidden>
+    <h2 id="destination-title" tabindex="-1">Where should the refund go?</h2>
+    <div class="notice" id="exchange-warning">
+      <h3>Use a wallet you control</h3>
+      <p>Name a wallet address that you hold the keys to. An exchange deposit address may not credit a transfer sent
+        this way, and money sent there can be hard to get back. The address cannot be changed once you confirm it.</p>
+    </div>
+    <form id="destination-form" novalidate>
+      <div class="field">
+        <label for="destination">Your wallet address on <span id="network-name"></span></label>
+        <input id="destination" name="destination" type="text" inputmode="text" autocomplete="off" spellcheck="false"
+          pattern="0x[0-9a-fA-F]{40}" required aria-describedby="destination-hint">
+        <p id="destination-hint" class="hint">0x followed by 40 characters. The refund is sent in USDC on this network.</p>
+      </div>
+      <p id="destination-error" class="error" role="alert" hidden></p>
+      <div class="actions">
+        <button type="button" id="connect" class="secondary" hidden>Use my connected wallet</button>
+        <button type="submit" id="confirm" class="primary">Confirm this address</button>
+      </div>
+    </form>
+  </section>
+  <section id="details-step" aria-labelledby="details-title" hidden>
+    <h2 id="details-title" tabindex="-1">Refund details</h2>
+    <dl class="payment">
+      <div><dt>Amount</dt><dd id="detail-amount"></dd></div>
+      <div><dt>Network</dt><dd id="detail-network"></dd></div>
+      <div id="detail-destination-row" hidden><dt>To address</dt><dd><code id="detail-destination" class="address"></code></dd></div>
+      <div id="detail-hash-row" hidden><dt>Transaction</dt><dd><code id="detail-hash" class="address"></code></dd></div>
+    </dl>
+  </section>
+  <p id="support" class="support" hidden>Questions about this refund? Contact <span class="shop-name"></span>:
+    <a id="support-url" hidden>support page</a><span id="support-separator" hidden> or </span><a id="support-email" hidden></a></p>
+</main>
+<script src="/assets/refund-page.js"></script>
+</body>
+</html>`;
+}

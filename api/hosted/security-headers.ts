@@ -16,13 +16,13 @@ const SAME_ORIGIN_ONLY = {
  * load comes from this origin, so the policy allows `'self'` only; no inline script
  * or style, no third party. The checkout is meant to be framed by partner pages
  * (`frame-ancestors *`, no X-Frame-Options: it shows nothing until the framing page
- * hands over the session's client token). The claim page talks to a wallet and is
+ * hands over the session's client token). The claim and refund pages talk to a wallet and are
  * never framed.
  */
-export function hostedPageHeaders(page: "checkout" | "claim") {
+export function hostedPageHeaders(page: "checkout" | "claim" | "refund") {
   return secureHeaders({
     contentSecurityPolicy: { ...SAME_ORIGIN_ONLY, frameAncestors: [page === "checkout" ? "*" : "'none'"] },
-    xFrameOptions: page === "claim" ? "DENY" : false,
+    xFrameOptions: page === "checkout" ? false : "DENY",
   });
 }
 

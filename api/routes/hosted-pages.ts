@@ -5,7 +5,7 @@ import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { paymentView } from "../checkout/session-view.js";
 import { HOSTED_ASSETS_DIR, hostedAssetName } from "../hosted/assets.js";
-import { checkoutPage, claimPage } from "../hosted/pages.js";
+import { checkoutPage, claimPage, refundPage } from "../hosted/pages.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { hostedPageHeaders } from "../hosted/security-headers.js";
 import { errorResponses } from "../http/openapi-contract.js";
@@ -67,6 +67,13 @@ export function hostedPageRoutes(context: AppContext) {
     return c.html(claimPage({ sessionId, clientToken }), 200, noStore);
   });
 
+  // The customer's refund page: the refund token stays in the fragment (`#rt=`), read by the page's script.
+  app.get("/refund/:refundId", hostedPageHeaders("refund"), (c) => {
+    const refundId = c.req.param("refundId");
+    if (!SESSION_ID.test(refundId)) throw problems.notFound(`Refund ${refundId.slice(0, 100)}`);
+    return c.html(refundPage({ refundId }), 200, noStore);
+  });
+
   // Only the listed names, each a file of HOSTED_ASSETS_DIR; serveStatic takes a root
   // relative to the working directory, worked out per request so any start directory works.
   app.get("/assets/:name", async (c) => {
@@ -119,5 +126,14 @@ export function hostedPageRoutes(context: AppContext) {
     "Certificate claim page",
     "Open it with a form POST of `clientToken` to the same path (or `UsdcCheckout.openClaim`); it connects the customer's wallet and mints.",
   );
+  app.openAPIRegistry.registerPath({
+    method: "get",
+    path: "/refund/{refundId}",
+    summary: "The customer's refund page",
+    description:
+      "Open the refund's `customerUrl` (`/refund/<id>#rt=<token>`): the page reads the token from the fragment, shows the refund and asks for the receiving address.",
+    request: { params: z.object({ refundId: z.string() }) },
+    responses: { 200: { description: "HTML page", content: { "text/html": { schema: z.string() } } } },
+  });
   return app;
 }
