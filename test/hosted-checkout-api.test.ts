@@ -69,12 +69,13 @@ describe("the hosted url", () => {
     const replay = await expectJson(await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: body }), 200);
     expect(replay.id).toBe(first.id);
     expect(replay.url).toBe(`${stack.ponder.baseUrl}/checkout/${first.id}#ct=${encodeURIComponent(replay.clientToken)}`);
-    // The hosted page may be framed by any partner page; the claim page never; both load only from this origin.
+    // Standalone, neither page may be framed (the component's frame: test/hosted-framing-logos.test.ts); both load
+    // only from this origin.
     const hosted = await fetch(`${stack.ponder.baseUrl}/checkout/${first.id}`);
     expect(hosted.headers.get("content-security-policy")).toBe(
-      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors *",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
     );
-    expect(hosted.headers.get("x-frame-options")).toBeNull();
+    expect(hosted.headers.get("x-frame-options")).toBe("DENY");
     expect([hosted.headers.get("x-content-type-options"), hosted.headers.get("referrer-policy")]).toEqual([
       "nosniff",
       "no-referrer",

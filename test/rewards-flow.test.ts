@@ -433,6 +433,19 @@ describe("revoke, unfunded, cashback, gasless, unknown claims", () => {
     const session = await settledSession("3000000");
     const granted = await grant(session.orderId, "250000");
     const fresh = privateKeyToAccount(keccak256(toHex(`reward-gasless-${Date.now()}`))).address;
+    // The relayed claim is charged to the shop like a gasless payment (issue 24): the admin's spend view counts it.
+    const adminToken = await signIn(stack, "admin", adminWallet(stack));
+    const relaySpend = async () => {
+      const response = await fetch(`${stack.ponder.baseUrl}/api/admin/relayed-authorizations`, {
+        headers: { Authorization: `Bearer ${adminToken}` },
+      });
+      expect(response.status).toBe(200);
+      const view = (await response.json()) as {
+        spendByPartner: { partners: { partnerId: string; relays: number; spentWei: string }[] };
+      };
+      return view.spendByPartner.partners.find((row) => row.partnerId === stack.local.partner.id) ?? { relays: 0, spentWei: "0" };
+    };
+    const spendBefore = await relaySpend();
     const answer = await publicCall(`/v1/public/rewards/${granted.body.id}/claim`, {
       clientToken: session.clientToken,
       walletAddress: fresh,
@@ -444,6 +457,9 @@ describe("revoke, unfunded, cashback, gasless, unknown claims", () => {
     expect(claimed).toMatchObject({ recipient: fresh, transactionHash: answer.body.transactionHash });
     expect(await balanceOf(fresh)).toBe(250_000n);
     expect(await stack.publicClient.getBalance({ address: fresh })).toBe(0n);
+    const spendAfter = await relaySpend();
+    expect(spendAfter.relays).toBe(spendBefore.relays + 1);
+    expect(BigInt(spendAfter.spentWei)).toBeGreaterThan(BigInt(spendBefore.spentWei));
   });
 
   it("records a claim of a reward the service does not know, for the admin", async () => {

@@ -14,15 +14,17 @@ const SAME_ORIGIN_ONLY = {
  * Headers of the hosted pages (Hono's secure-headers middleware, with its defaults:
  * nosniff, no referrer, HSTS, same-origin opener and resources). Everything they
  * load comes from this origin, so the policy allows `'self'` only; no inline script
- * or style, no third party. The checkout is meant to be framed by partner pages
- * (`frame-ancestors *`, no X-Frame-Options: it shows nothing until the framing page
- * hands over the session's client token). The claim and refund pages talk to a wallet and are
- * never framed.
+ * or style, no third party. The checkout may be framed by one origin the caller
+ * worked out (`checkoutFrameAncestor`: the component's page, declared by the
+ * partner) and by nobody else; with no such origin, and for the claim and refund pages (which talk to a wallet), it is
+ * `frame-ancestors 'none'` and `X-Frame-Options: DENY`. X-Frame-Options has no
+ * form naming one origin that browsers still honour, so it is left out when an
+ * origin is allowed (frame-ancestors wins over it anyway).
  */
-export function hostedPageHeaders(page: "checkout" | "claim" | "refund") {
+export function hostedPageHeaders(frameAncestor: string = "'none'") {
   return secureHeaders({
-    contentSecurityPolicy: { ...SAME_ORIGIN_ONLY, frameAncestors: [page === "checkout" ? "*" : "'none'"] },
-    xFrameOptions: page === "checkout" ? false : "DENY",
+    contentSecurityPolicy: { ...SAME_ORIGIN_ONLY, frameAncestors: [frameAncestor] },
+    xFrameOptions: frameAncestor === "'none'" ? "DENY" : false,
   });
 }
 

@@ -1,8 +1,9 @@
-import { type Address, BaseError, encodeFunctionData, getAddress, type Hex } from "viem";
+import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
 import { rewardDistributorAbi } from "../../contracts/generated/index.js";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import { relayerOf } from "../gasless/relayer.js";
+import { assertRelayAllowed, type RelayCharge } from "../gasless/relay-charges.js";
+import { type RelayedCall, type Relayer, RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
 import { ProblemError } from "../http/problem.js";
 import { fundingCovers, readFunding } from "./funding.js";
 import { indexedSecondsOf } from "./revoke-reward.js";
@@ -80,6 +81,8 @@ export async function claimReward(
       detail: `Claiming without gas is not offered on ${network.name}; claim from a wallet that holds ETH.`,
     });
   }
+  // Refused by the relayer's limits before a voucher is issued (checked again, with the price, as it sends).
+  if (relayer !== undefined) await assertRelayAllowed(context.store, context.settings.relayLimits, rewardCharge(reward));
   const settings = await rewardSettingsOf(context.store, reward.partnerId);
   if (settings.fundingAddress === null) {
     throw new ProblemError({ code: "rewards_not_configured", detail: "The shop has not set up its reward funding." });
@@ -130,7 +133,9 @@ export async function claimReward(
   }
   const signature = await signRewardVoucher({ privateKey, chainId: reward.chainId, contract: reward.distributor, voucher });
   const data = encodeFunctionData({ abi: rewardDistributorAbi, functionName: "claim", args: [voucher, signature] });
-  if (relayer !== undefined) return { transactionHash: await relayClaim(relayer, { to: reward.distributor, data }) };
+  if (relayer !== undefined) {
+    return { transactionHash: await relayClaim(context, relayer, reward, { to: reward.distributor, data }) };
+  }
   return {
     voucher: { ...voucher, amount: voucher.amount.toString(), deadline: voucher.deadline.toString() },
     signature,
@@ -140,41 +145,32 @@ export async function claimReward(
 }
 
 /**
- * Sends the claim from the network's relayer, through its one entry point
- * (`exclusive`: the relayer's nonce queue and store lease): simulated first, so a
- * claim that would revert is never sent.
+ * Sends the claim from the network's relayer through its one entry
+ * (`relayContractCall`: simulated first, so a claim that would revert is never
+ * sent), charged to the reward's partner as a `reward` relay: reward claims count
+ * against the same per-partner daily quota and gas budget as gasless payments, and
+ * one reward is relayed at most as often as one checkout (issue 24).
  */
-async function relayClaim(relayer: NonNullable<ReturnType<typeof relayerOf>>, call: { to: Address; data: Hex }) {
-  return relayer.exclusive(async (lease) => {
-    const { client } = relayer;
-    let gas: bigint;
-    try {
-      gas = await client.estimateGas({ account: relayer.account, to: call.to, data: call.data });
-    } catch (error) {
-      if (/insufficient funds/i.test(String(error))) {
-        throw new ProblemError({ code: "relayer_out_of_funds", detail: "The relayer has no ETH left to pay the fee." });
-      }
-      throw new ProblemError({
-        code: "relay_failed",
-        detail: `The distributor refuses this claim: ${error instanceof BaseError ? error.shortMessage : String(error)}`,
-      });
-    }
-    const nonce = Math.max(await client.getTransactionCount({ address: relayer.address, blockTag: "pending" }), lease.nextNonce);
-    try {
-      const hash = await relayer.wallet.sendTransaction({
-        account: relayer.account,
-        chain: null,
-        to: call.to,
-        data: call.data,
-        nonce,
-        gas: (gas * 12n) / 10n,
-      });
-      return { result: hash, nextNonce: nonce + 1 };
-    } catch (error) {
-      throw new ProblemError({
-        code: /insufficient funds/i.test(String(error)) ? "relayer_out_of_funds" : "relay_failed",
-        detail: `The claim could not be sent: ${error instanceof BaseError ? error.shortMessage : String(error)}`,
-      });
-    }
-  });
+async function relayClaim(context: AppContext, relayer: Relayer, reward: Reward, call: RelayedCall): Promise<Hex> {
+  try {
+    const sent = await relayContractCall(context, relayer, { charge: rewardCharge(reward), call });
+    return sent.hash;
+  } catch (error) {
+    if (!(error instanceof RelayFailure)) throw error;
+    if (error.code === "relayer_out_of_funds") throw new ProblemError({ code: "relayer_out_of_funds", detail: error.message });
+    throw new ProblemError({
+      code: "relay_failed",
+      detail:
+        error.code === "authorization_rejected_on_chain"
+          ? `The distributor refuses this claim: ${error.message.replace(/^The token refuses this authorization: /, "")}`
+          : error.message,
+    });
+  }
 }
+
+const rewardCharge = (reward: Reward): RelayCharge => ({
+  partnerId: reward.partnerId,
+  chainId: reward.chainId,
+  purpose: "reward",
+  subjectId: reward.id,
+});

@@ -1,11 +1,11 @@
-import { isAddressEqual } from "viem";
+import { getAddress, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedRewardClaim } from "../indexed/indexed-chain.js";
-import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { getOrder } from "../orders/order-record.js";
+import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { indexedSecondsOf } from "./revoke-reward.js";
@@ -148,13 +148,13 @@ async function applyClaim(
         externalOrderId: reward.externalOrderId,
         purchaseId: order.purchaseId,
         // The chain's word: the claim paid this wallet (the voucher fixed it).
-        recipient: claim.recipient,
+        recipient: getAddress(claim.recipient),
         amount: reward.amount.toString(),
         transactionHash: claim.transactionHash,
         network: network.name,
         chainId: network.chainId,
-        contract: claim.contract,
-        funder: claim.funder,
+        contract: getAddress(claim.contract),
+        funder: getAddress(claim.funder),
         blockNumber: claim.blockNumber.toString(),
         claimedAt: new Date(now).toISOString(),
       },

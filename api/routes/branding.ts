@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { MAX_FRAME_ORIGINS, parseFrameOrigin } from "../hosted/frame-origins.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
@@ -7,8 +8,8 @@ import {
   LOGO_MAX_BYTES,
   logoHeaders,
   logoTooLarge,
-  readBranding,
   readLogo,
+  readPartnerBranding,
   removeLogo,
   setLogo,
   updateBranding,
@@ -22,6 +23,9 @@ const BrandingSchema = z
     accentColor: z.string().nullable(),
     supportUrl: z.string().nullable(),
     supportEmail: z.string().nullable(),
+    frameOrigins: z
+      .array(z.string())
+      .openapi({ description: "Origins whose pages may frame the hosted checkout (the checkout component's page)." }),
   })
   .openapi("Branding");
 
@@ -38,7 +42,7 @@ const readRoute = createRoute({
 const updateRoute = createRoute({
   method: "patch",
   path: "/",
-  summary: "Set display name, accent colour and support contacts (null clears one)",
+  summary: "Set display name, accent colour, support contacts and the origins that may frame the checkout (null clears one)",
   security: [{ apiKey: [] }],
   request: {
     body: {
@@ -55,6 +59,16 @@ const updateRoute = createRoute({
                 .optional(),
               supportUrl: z.string().max(2000).nullable().optional(),
               supportEmail: z.string().email().max(254).nullable().optional(),
+              frameOrigins: z
+                .array(z.string().max(300))
+                .max(MAX_FRAME_ORIGINS)
+                .nullable()
+                .optional()
+                .openapi({
+                  description:
+                    "Origins (`https://shop.example`) of your pages that mount the checkout component; only these may frame " +
+                    "the hosted checkout. Replaces the list; `[]` or null clears it.",
+                }),
             })
             .strict(),
         },
@@ -69,8 +83,10 @@ const logoRoute = createRoute({
   path: "/logo",
   summary: `Upload the logo: the raw bytes as the body, Content-Type image/png or image/svg+xml, at most ${LOGO_MAX_BYTES} bytes`,
   description:
-    "Served from this service's own origin (hosted pages make no external requests). An SVG with script, event handlers, " +
-    "embedded content or external references is refused, and every logo is served with a CSP that forbids script.",
+    "Served from this service's own origin (hosted pages make no external requests). An SVG is parsed as XML and refused " +
+    "(`invalid_request`, its detail naming what) unless every element and attribute is on a drawing allow-list: no script, event handlers, " +
+    "foreignObject, style elements, DOCTYPE or entities, and references only to its own elements (`#id`, `url(#id)`). " +
+    "Every logo is served with a CSP that forbids script.",
   security: [{ apiKey: [] }],
   responses: {
     200: { description: "Branding", content: json },
@@ -89,7 +105,7 @@ const removeLogoRoute = createRoute({
 /** `/v1/branding`: the partner's name, logo, colour and support contacts on the hosted pages. */
 export function brandingRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
-    .openapi(readRoute, async (c) => c.json(await readBranding(context.store, c.get("partner").id), 200))
+    .openapi(readRoute, async (c) => c.json(await readPartnerBranding(context.store, c.get("partner").id), 200))
     .openapi(updateRoute, async (c) => {
       const body = c.req.valid("json");
       if (body.supportUrl != null) {
@@ -97,8 +113,16 @@ export function brandingRoutes(context: AppContext) {
         if (problem !== undefined)
           throw problems.invalidRequest(`supportUrl: ${problem}`, [{ path: "supportUrl", message: problem }]);
       }
-      await updateBranding(context.store, c.get("partner").id, body);
-      return c.json(await readBranding(context.store, c.get("partner").id), 200);
+      const frameOrigins = body.frameOrigins?.map((value, index) => {
+        const parsed = parseFrameOrigin(value, context.settings.localMode);
+        if ("problem" in parsed) {
+          const path = `frameOrigins.${index}`;
+          throw problems.invalidRequest(`${path}: ${parsed.problem}`, [{ path, message: parsed.problem }]);
+        }
+        return parsed.origin;
+      });
+      await updateBranding(context.store, c.get("partner").id, { ...body, frameOrigins });
+      return c.json(await readPartnerBranding(context.store, c.get("partner").id), 200);
     })
     .openapi(logoRoute, async (c) => {
       const declared = Number(c.req.header("Content-Length") ?? "0");
@@ -106,11 +130,11 @@ export function brandingRoutes(context: AppContext) {
       if (declared > LOGO_MAX_BYTES) throw logoTooLarge(declared);
       const bytes = new Uint8Array(await c.req.arrayBuffer());
       await setLogo(context.store, c.get("partner").id, { contentType: c.req.header("Content-Type") ?? "", bytes });
-      return c.json(await readBranding(context.store, c.get("partner").id), 200);
+      return c.json(await readPartnerBranding(context.store, c.get("partner").id), 200);
     })
     .openapi(removeLogoRoute, async (c) => {
       await removeLogo(context.store, c.get("partner").id);
-      return c.json(await readBranding(context.store, c.get("partner").id), 200);
+      return c.json(await readPartnerBranding(context.store, c.get("partner").id), 200);
     });
 }
 

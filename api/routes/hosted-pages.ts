@@ -3,14 +3,17 @@ import { serveStatic } from "@hono/node-server/serve-static";
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
+import { findSession } from "../checkout/session-record.js";
 import { paymentView } from "../checkout/session-view.js";
 import { HOSTED_ASSETS_DIR, hostedAssetName } from "../hosted/assets.js";
+import { checkoutFrameAncestor } from "../hosted/frame-origins.js";
 import { checkoutPage, claimPage, refundPage } from "../hosted/pages.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { hostedPageHeaders } from "../hosted/security-headers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { noFile, servedFrom } from "../http/static-files.js";
+import { readFrameOrigins } from "../partners/branding.js";
 import type { AppEnv } from "./app-env.js";
 
 const SESSION_ID = /^[A-Za-z0-9_-]{1,100}$/;
@@ -30,10 +33,25 @@ export function hostedPageRoutes(context: AppContext) {
   const app = new OpenAPIHono<AppEnv>();
 
   const noStore = { "Cache-Control": "no-store" };
-  app.get("/checkout/:sessionId", hostedPageHeaders("checkout"), (c) => {
-    const sessionId = sessionIdOf(c.req.param("sessionId"));
-    return c.html(checkoutPage({ sessionId }), 200, noStore);
-  });
+  // Framed only by the page the component names in `parentOrigin`, when its partner declared
+  // it (or a loopback page in local mode); standalone, by nobody (issue 24, finding 7).
+  app.get(
+    "/checkout/:sessionId",
+    async (c, next) => {
+      const sessionId = sessionIdOf(c.req.param("sessionId"));
+      const session = await findSession(context.store, sessionId);
+      const frameAncestor = checkoutFrameAncestor({
+        parentOrigin: c.req.query("parentOrigin"),
+        declared: session === undefined ? [] : await readFrameOrigins(context.store, session.partnerId),
+        localMode: context.settings.localMode,
+      });
+      return hostedPageHeaders(frameAncestor)(c, next);
+    },
+    (c) => {
+      const sessionId = sessionIdOf(c.req.param("sessionId"));
+      return c.html(checkoutPage({ sessionId }), 200, noStore);
+    },
+  );
 
   // The EIP-681 link as an SVG QR code, for the checkout page (token in the body, like every browser call).
   app.post("/checkout/:sessionId/qr", async (c) => {
@@ -53,13 +71,13 @@ export function hostedPageRoutes(context: AppContext) {
     });
   });
 
-  app.get("/claim/:sessionId", hostedPageHeaders("claim"), (c) => {
+  app.get("/claim/:sessionId", hostedPageHeaders(), (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
     return c.html(claimPage({ sessionId }), 200, noStore);
   });
 
   // The shop's "claim your certificate" form posts the client token here, so it never rides in a URL.
-  app.post("/claim/:sessionId", hostedPageHeaders("claim"), async (c) => {
+  app.post("/claim/:sessionId", hostedPageHeaders(), async (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
     const token = form.clientToken;
@@ -68,7 +86,7 @@ export function hostedPageRoutes(context: AppContext) {
   });
 
   // The customer's refund page: the refund token stays in the fragment (`#rt=`), read by the page's script.
-  app.get("/refund/:refundId", hostedPageHeaders("refund"), (c) => {
+  app.get("/refund/:refundId", hostedPageHeaders(), (c) => {
     const refundId = c.req.param("refundId");
     if (!SESSION_ID.test(refundId)) throw problems.notFound(`Refund ${refundId.slice(0, 100)}`);
     return c.html(refundPage({ refundId }), 200, noStore);

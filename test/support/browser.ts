@@ -42,13 +42,17 @@ export function freshArtifacts(name: string): string {
 export type Chromium = { context: BrowserContext; close: () => Promise<void> };
 
 /** A headless Chromium with its own profile folder, removed again by `close`. */
-export async function launchChromium(name: string, viewport?: { width: number; height: number }): Promise<Chromium> {
+export async function launchChromium(
+  name: string,
+  viewport?: { width: number; height: number },
+  extraArgs: string[] = [],
+): Promise<Chromium> {
   requireChromium();
   const userDataDir = mkdtempSync(join(tmpdir(), `chromium-${name}-`));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,
-    args: CHROMIUM_ARGS,
+    args: [...CHROMIUM_ARGS, ...extraArgs],
     ...(viewport === undefined ? {} : { viewport }),
   });
   return {

@@ -789,7 +789,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set display name, accent colour and support contacts (null clears one) */
+        /** Set display name, accent colour, support contacts and the origins that may frame the checkout (null clears one) */
         patch: operations["patchApiPartnerBranding"];
         trace?: never;
     };
@@ -803,7 +803,7 @@ export interface paths {
         get?: never;
         /**
          * Upload the logo: the raw bytes as the body, Content-Type image/png or image/svg+xml, at most 65536 bytes
-         * @description Served from this service's own origin (hosted pages make no external requests). An SVG with script, event handlers, embedded content or external references is refused, and every logo is served with a CSP that forbids script.
+         * @description Served from this service's own origin (hosted pages make no external requests). An SVG is parsed as XML and refused (`invalid_request`, its detail naming what) unless every element and attribute is on a drawing allow-list: no script, event handlers, foreignObject, style elements, DOCTYPE or entities, and references only to its own elements (`#id`, `url(#id)`). Every logo is served with a CSP that forbids script.
          */
         put: operations["putApiPartnerBrandingLogo"];
         post?: never;
@@ -1089,7 +1089,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Set display name, accent colour and support contacts (null clears one) */
+        /** Set display name, accent colour, support contacts and the origins that may frame the checkout (null clears one) */
         patch: operations["patchV1Branding"];
         trace?: never;
     };
@@ -1103,7 +1103,7 @@ export interface paths {
         get?: never;
         /**
          * Upload the logo: the raw bytes as the body, Content-Type image/png or image/svg+xml, at most 65536 bytes
-         * @description Served from this service's own origin (hosted pages make no external requests). An SVG with script, event handlers, embedded content or external references is refused, and every logo is served with a CSP that forbids script.
+         * @description Served from this service's own origin (hosted pages make no external requests). An SVG is parsed as XML and refused (`invalid_request`, its detail naming what) unless every element and attribute is on a drawing allow-list: no script, event handlers, foreignObject, style elements, DOCTYPE or entities, and references only to its own elements (`#id`, `url(#id)`). Every logo is served with a CSP that forbids script.
          */
         put: operations["putV1BrandingLogo"];
         post?: never;
@@ -3867,6 +3867,8 @@ export interface components {
             accentColor: string | null;
             supportUrl: string | null;
             supportEmail: string | null;
+            /** @description Origins whose pages may frame the hosted checkout (the checkout component's page). */
+            frameOrigins: string[];
         };
         RewardSettings: {
             fundingAddress: string | null;
@@ -10047,6 +10049,8 @@ export interface operations {
                     supportUrl?: string | null;
                     /** Format: email */
                     supportEmail?: string | null;
+                    /** @description Origins (`https://shop.example`) of your pages that mount the checkout component; only these may frame the hosted checkout. Replaces the list; `[]` or null clears it. */
+                    frameOrigins?: string[] | null;
                 };
             };
         };
@@ -12464,6 +12468,8 @@ export interface operations {
                     supportUrl?: string | null;
                     /** Format: email */
                     supportEmail?: string | null;
+                    /** @description Origins (`https://shop.example`) of your pages that mount the checkout component; only these may frame the hosted checkout. Replaces the list; `[]` or null clears it. */
+                    frameOrigins?: string[] | null;
                 };
             };
         };
