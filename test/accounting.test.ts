@@ -404,15 +404,16 @@ describe("read-only and auditor keys", () => {
 });
 
 describe("hostile reads", () => {
-  const asOther = { headers: { Authorization: `Bearer ${otherPartnerKey}` } };
+  // A function: the key exists only once beforeAll ran (a constant here would read it at collection time).
+  const asOther = () => ({ headers: { Authorization: `Bearer ${otherPartnerKey}` } });
 
   it("another partner sees none of the first partner's entries, and its evidence is 404", async () => {
-    const response = await stack.partnerFetch(`/v1/ledger?${range()}&limit=500`, asOther);
+    const response = await stack.partnerFetch(`/v1/ledger?${range()}&limit=500`, asOther());
     expect(response.status).toBe(200);
     const entries = (await response.json()).data as Entry[];
     expect(entries.filter((entry) => entry.paymentAddress.toLowerCase() === paymentAddress())).toEqual([]);
     expect(entries.filter((entry) => expected.has(entry.transactionHash.toLowerCase()))).toEqual([]);
-    await expectProblem(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence`, asOther), 404, "not_found");
+    await expectProblem(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence`, asOther()), 404, "not_found");
   });
 
   it("malformed ranges are 400 with their documented codes", async () => {
