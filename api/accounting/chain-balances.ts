@@ -12,6 +12,10 @@ export async function chainBalancesAt(
 ): Promise<Map<string, bigint>> {
   const client = context.rpc.get(params.network.chainId);
   if (client === undefined) throw new Error(`no RPC client for chain ${params.network.chainId}`);
+  // Before the token contract existed (a local chain indexed from block 1, the token deployed in it)
+  // every balance is 0: a read there would fail to decode, not answer 0.
+  const code = await client.getCode({ address: params.network.usdc, blockNumber: params.blockNumber });
+  if (code === undefined || code === "0x") return new Map(params.addresses.map((address) => [address.toLowerCase(), 0n]));
   const balances = await Promise.all(
     params.addresses.map((address) =>
       client.readContract({

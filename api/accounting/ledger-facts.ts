@@ -1,5 +1,7 @@
 import type { AppContext } from "../app-context.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
+import { rewardsByOnchainIds } from "../rewards/reward-record.js";
 import { paymentsByKeys } from "../settlement/payment-record.js";
 import type { OutgoingFact, PaymentFact, RewardClaimFact, TransferFacts } from "./ledger-rules.js";
 
@@ -18,10 +20,10 @@ export type LedgerFacts = (transfer: IndexedTransfer) => TransferFacts;
  *
  * - incoming: the payment the settlement worker recorded (payment-record.ts);
  * - outgoing: the refunds record's match of the transfer (`outgoingTransfersByKeys`
- *   in api/refunds/outgoing-transfer-record.ts): not on this branch yet, so every
- *   outgoing transfer is `unmatched_out` until it is wired below;
- * - reward claims: the index's `reward_claim` rows of the same transactions
- *   (`context.indexed.rewardClaims`): not on this branch yet, so none.
+ *   in api/refunds/outgoing-transfer-record.ts);
+ * - reward claims: the index's `reward_claim` rows paid by these payment addresses
+ *   within the outgoing transfers' blocks (`context.indexed.rewardClaims`), grouped by
+ *   transaction, their on-chain reward ids turned into the service's reward ids.
  */
 export async function gatherLedgerFacts(
   context: Pick<AppContext, "store" | "indexed">,
@@ -32,15 +34,56 @@ export async function gatherLedgerFacts(
   const outgoing = transfers.filter((transfer) => addresses.has(transfer.from.toLowerCase()));
 
   const payments: Map<string, PaymentFact> = await paymentsByKeys(context.store, incoming);
-  // Wiring refunds: `await outgoingTransfersByKeys(context.store, outgoing)` answers this map's shape.
-  const matches = new Map<string, OutgoingFact>();
-  // Wiring rewards: `context.indexed.rewardClaims({ chainIds, ... })` of these transactions, grouped by transactionKey.
-  const claims = new Map<string, RewardClaimFact[]>();
-  void outgoing;
+  const matches: Map<string, OutgoingFact> = await outgoingTransfersByKeys(context.store, outgoing);
+  const claims = await rewardClaimsOf(context, outgoing);
 
   return (transfer) => ({
     payment: payments.get(transferKey(transfer)),
     outgoing: matches.get(transferKey(transfer)),
     rewardClaims: claims.get(transactionKey(transfer)),
   });
+}
+
+/** Most reward claims one page of outgoing transfers can ask about (a page is at most a few hundred transfers). */
+const CLAIMS_PER_CHAIN = 5_000;
+
+/** The reward claims paid by the senders of these outgoing transfers, in their blocks, by transaction. */
+async function rewardClaimsOf(
+  context: Pick<AppContext, "store" | "indexed">,
+  outgoing: readonly IndexedTransfer[],
+): Promise<Map<string, RewardClaimFact[]>> {
+  const claims = new Map<string, RewardClaimFact[]>();
+  if (outgoing.length === 0) return claims;
+  const byChain = new Map<number, IndexedTransfer[]>();
+  for (const transfer of outgoing) byChain.set(transfer.chainId, [...(byChain.get(transfer.chainId) ?? []), transfer]);
+  const wantedTransactions = new Set(outgoing.map(transactionKey));
+  const indexed = (
+    await Promise.all(
+      [...byChain].map(([chainId, transfers]) => {
+        const blocks = transfers.map((transfer) => transfer.blockNumber);
+        return context.indexed.rewardClaims({
+          chainIds: [chainId],
+          funders: [...new Set(transfers.map((transfer) => transfer.from))],
+          fromBlock: blocks.reduce((low, block) => (block < low ? block : low)),
+          toBlock: blocks.reduce((high, block) => (block > high ? block : high)),
+          limit: CLAIMS_PER_CHAIN,
+        });
+      }),
+    )
+  )
+    .flat()
+    .filter((claim) => wantedTransactions.has(transactionKey(claim)));
+  const rewards = await rewardsByOnchainIds(context.store, [...new Set(indexed.map((claim) => claim.rewardId))]);
+  const rewardIdOf = new Map(rewards.map((reward) => [reward.onchainId.toLowerCase(), reward.id]));
+  for (const claim of indexed) {
+    const rewardId = rewardIdOf.get(claim.rewardId.toLowerCase());
+    // A claim of a reward this service never granted is not ours to name: the transfer stays `unmatched_out`.
+    if (rewardId === undefined) continue;
+    const key = transactionKey(claim);
+    claims.set(key, [
+      ...(claims.get(key) ?? []),
+      { rewardId, funder: claim.funder, recipient: claim.recipient, amount: claim.amount },
+    ]);
+  }
+  return claims;
 }

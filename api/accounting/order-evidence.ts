@@ -9,6 +9,10 @@ import { findOrder, type Order, ordersCreatedBetween } from "../orders/order-rec
 import { readOrder } from "../orders/read-order.js";
 import { eventDeliveries } from "../outbox/deliveries.js";
 import { eventsOfOrder } from "../outbox/events.js";
+import { orderRefunds } from "../refunds/refund-record.js";
+import { viewRefund } from "../refunds/refunds.js";
+import { rewardsOfOrders } from "../rewards/reward-record.js";
+import { rewardView } from "../rewards/reward-view.js";
 import { type Payment, paymentsOfOrder } from "../settlement/payment-record.js";
 import type { OrderStatus } from "../store/database.js";
 import type { BooksScope } from "./ledger.js";
@@ -93,9 +97,11 @@ export async function orderEvidence(context: AppContext, params: { scope: BooksS
     externalOrderId: order.externalOrderId,
     status: order.status,
     transfers,
-    // Refunds and rewards come from their records once merged (api/refunds, api/rewards); none here until then.
-    refunds: [] as unknown[],
-    rewards: [] as unknown[],
+    // Each refund's and reward's own view carries its transfer (transaction hash, block) once it has one.
+    refunds: await Promise.all(
+      ((await orderRefunds(context.store, [order.id])).get(order.id) ?? []).map((refund) => viewRefund(context.store, refund)),
+    ),
+    rewards: (await rewardsOfOrders(context.store, [order.id])).map(rewardView),
     events: eventsWithDeliveries,
   };
 }

@@ -1,4 +1,5 @@
 import type { AppContext } from "../app-context.js";
+import { checksum } from "../checksum-address.js";
 import type { OrderStatus } from "../store/database.js";
 import { csvStream, LEDGER_COLUMNS, ORDER_COLUMNS, RECONCILIATION_COLUMNS } from "./csv-export.js";
 import { type BooksScope, booksAddresses, ledgerPage, ledgerPages } from "./ledger.js";
@@ -30,10 +31,11 @@ export async function ledgerCsv(context: AppContext, params: { scope: BooksScope
     entry.blockHash,
     entry.transactionHash,
     entry.logIndex,
-    entry.from,
-    entry.to,
+    // The same checksummed addresses as the JSON answer (ledger.ts), so the CSV equals it.
+    checksum(entry.from),
+    checksum(entry.to),
     entry.value,
-    entry.paymentAddress,
+    checksum(entry.paymentAddress),
     entry.orderId,
     entry.refundId,
     entry.rewardId,

@@ -1,0 +1,430 @@
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { type Address, createWalletClient, erc20Abi, type Hex, http, parseEther } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPartner, issueApiKey, issueAuditorKey } from "../api/partners/api-keys.js";
+import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
+import { type CreatedSession, createSession, readSession, submitHash } from "./support/checkout-helpers.js";
+import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
+
+// Accounting (issue 27, SPEC 17) over a real history on Anvil: settled, underpaid, overpaid,
+// unmatched in (straight to the address), unmatched out (to a stranger) and a refund sent from
+// the payment address. The books must reconcile to `balanceOf` to the base unit.
+let stack: TestStack;
+let store: Store;
+let shop: ReturnType<typeof createWalletClient>;
+let otherPartnerKey: string;
+let toBlock: bigint;
+let settled: CreatedSession;
+let refundId: string;
+const expected = new Map<string, string>(); // tx hash (lower) -> kind
+
+type Entry = {
+  kind: string;
+  reason?: string;
+  chainId: number;
+  blockNumber: string;
+  blockHash: string;
+  transactionHash: string;
+  logIndex: number;
+  from: string;
+  to: string;
+  value: string;
+  paymentAddress: string;
+  orderId?: string;
+  refundId?: string;
+  rewardId?: string;
+};
+
+const mine = () => stack.testClient.mine({ blocks: 1 });
+const paymentAddress = () => stack.local.partner.paymentAddress.toLowerCase();
+
+async function sendFromShop(to: string, amount: bigint): Promise<Hex> {
+  const hash = await shop.writeContract({
+    address: stack.local.contracts.usdc as Address,
+    abi: erc20Abi,
+    functionName: "transfer",
+    args: [to as Address, amount],
+    chain: stack.chain,
+    account: shop.account!,
+  });
+  await stack.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+  return hash;
+}
+
+async function json(response: Response, status = 200) {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  return JSON.parse(text);
+}
+
+async function expectProblem(response: Response, status: number, code: string) {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  expect(response.headers.get("content-type")).toContain("application/problem+json");
+  expect(JSON.parse(text).code, text).toBe(code);
+}
+
+// The local network indexes from block 1 (genesis holds no transfers); the whole history is [1, toBlock].
+const range = () => `fromBlock=1&toBlock=${toBlock}`;
+
+async function ledgerPages(limit: number, apiKey?: string): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 500; pages++) {
+    const query = `/v1/ledger?${range()}&limit=${limit}${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`;
+    const page = await json(
+      await stack.partnerFetch(query, apiKey === undefined ? {} : { headers: { Authorization: `Bearer ${apiKey}` } }),
+    );
+    entries.push(...page.data);
+    cursor = page.nextCursor;
+    if (cursor === null) return entries;
+  }
+  throw new Error("ledger paging never ended");
+}
+
+/** RFC 4180: quoted cells, doubled quotes, CRLF rows. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i] as string;
+    if (quoted) {
+      if (char === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (char === '"') quoted = false;
+      else cell += char;
+    } else if (char === '"') quoted = true;
+    else if (char === ",") {
+      row.push(cell);
+      cell = "";
+    } else if (char === "\r" && text[i + 1] === "\n") {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = "";
+      i++;
+    } else cell += char;
+  }
+  if (cell !== "" || row.length > 0) {
+    row.push(cell);
+    rows.push(row);
+  }
+  return rows;
+}
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
+  const key = loadOrCreateLocalSecrets(stack.dataDir).paymentPrivateKeys[0] as Hex;
+  const account = privateKeyToAccount(key);
+  expect(account.address.toLowerCase()).toBe(paymentAddress());
+  await stack.testClient.setBalance({ address: account.address, value: parseEther("10") });
+  shop = createWalletClient({ chain: stack.chain, account, transport: http(stack.local.rpcUrl) });
+  const other = await createPartner(store, { name: "Other shop" });
+  otherPartnerKey = (await issueApiKey(store, { partnerId: other.id, mode: "test" })).apiKey;
+
+  // Unmatched in: a transfer straight to the address, outside any session (it is also the refunds' float).
+  const topUp = await stack.payUsdc({ from: 0, to: stack.local.partner.paymentAddress as Address, amount: 300_000_000n });
+  expected.set(topUp.hash.toLowerCase(), "unmatched_in");
+
+  // Exact: settled. The name starts with "=" for the CSV injection check.
+  settled = await createSession(stack, { externalOrderId: `=HYPERLINK(1)-${randomUUID()}`, productName: "=cmd|' /C calc'!A0" });
+  const paid = await stack.payUsdc({ from: 1, to: settled.payment.recipient, amount: BigInt(settled.payment.amount) });
+  expected.set(paid.hash.toLowerCase(), "settled");
+
+  // Underpaid and overpaid: submitted on their sessions, not paying them.
+  for (const [delta, kind] of [
+    [-1_000_000n, "underpaid"],
+    [1_000_000n, "overpaid"],
+  ] as const) {
+    const session = await createSession(stack);
+    const sent = await stack.payUsdc({ from: 2, to: session.payment.recipient, amount: BigInt(session.payment.amount) + delta });
+    // Submitted on its session (as api-contract.test.ts does) until the service records it unresolved.
+    await waitFor(
+      async () => {
+        await submitHash(stack, session.clientToken, sent.hash);
+        const listed = await json(await stack.partnerFetch("/v1/payments?status=unresolved"));
+        return listed.data.some((row: { transactionHash: string }) => row.transactionHash === sent.hash.toLowerCase())
+          ? true
+          : undefined;
+      },
+      { what: `${kind} submitted`, intervalMs: 250, timeoutMs: 30_000 },
+    );
+    expected.set(sent.hash.toLowerCase(), kind);
+  }
+  await mine();
+  await waitFor(async () => ((await readSession(stack, settled.id)).status === "settled" ? true : undefined), {
+    what: "settled session",
+  });
+
+  // Refund to the payer, sent from the payment address.
+  const created = await json(
+    await stack.partnerFetch("/v1/refunds", {
+      method: "POST",
+      json: {
+        orderId: settled.orderId,
+        amount: "5000000",
+        destination: "payer",
+        reason: "requested_by_customer",
+        idempotencyKey: `rf-${randomUUID()}`,
+      },
+    }),
+    201,
+  );
+  refundId = created.id;
+  const refundHash = await sendFromShop(stack.local.accounts[1]?.address as string, 5_000_000n);
+  expected.set(refundHash.toLowerCase(), "refund");
+  // Unmatched out: to a stranger.
+  const strangerHash = await sendFromShop(stack.local.accounts[7]?.address as string, 1_234_567n);
+  expected.set(strangerHash.toLowerCase(), "unmatched_out");
+  await mine();
+  await mine();
+  await waitFor(
+    async () => {
+      const refund = await json(await stack.partnerFetch(`/v1/refunds/${refundId}`));
+      return refund.status === "succeeded" ? true : undefined;
+    },
+    { what: "refund succeeded", timeoutMs: 30_000 },
+  );
+  toBlock = await stack.publicClient.getBlockNumber();
+  // Wait until the index and every worker have caught up with the whole history.
+  let seen = "";
+  await waitFor(
+    async () => {
+      const response = await stack.partnerFetch(`/v1/ledger?${range()}&limit=500`);
+      seen = `${response.status}`;
+      if (response.status !== 200) {
+        seen += await response.text();
+        return undefined;
+      }
+      const entries = (await response.json()).data as Entry[];
+      const kinds = new Map(entries.map((entry) => [entry.transactionHash.toLowerCase(), `${entry.kind}/${entry.reason ?? ""}`]));
+      seen = JSON.stringify([...expected].map(([hash, kind]) => [kind, kinds.get(hash)]));
+      return [...expected].every(([hash, kind]) => kinds.get(hash)?.split("/")[0] === kind) ? true : undefined;
+    },
+    { what: "every movement classified", timeoutMs: 30_000, intervalMs: 250 },
+  ).catch((error) => {
+    throw new Error(`${error}: ${seen}`);
+  });
+}, 240_000);
+
+afterAll(async () => {
+  await store?.destroy();
+  await stack?.stop();
+});
+
+describe("books over a real history", () => {
+  it("the ledger lists every movement once, with its evidence and kind, whatever the page size", async () => {
+    const all = await ledgerPages(500);
+    for (const limit of [1, 2]) expect(await ledgerPages(limit)).toEqual(all);
+    const keys = all.map((entry) => `${entry.chainId}:${entry.transactionHash}:${entry.logIndex}:${entry.paymentAddress}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const [hash, kind] of expected) {
+      const mine = all.filter((entry) => entry.transactionHash.toLowerCase() === hash);
+      expect(mine, hash).toHaveLength(1);
+      expect(mine[0]?.kind).toBe(kind);
+    }
+    for (const entry of all) {
+      expect(entry.chainId).toBe(stack.local.chainId);
+      expect(entry.blockHash).toMatch(/^0x[0-9a-f]{64}$/i);
+      expect(entry.transactionHash).toMatch(/^0x[0-9a-f]{64}$/i);
+      expect(typeof entry.logIndex).toBe("number");
+      expect(BigInt(entry.value)).toBeGreaterThan(0n);
+      // The evidence is the chain's: the block hash at that height is the one the ledger names.
+      const block = await stack.publicClient.getBlock({ blockNumber: BigInt(entry.blockNumber) });
+      expect(block.hash).toBe(entry.blockHash);
+    }
+    const refund = all.find((entry) => entry.kind === "refund");
+    expect(refund?.refundId).toBe(refundId);
+    expect(all.find((entry) => entry.kind === "settled")?.orderId).toBe(settled.orderId);
+  });
+
+  it("reconciles to balanceOf at toBlock, and the sums are the ledger's", async () => {
+    const report = await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`));
+    const row = report.data.find((line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === paymentAddress());
+    expect(row).toBeDefined();
+    const balance = await stack.publicClient.readContract({
+      address: stack.local.contracts.usdc as Address,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [stack.local.partner.paymentAddress as Address],
+      blockNumber: toBlock,
+    });
+    expect(row.chainBalance).toBe(balance.toString());
+    expect(row.reconciled).toBe(true);
+    expect(row.difference).toBe("0");
+    const sums = Object.fromEntries(Object.entries(row.sums as Record<string, string>).map(([kind, sum]) => [kind, BigInt(sum)]));
+    const incoming = ["settled", "underpaid", "overpaid", "late", "unmatched_in"].reduce(
+      (total, kind) => total + (sums[kind] ?? 0n),
+      0n,
+    );
+    const outgoing = ["refund", "unmatched_out", "reward_claim"].reduce((total, kind) => total + (sums[kind] ?? 0n), 0n);
+    expect(BigInt(row.closingBalance)).toBe(BigInt(row.openingBalance) + incoming - outgoing);
+    expect(BigInt(row.closingBalance)).toBe(balance);
+    const all = (await ledgerPages(500)).filter((entry) => entry.paymentAddress.toLowerCase() === paymentAddress());
+    for (const kind of ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out"]) {
+      const ledgerSum = all.filter((entry) => entry.kind === kind).reduce((total, entry) => total + BigInt(entry.value), 0n);
+      expect(sums[kind], kind).toBe(ledgerSum);
+    }
+    for (const kind of ["settled", "underpaid", "overpaid", "unmatched_in", "refund", "unmatched_out"])
+      expect(sums[kind], kind).toBeGreaterThan(0n);
+  });
+
+  it("CSV of the ledger equals the JSON; a cell starting with = + - @ is neutralised in the orders CSV", async () => {
+    const all = await ledgerPages(500);
+    const response = await stack.partnerFetch(`/v1/ledger?${range()}`, { headers: { Accept: "text/csv" } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/csv");
+    const [header, ...rows] = parseCsv(await response.text());
+    expect(header).toEqual([
+      "kind",
+      "reason",
+      "chain_id",
+      "block_number",
+      "block_hash",
+      "transaction_hash",
+      "log_index",
+      "from",
+      "to",
+      "value",
+      "payment_address",
+      "order_id",
+      "refund_id",
+      "reward_id",
+    ]);
+    expect(rows).toEqual(
+      all.map((entry) => [
+        entry.kind,
+        entry.reason ?? "",
+        String(entry.chainId),
+        entry.blockNumber,
+        entry.blockHash,
+        entry.transactionHash,
+        String(entry.logIndex),
+        entry.from,
+        entry.to,
+        entry.value,
+        entry.paymentAddress,
+        entry.orderId ?? "",
+        entry.refundId ?? "",
+        entry.rewardId ?? "",
+      ]),
+    );
+
+    const orders = await stack.partnerFetch(`/v1/orders?${range()}`, { headers: { Accept: "text/csv" } });
+    expect(orders.status).toBe(200);
+    const [orderHeader, ...orderRows] = parseCsv(await orders.text());
+    const external = orderHeader?.indexOf("external_order_id") ?? -1;
+    const row = orderRows.find((cells) => cells[0] === settled.orderId);
+    expect(row?.[external]).toBe(`'${settled.externalOrderId}`);
+    for (const cells of orderRows)
+      for (const cell of cells) if (!/^-?\d+$/.test(cell)) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/);
+  });
+
+  it("evidence of the settled order: transfer with block hash and confirmations, rule, refund, events with deliveries", async () => {
+    const evidence = await json(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence`));
+    expect(evidence.transfers).toHaveLength(1);
+    const transfer = evidence.transfers[0];
+    expect(transfer.blockHash).toBe((await stack.publicClient.getBlock({ blockNumber: BigInt(transfer.blockNumber) })).hash);
+    expect(transfer.confirmations).toBeGreaterThanOrEqual(1);
+    expect(transfer.rule).toBe("exact_amount_reference");
+    expect(transfer.value).toBe(settled.payment.amount);
+    expect(evidence.refunds).toHaveLength(1);
+    expect(evidence.refunds[0]).toMatchObject({ id: refundId, status: "succeeded", amount: "5000000" });
+    expect(evidence.events.length).toBeGreaterThan(0);
+    for (const event of evidence.events) expect(Array.isArray(event.deliveries)).toBe(true);
+    expect(evidence.events.map((event: { type: string }) => event.type)).toContain("refund.succeeded");
+  });
+});
+
+describe("read-only and auditor keys", () => {
+  let readKey: string;
+  let auditorKey: string;
+
+  beforeAll(async () => {
+    const created = await json(await stack.partnerFetch("/v1/api-keys", { method: "POST", json: { scope: "read" } }), 201);
+    expect(created.key).toMatch(/^rk_test_/);
+    readKey = created.key;
+    auditorKey = (await issueAuditorKey(store, { mode: "test" })).apiKey;
+    expect(auditorKey).toMatch(/^ak_test_/);
+  });
+
+  const counts = async () => ({
+    sessions: (await store.selectFrom("checkout_session").select(store.fn.countAll().as("n")).executeTakeFirstOrThrow()).n,
+    refunds: (await store.selectFrom("refund").select(store.fn.countAll().as("n")).executeTakeFirstOrThrow()).n,
+    keys: (await store.selectFrom("api_key").select(store.fn.countAll().as("n")).executeTakeFirstOrThrow()).n,
+    events: (await store.selectFrom("event").select(store.fn.countAll().as("n")).executeTakeFirstOrThrow()).n,
+  });
+
+  it("are refused with 403 read_only_key on every write route of /v1, and nothing changes", async () => {
+    const openapi = await json(await fetch(`${stack.ponder.baseUrl}/openapi.json`));
+    const writes: [string, string][] = [];
+    for (const [path, operations] of Object.entries(openapi.paths as Record<string, Record<string, unknown>>)) {
+      if (!path.startsWith("/v1/") || path.startsWith("/v1/public/")) continue;
+      for (const method of Object.keys(operations))
+        if (["post", "put", "patch", "delete"].includes(method)) writes.push([method.toUpperCase(), path]);
+    }
+    expect(writes.length).toBeGreaterThan(5);
+    const before = await counts();
+    for (const key of [readKey, auditorKey])
+      for (const [method, path] of writes) {
+        const url = path.replace(/\{[^}]+\}/g, (name) =>
+          name.includes("order") ? settled.orderId : name.includes("refund") ? refundId : "x_1",
+        );
+        const response = await fetch(`${stack.ponder.baseUrl}${url}`, {
+          method,
+          headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+          body: method === "DELETE" ? undefined : JSON.stringify({ idempotencyKey: `w-${randomUUID()}`, scope: "read" }),
+        });
+        await expectProblem(response, 403, "read_only_key");
+      }
+    expect(await counts()).toEqual(before);
+  });
+
+  it("can read: ledger, reconciliation, orders, evidence (the auditor names the partner)", async () => {
+    const partnerId = stack.local.partner.id;
+    expect(await ledgerPages(500, readKey)).toEqual(await ledgerPages(500));
+    const auth = (key: string) => ({ headers: { Authorization: `Bearer ${key}` } });
+    await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`, auth(readKey)));
+    await json(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence`, auth(readKey)));
+    await json(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence?partnerId=${partnerId}`, auth(auditorKey)));
+    const audited = await json(
+      await stack.partnerFetch(`/v1/ledger?${range()}&limit=500&partnerId=${partnerId}`, auth(auditorKey)),
+    );
+    expect(audited.data.map((entry: Entry) => entry.transactionHash)).toEqual(
+      (await ledgerPages(500)).map((entry) => entry.transactionHash),
+    );
+  });
+});
+
+describe("hostile reads", () => {
+  // A function: the key exists only once beforeAll ran (a constant here would read it at collection time).
+  const asOther = () => ({ headers: { Authorization: `Bearer ${otherPartnerKey}` } });
+
+  it("another partner sees none of the first partner's entries, and its evidence is 404", async () => {
+    const response = await stack.partnerFetch(`/v1/ledger?${range()}&limit=500`, asOther());
+    expect(response.status).toBe(200);
+    const entries = (await response.json()).data as Entry[];
+    expect(entries.filter((entry) => entry.paymentAddress.toLowerCase() === paymentAddress())).toEqual([]);
+    expect(entries.filter((entry) => expected.has(entry.transactionHash.toLowerCase()))).toEqual([]);
+    await expectProblem(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence`, asOther()), 404, "not_found");
+  });
+
+  it("malformed ranges are 400 with their documented codes", async () => {
+    await expectProblem(await stack.partnerFetch(`/v1/ledger?fromBlock=${toBlock}&toBlock=0`), 400, "invalid_range");
+    await expectProblem(await stack.partnerFetch("/v1/ledger?fromBlock=abc&toBlock=5"), 400, "invalid_range");
+    await expectProblem(await stack.partnerFetch("/v1/ledger?fromBlock=1&toBlock=99999999"), 400, "range_too_wide");
+    await expectProblem(
+      await stack.partnerFetch("/v1/reports/reconciliation?from=2020-01-01T00:00:00Z&to=2026-12-31T00:00:00Z"),
+      400,
+      "range_too_wide",
+    );
+    await expectProblem(await stack.partnerFetch(`/v1/ledger?fromBlock=1&toBlock=${toBlock + 1000n}`), 400, "range_not_indexed");
+  });
+});
