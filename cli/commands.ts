@@ -26,7 +26,7 @@ import { migrateStore, openStore, type Store } from "../api/store/open-store.js"
 import { type Command, type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
 import { deployServiceContracts } from "./deploy-contracts.js";
 
-export { type CommandContext, type CommandResult, UsageError };
+export { type CommandContext, UsageError };
 
 function option(context: CommandContext, name: string): string {
   const value = context.options[name];

@@ -19,12 +19,6 @@ export const LEDGER_KINDS = [
 ] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
 
-/** Money in, by kind. */
-export const INCOMING_KINDS: readonly LedgerKind[] = ["settled", "underpaid", "overpaid", "late", "unmatched_in"];
-
-/** The reconciliation's sums: every kind, always present ("0" when empty). */
-export const SUM_CATEGORIES = LEDGER_KINDS;
-
 /** What the settlement worker recorded for an incoming transfer (payment-record.ts). */
 export type PaymentFact = { status: PaymentStatus; reason: string | null; orderId: string | null };
 /** What the refunds record made of an outgoing transfer (api/refunds/outgoing-transfer-record.ts, once wired). */
@@ -134,7 +128,7 @@ export function ledgerEntriesOf(transfer: IndexedTransfer, facts: TransferFacts,
 
 /** Sums per kind, every kind present. */
 export function emptySums(): Record<LedgerKind, bigint> {
-  return Object.fromEntries(SUM_CATEGORIES.map((kind) => [kind, 0n])) as Record<LedgerKind, bigint>;
+  return Object.fromEntries(LEDGER_KINDS.map((kind) => [kind, 0n])) as Record<LedgerKind, bigint>;
 }
 
 /** The effect of an entry on its payment address's balance. */

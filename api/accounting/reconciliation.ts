@@ -4,7 +4,7 @@ import type { NetworkConfig } from "../config/networks.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import { chainBalancesAt } from "./chain-balances.js";
 import { type BooksScope, booksAddresses, ledgerPages } from "./ledger.js";
-import { emptySums, type LedgerKind, SUM_CATEGORIES, signedValue } from "./ledger-rules.js";
+import { emptySums, type LedgerKind, LEDGER_KINDS, signedValue } from "./ledger-rules.js";
 import { keepOpeningBalance, openingBalancesOf } from "./opening-balances.js";
 import type { ResolvedRange } from "./range.js";
 import { keepReconciliationCheck } from "./reconciliation-checks.js";
@@ -133,7 +133,7 @@ export function reconciliationRowView(row: ReconciliationRow) {
     chainBalance: row.chainBalance.toString(),
     difference: row.difference.toString(),
     reconciled: row.reconciled,
-    sums: Object.fromEntries(SUM_CATEGORIES.map((kind) => [kind, row.sums[kind].toString()])) as Record<LedgerKind, string>,
+    sums: Object.fromEntries(LEDGER_KINDS.map((kind) => [kind, row.sums[kind].toString()])) as Record<LedgerKind, string>,
   };
 }
 

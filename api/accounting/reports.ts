@@ -3,7 +3,7 @@ import { checksum } from "../checksum-address.js";
 import type { OrderStatus } from "../store/database.js";
 import { csvStream, LEDGER_COLUMNS, ORDER_COLUMNS, RECONCILIATION_COLUMNS } from "./csv-export.js";
 import { type BooksScope, booksAddresses, ledgerPage, ledgerPages } from "./ledger.js";
-import { SUM_CATEGORIES } from "./ledger-rules.js";
+import { LEDGER_KINDS } from "./ledger-rules.js";
 import { orderEvidence, ordersInRange } from "./order-evidence.js";
 import { parseRange, type RangeQuery, resolveRange } from "./range.js";
 import { reconcile, reconciliationRowView } from "./reconciliation.js";
@@ -68,7 +68,7 @@ export async function reconciliationCsv(context: AppContext, params: { scope: Bo
     row.chainBalance,
     row.difference,
     row.reconciled,
-    ...SUM_CATEGORIES.map((kind) => row.sums[kind]),
+    ...LEDGER_KINDS.map((kind) => row.sums[kind]),
   ]);
 }
 

@@ -106,17 +106,6 @@ export async function revokeAuditorKey(store: Kysely<Database>, params: { keyId:
   return result.numUpdatedRows === 1n;
 }
 
-export async function listAuditorKeys(store: Kysely<Database>) {
-  const rows = await store.selectFrom("auditor_key").selectAll().orderBy("created_at").orderBy("id").execute();
-  return rows.map((row) => ({
-    id: row.id,
-    prefix: row.key_prefix,
-    label: row.label,
-    createdAt: new Date(Number(row.created_at)).toISOString(),
-    revokedAt: row.revoked_at === null ? null : new Date(Number(row.revoked_at)).toISOString(),
-  }));
-}
-
 /** Who holds this bearer key, if it is live: a partner (with the key's scope) or a platform auditor. */
 export async function findKeyHolder(store: Store, apiKey: string): Promise<KeyHolder | undefined> {
   const hash = hashApiKey(apiKey);
@@ -146,17 +135,6 @@ export async function findKeyHolder(store: Store, apiKey: string): Promise<KeyHo
 
 export async function findPartner(store: Kysely<Database>, partnerId: string): Promise<Partner | undefined> {
   return store.selectFrom("partner").select(["id", "name"]).where("id", "=", partnerId).executeTakeFirst();
-}
-
-export async function findPartnerByApiKey(store: Store, apiKey: string): Promise<Partner | undefined> {
-  const row = await store
-    .selectFrom("api_key")
-    .innerJoin("partner", "partner.id", "api_key.partner_id")
-    .select(["partner.id as id", "partner.name as name"])
-    .where("api_key.key_hash", "=", hashApiKey(apiKey))
-    .where("api_key.revoked_at", "is", null)
-    .executeTakeFirst();
-  return row;
 }
 
 export async function createPartner(store: Store, params: { name: string; id?: string }): Promise<Partner> {
