@@ -177,6 +177,11 @@ describe("The customer's refund page (Chromium)", () => {
     await page.goto(pageUrl(refund));
     await stateOf(page, "awaiting_destination");
     await page.getByRole("button", { name: "Use my connected wallet" }).click();
+    // The page fills the field once the wallet answers: wait for it rather than read at once.
+    await page.waitForFunction(
+      (address) => (document.querySelector("#destination") as HTMLInputElement | null)?.value === address,
+      wallet,
+    );
     await expect(page.locator("#destination").inputValue()).resolves.toBe(wallet);
     await page.close();
 
