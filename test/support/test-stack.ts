@@ -55,7 +55,7 @@ export async function startTestStack(
     });
   };
 
-  return Object.assign(stack, {
+  const testStack = Object.assign(stack, {
     chain,
     publicClient,
     testClient,
@@ -88,10 +88,40 @@ export async function startTestStack(
       const logDir = join(process.cwd(), "test-artifacts", "ponder");
       mkdirSync(logDir, { recursive: true });
       writeFileSync(join(logDir, `${basename(dataDir)}.log`), stack.ponder.output());
+      liveStacks.delete(testStack);
       await stopStack();
       rmSync(dataDir, { recursive: true, force: true });
     },
   });
+  liveStacks.add(testStack);
+  return testStack;
+}
+
+/** The stacks this test file started and has not stopped: what a timed-out wait describes. */
+const liveStacks = new Set<TestStack>();
+
+/**
+ * What the service saw when a wait ran out: the chain's head, the indexed head and the
+ * workers' state from `/v1/health`, and the end of Ponder's log. A condition that
+ * never came on a loaded CI machine is then diagnosable from the failure message alone.
+ */
+async function describeLiveStacks(): Promise<string> {
+  const parts: string[] = [];
+  for (const stack of liveStacks) {
+    const chainHead = await stack.publicClient.getBlockNumber().then(String, (error: Error) => `unreadable (${error.message})`);
+    const health = await fetch(`${stack.ponder.baseUrl}/v1/health`, { signal: AbortSignal.timeout(5_000) })
+      .then((response) => response.text())
+      .catch((error: Error) => `unreadable (${error.message})`);
+    const log = stack.ponder
+      .output()
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .slice(-25)
+      .map((line) => line.slice(0, 400))
+      .join("\n");
+    parts.push(`chain head ${chainHead}\nhealth ${health.slice(0, 3_000)}\nservice log (last lines):\n${log}`);
+  }
+  return parts.join("\n---\n");
 }
 
 export function newDataDir(): string {
@@ -101,13 +131,16 @@ export function newDataDir(): string {
 /** Polls `probe` until it returns a value other than undefined. */
 export async function waitFor<value>(
   probe: () => Promise<value | undefined>,
-  { timeoutMs = 15_000, intervalMs = 50, what = "condition" } = {},
+  { timeoutMs = 30_000, intervalMs = 50, what = "condition" } = {},
 ): Promise<value> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) {
+      const state = await describeLiveStacks().catch((error: Error) => `(state unreadable: ${error.message})`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${state === "" ? "" : `\n${state}`}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
