@@ -1,7 +1,7 @@
 import type { PublicClient } from "viem";
 import type { NetworkConfig } from "./config/networks.js";
 import type { ServiceSettings } from "./config/settings.js";
-import { ProblemError } from "./http/problem.js";
+import { problem } from "./http/problem.js";
 import type { IndexedChain } from "./indexed/indexed-chain.js";
 import type { IndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import type { SecretBox } from "./outbox/secret-box.js";
@@ -28,12 +28,7 @@ export type AppContext = {
 export function enabledNetwork(context: Pick<AppContext, "networks">, name: string): NetworkConfig {
   const network = context.networks.find((candidate) => candidate.name === name);
   if (network === undefined) {
-    throw new ProblemError({
-      status: 422,
-      code: "unsupported_network",
-      title: "This network is not enabled",
-      detail: `Enabled networks: ${context.networks.map((candidate) => candidate.name).join(", ")}.`,
-    });
+    throw problem("unsupported_network", `Enabled networks: ${context.networks.map((candidate) => candidate.name).join(", ")}.`);
   }
   return network;
 }

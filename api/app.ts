@@ -7,7 +7,7 @@ import { logJson } from "./config/redact.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
 import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
 import { partnerAuth } from "./http/partner-auth.js";
-import { ProblemError, problemResponse, problems } from "./http/problem.js";
+import { ProblemError, problem, problemResponse, problems } from "./http/problem.js";
 import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.js";
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
@@ -103,15 +103,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
       return problemResponse(c, problems.invalidRequest(error.message || "The request could not be read."));
     }
     logJson({ level: "error", msg: "unhandled error", path: c.req.path, error: String(error) });
-    return problemResponse(
-      c,
-      new ProblemError({
-        status: 500,
-        code: "internal_error",
-        title: "Internal error",
-        detail: "Something went wrong on our side.",
-      }),
-    );
+    return problemResponse(c, problem("internal_error", "Something went wrong on our side."));
   });
   app.notFound((c) => problemResponse(c, problems.notFound(`${c.req.method} ${c.req.path}`)));
 

@@ -1,6 +1,6 @@
 import type { AppContext } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 
 /**
  * Accounting ranges, one parser for the API and the CLI (docs/accounting.md,
@@ -28,7 +28,7 @@ export type ResolvedRange = {
   toTime: number;
 };
 
-const invalid = (detail: string) => new ProblemError({ code: "invalid_range", detail });
+const invalid = (detail: string) => problem("invalid_range", detail);
 
 const BLOCK = /^\d{1,19}$/;
 /** A date, or a date and time with seconds optional, fraction optional, and a zone (Z or ±hh:mm). */
@@ -64,10 +64,7 @@ export function parseRange(query: RangeQuery): ParsedRange {
     const toBlock = parseBlock("toBlock", query.toBlock);
     if (toBlock < fromBlock) throw invalid("`toBlock` is before `fromBlock`.");
     if (toBlock - fromBlock + 1n > MAX_RANGE_BLOCKS)
-      throw new ProblemError({
-        code: "range_too_wide",
-        detail: `A range covers at most ${MAX_RANGE_BLOCKS} blocks; ask for the period in parts.`,
-      });
+      throw problem("range_too_wide", `A range covers at most ${MAX_RANGE_BLOCKS} blocks; ask for the period in parts.`);
     return { chainId, basis: "blocks", fromBlock, toBlock };
   }
   if (times) {
@@ -76,7 +73,7 @@ export function parseRange(query: RangeQuery): ParsedRange {
     const toTime = parseTime("to", query.to);
     if (toTime <= fromTime) throw invalid("`to` must be after `from` (`to` is exclusive).");
     if (toTime - fromTime > MAX_RANGE_MS)
-      throw new ProblemError({ code: "range_too_wide", detail: "A range covers at most 366 days; ask for the period in parts." });
+      throw problem("range_too_wide", "A range covers at most 366 days; ask for the period in parts.");
     return { chainId, basis: "times", fromTime, toTime };
   }
   throw invalid("A range is required: `fromBlock` and `toBlock`, or `from` and `to`.");
@@ -142,15 +139,11 @@ export async function resolveRange(
   const network = rangeNetwork(context.networks, parsed.chainId);
   const head = (await context.indexed.heads()).get(network.chainId)?.blockNumber;
   const start = BigInt(network.startBlock);
-  if (head === undefined)
-    throw new ProblemError({ code: "range_not_indexed", detail: "The indexer has not recorded this chain yet." });
+  if (head === undefined) throw problem("range_not_indexed", "The indexer has not recorded this chain yet.");
   const clock = clockOf(network.chainId);
   if (parsed.basis === "blocks") {
     if (parsed.fromBlock < start || parsed.toBlock > head)
-      throw new ProblemError({
-        code: "range_not_indexed",
-        detail: `The index holds blocks ${start} to ${head} of chain ${network.chainId}.`,
-      });
+      throw problem("range_not_indexed", `The index holds blocks ${start} to ${head} of chain ${network.chainId}.`);
     const [first, last] = await Promise.all([clock(parsed.fromBlock), clock(parsed.toBlock)]);
     return {
       network,

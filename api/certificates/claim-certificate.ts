@@ -2,7 +2,7 @@ import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
 import { certificateNftAbi } from "../../contracts/generated/index.js";
 import type { AppContext } from "../app-context.js";
 import { getSession } from "../checkout/session-record.js";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import { findOrder, getOrder } from "../orders/order-record.js";
 import { fullyRefundedOrderIds } from "../refunds/refund-record.js";
 import { findCertificate, transitionCertificate } from "./certificate-record.js";
@@ -11,14 +11,7 @@ import { type CertificateVoucher, signCertificateVoucher } from "./voucher-typed
 /** A voucher is good for one hour: long enough to sign, short enough that a leaked one soon dies. */
 const VOUCHER_LIFETIME_SECONDS = 3_600;
 
-const notAvailable = (reason: string, detail: string) =>
-  new ProblemError({
-    status: 409,
-    code: "certificate_not_available",
-    title: "No certificate can be claimed for this purchase",
-    detail,
-    extensions: { reason },
-  });
+const notAvailable = (reason: string, detail: string) => problem("certificate_not_available", detail, { reason });
 
 export type CertificateClaim = {
   voucher: { buyer: Address; purchaseId: Hex; tokenURI: string; deadline: string };
@@ -47,10 +40,10 @@ export async function claimCertificate(
   }
   // A fully refunded order's certificate is revoked (docs/refunds.md): nothing to claim any more.
   if ((await fullyRefundedOrderIds(context.store, [params.orderId])).size > 0) {
-    throw new ProblemError({
-      code: "certificate_revoked",
-      detail: "This purchase was fully refunded: its certificate is revoked and can no longer be claimed.",
-    });
+    throw problem(
+      "certificate_revoked",
+      "This purchase was fully refunded: its certificate is revoked and can no longer be claimed.",
+    );
   }
   if (certificate.status === "minted" || certificate.status === "pending") {
     throw notAvailable(
@@ -59,12 +52,7 @@ export async function claimCertificate(
     );
   }
   if (context.settings.voucherPrivateKey === undefined) {
-    throw new ProblemError({
-      status: 503,
-      code: "voucher_key_missing",
-      title: "Certificates are not configured",
-      detail: "The service has no voucher key.",
-    });
+    throw problem("voucher_key_missing", "The service has no voucher key.");
   }
 
   // A certificate exists only for a settled order: its settling session names the product.

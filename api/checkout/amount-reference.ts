@@ -1,6 +1,6 @@
 import { randomInt } from "node:crypto";
 import type { Kysely } from "kysely";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import { sessionSawTransfer } from "../settlement/payment-record.js";
 import type { Database } from "../store/database.js";
 
@@ -95,14 +95,11 @@ export async function reserveAmount(
       if (reserved) return reserved;
     }
   }
-  throw new ProblemError({
-    status: 503,
-    code: "reference_space_exhausted",
-    title: "No payment reference is free for this amount",
-    detail:
-      "Every sub-cent offset of this total is held by an open (or recently ended, or paid) session on the partner's payment addresses. Add a payment address, or retry once unpaid sessions have ended.",
-    extensions: { retryable: true },
-  });
+  throw problem(
+    "reference_space_exhausted",
+    "Every sub-cent offset of this total is held by an open (or recently ended, or paid) session on the partner's payment addresses. Add a payment address, or retry once unpaid sessions have ended.",
+    { retryable: true },
+  );
 }
 
 /** The reservation an exact amount on a payment address names, if any (released or not). */

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import { type CheckoutSession, sessionOfClientToken } from "./session-record.js";
 
@@ -31,12 +31,7 @@ export async function issueClientToken(
 export type ClientTokenUse = "read" | "claim" | "write";
 
 const invalidToken = () =>
-  new ProblemError({
-    status: 401,
-    code: "invalid_client_token",
-    title: "The client token is not valid for this session",
-    detail: "Use the clientToken returned when this checkout session was created.",
-  });
+  problem("invalid_client_token", "Use the clientToken returned when this checkout session was created.");
 
 /** Resolves a client token to its session, refusing tokens of other sessions and expired uses. */
 export async function authenticateClientToken(
@@ -58,12 +53,7 @@ export async function authenticateClientToken(
   const { session, tokenExpiresAt } = found;
   const live = now < tokenExpiresAt;
   if (!live && !(session.status === "settled" && params.use !== "write")) {
-    throw new ProblemError({
-      status: 410,
-      code: "session_expired",
-      title: "The checkout session has expired",
-      detail: "Ask the shop for a new checkout session for this order.",
-    });
+    throw problem("session_expired", "Ask the shop for a new checkout session for this order.");
   }
   return session;
 }

@@ -4,7 +4,7 @@ import type { Address } from "viem";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { checksum } from "../checksum-address.js";
 import type { NetworkConfig, NetworkName } from "../config/networks.js";
-import { ProblemError } from "../http/problem.js";
+import { ProblemError, problem } from "../http/problem.js";
 import { findOrCreateOrder, getOrder } from "../orders/order-record.js";
 import type { Database } from "../store/database.js";
 import { reserveAmount } from "./amount-reference.js";
@@ -124,12 +124,10 @@ export async function createSessionInTransaction(
 
   const open = await openSessionsOfOrder(trx, order.id);
   if (open.some((session) => session.status === "payment_pending")) {
-    throw new ProblemError({
-      status: 409,
-      code: "payment_in_progress",
-      title: "A payment for this order is being confirmed",
-      detail: "Wait for the purchase.settled event (or read the order) before asking the customer for money again.",
-    });
+    throw problem(
+      "payment_in_progress",
+      "Wait for the purchase.settled event (or read the order) before asking the customer for money again.",
+    );
   }
   for (const superseded of open) {
     await expireSession(trx, { session: superseded, now, reason: "superseded" });
@@ -139,12 +137,7 @@ export async function createSessionInTransaction(
   const watched = new Set(network.paymentAddresses.map((address) => address.toLowerCase()));
   const usable = paymentAddresses.map((address) => address.toLowerCase()).filter((address) => watched.has(address));
   if (usable.length === 0) {
-    throw new ProblemError({
-      status: 422,
-      code: "no_payment_address",
-      title: "No payment address on this network",
-      detail: `The partner has no payment address on ${network.name} that the indexer watches.`,
-    });
+    throw problem("no_payment_address", `The partner has no payment address on ${network.name} that the indexer watches.`);
   }
 
   const sessionId = `cs_${randomUUID().replaceAll("-", "")}`;

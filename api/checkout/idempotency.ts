@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 
 /** Stable hash of a request body (keys sorted), so a replay can be told from a different request. */
@@ -22,12 +22,7 @@ export function requestHash(body: unknown): string {
 }
 
 export const idempotencyConflict = () =>
-  new ProblemError({
-    status: 409,
-    code: "idempotency_conflict",
-    title: "This idempotency key was used with a different request",
-    detail: "Send the same body again to get the original answer, or use a new idempotency key.",
-  });
+  problem("idempotency_conflict", "Send the same body again to get the original answer, or use a new idempotency key.");
 
 /** The resource an earlier request with this key created, or undefined for a new key. */
 export async function findIdempotentResource(

@@ -2,7 +2,7 @@ import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { findCertificate } from "../certificates/certificate-record.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
-import { ProblemError } from "../http/problem.js";
+import { ProblemError, problem } from "../http/problem.js";
 import { shownConfirmations } from "../indexed/confirmations.js";
 import { getOrder } from "../orders/order-record.js";
 import { readBranding } from "../partners/branding.js";
@@ -32,19 +32,13 @@ export async function recordCustomerDetails(
 ): Promise<CheckoutSession> {
   if (session.status !== "awaiting_payment") {
     throw new ProblemError({
-      status: 409,
       code: "session_not_open",
       title: "The session no longer takes details",
       detail: `The session is ${session.status}.`,
     });
   }
   if (session.shippingRequired && details.delivery === undefined) {
-    throw new ProblemError({
-      status: 400,
-      code: "invalid_request",
-      title: "The request is not valid",
-      detail: "delivery: this order ships, so a delivery address is required",
-    });
+    throw problem("invalid_request", "delivery: this order ships, so a delivery address is required");
   }
   await saveCustomerDetails(store, {
     sessionId: session.id,

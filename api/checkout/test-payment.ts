@@ -2,7 +2,7 @@ import { type Address, ContractFunctionExecutionError, createWalletClient, defin
 import { mnemonicToAccount } from "viem/accounts";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { ProblemError, problem, problems } from "../http/problem.js";
 import { type SubmissionResult, submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { CheckoutSession } from "./session-record.js";
 
@@ -80,7 +80,6 @@ export async function sendTestPayment(
   if (network === undefined) throw problems.notFound("Test payments");
   if (session.status === "settled" || session.status === "expired") {
     throw new ProblemError({
-      status: 409,
       code: "session_not_open",
       title: "The session takes no payment",
       detail: `The session is ${session.status}.`,
@@ -150,10 +149,5 @@ async function waitUntilIndexed(context: AppContext, transactionHash: Hex): Prom
 }
 
 function testPaymentRefused(detail: string): ProblemError {
-  return new ProblemError({
-    status: 422,
-    code: "test_payment_refused",
-    title: "The test account cannot send this payment",
-    detail: `${detail} Nothing was sent.`,
-  });
+  return problem("test_payment_refused", `${detail} Nothing was sent.`);
 }

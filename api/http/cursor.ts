@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { ProblemError } from "./problem.js";
+import { type ProblemError, problem } from "./problem.js";
 
 /** The longest cursor this service issues is far below this; anything longer was not ours. */
 const MAX_CURSOR_LENGTH = 512;
@@ -10,12 +10,7 @@ function encodeCursor(value: unknown): string {
 }
 
 function invalidCursor(): ProblemError {
-  return new ProblemError({
-    status: 400,
-    code: "invalid_cursor",
-    title: "The cursor is not valid",
-    detail: "`cursor` is not a cursor this service issued; start again without it.",
-  });
+  return problem("invalid_cursor", "`cursor` is not a cursor this service issued; start again without it.");
 }
 
 /**

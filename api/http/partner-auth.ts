@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { findKeyHolder, findPartner, type Partner } from "../partners/api-keys.js";
 import type { Store } from "../store/open-store.js";
-import { ProblemError, problems } from "./problem.js";
+import { problem, problems } from "./problem.js";
 import { bearerChallenge, challengeWith, REALMS } from "./www-authenticate.js";
 
 /**
@@ -44,10 +44,10 @@ export function partnerAuth(store: Store, options: { acrossPartners?: boolean } 
     if (holder === undefined) throw refuse("The API key is not valid or has been revoked.", true);
     const readOnly = holder.kind === "auditor" || holder.scope === "read";
     if (readOnly && !READ_METHODS.has(c.req.method)) {
-      throw new ProblemError({
-        code: "read_only_key",
-        detail: `${holder.kind === "auditor" ? "An auditor key" : "A read-only key"} may only read (GET); ${c.req.method} needs a full API key.`,
-      });
+      throw problem(
+        "read_only_key",
+        `${holder.kind === "auditor" ? "An auditor key" : "A read-only key"} may only read (GET); ${c.req.method} needs a full API key.`,
+      );
     }
     const asked = c.req.query("partnerId");
     if (holder.kind === "partner") {

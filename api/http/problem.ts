@@ -40,6 +40,15 @@ export class ProblemError extends Error {
   }
 }
 
+/**
+ * A problem raised by its code alone: status and title come from the registry, the
+ * detail says what happened this time. (`new ProblemError({...})` remains for the few
+ * places that answer a code with another registered status or a more specific title.)
+ */
+export function problem(code: ProblemCode, detail?: string, extensions?: Record<string, unknown>): ProblemError {
+  return new ProblemError({ code, detail, extensions });
+}
+
 export const problems = {
   invalidRequest: (detail: string, errors?: { path: string; message: string }[]) =>
     new ProblemError({ code: "invalid_request", detail, extensions: errors ? { errors } : {} }),

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { rateLimiter } from "hono-rate-limiter";
 import { clientIp } from "./client-ip.js";
-import { ProblemError, problemResponse } from "./problem.js";
+import { problem, problemResponse } from "./problem.js";
 
 /**
  * Limits every request meets before a handler runs (docs/security.md, "Limits").
@@ -41,13 +41,7 @@ export function limitBody(maxBytes: number): MiddlewareHandler {
       c.header("Connection", "close");
       return problemResponse(
         c,
-        new ProblemError({
-          status: 413,
-          code: "payload_too_large",
-          title: "The request body is too large",
-          detail: `This route takes at most ${maxBytes} bytes of body.`,
-          extensions: { maxBytes },
-        }),
+        problem("payload_too_large", `This route takes at most ${maxBytes} bytes of body.`, { maxBytes }),
       );
     },
   });
@@ -63,12 +57,10 @@ export function limitRate(scope: string, rate: RateLimit, trustProxy: boolean): 
     handler: (c: Context) =>
       problemResponse(
         c,
-        new ProblemError({
-          status: 429,
-          code: "rate_limited",
-          title: "Too many requests",
-          detail: `At most ${rate.limit} ${scope} requests per ${rate.windowMs / 1000} s per client; retry after the time in Retry-After.`,
-        }),
+        problem(
+          "rate_limited",
+          `At most ${rate.limit} ${scope} requests per ${rate.windowMs / 1000} s per client; retry after the time in Retry-After.`,
+        ),
       ),
   });
 }

@@ -1,36 +1,27 @@
 import { HttpRequestError, TimeoutError } from "viem";
 import { isStoreUnavailable } from "../store/store-availability.js";
-import { ProblemError } from "./problem.js";
+import { type ProblemError, problem } from "./problem.js";
 
 /** Seconds a client should wait before trying again after a 503 of ours. */
 export const RETRY_AFTER_SECONDS = 5;
 
 export const unavailableProblems = {
   store: () =>
-    new ProblemError({
-      status: 503,
-      code: "store_unavailable",
-      title: "The service's store is not answering",
-      detail: "The database is locked or unreachable; nothing was changed. Try again in a few seconds.",
-      extensions: { retryAfterSeconds: RETRY_AFTER_SECONDS },
+    problem("store_unavailable", "The database is locked or unreachable; nothing was changed. Try again in a few seconds.", {
+      retryAfterSeconds: RETRY_AFTER_SECONDS,
     }),
   rpc: () =>
-    new ProblemError({
-      status: 503,
-      code: "rpc_unavailable",
-      title: "The chain node is not answering",
-      detail: "The service could not reach its node for this network in time; nothing was changed. Try again in a few seconds.",
-      extensions: { retryAfterSeconds: RETRY_AFTER_SECONDS },
-    }),
+    problem(
+      "rpc_unavailable",
+      "The service could not reach its node for this network in time; nothing was changed. Try again in a few seconds.",
+      { retryAfterSeconds: RETRY_AFTER_SECONDS },
+    ),
   index: () =>
-    new ProblemError({
-      status: 503,
-      code: "index_not_ready",
-      title: "The index is not ready",
-      detail:
-        "The indexer is restarting or backfilling and could not answer in time; nothing was changed. Try again in a few seconds.",
-      extensions: { retryAfterSeconds: RETRY_AFTER_SECONDS },
-    }),
+    problem(
+      "index_not_ready",
+      "The indexer is restarting or backfilling and could not answer in time; nothing was changed. Try again in a few seconds.",
+      { retryAfterSeconds: RETRY_AFTER_SECONDS },
+    ),
 };
 
 /**

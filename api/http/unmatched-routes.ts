@@ -1,7 +1,7 @@
 import type { Context, Hono } from "hono";
 import { METHOD_NAME_ALL } from "hono/router";
 import { TrieRouter } from "hono/router/trie-router";
-import { ProblemError, problemResponse } from "./problem.js";
+import { problem, problemResponse } from "./problem.js";
 
 /**
  * The answer for a request no route of `app` takes, as problem+json (docs/http-conventions.md,
@@ -32,12 +32,8 @@ export function unmatchedRouteHandler(app: Hono<any, any, any>) {
       c.header("Allow", allowed.join(", "));
       return problemResponse(
         c,
-        new ProblemError({
-          status: 405,
-          code: "method_not_allowed",
-          title: "Method not allowed",
-          detail: `${c.req.method} is not accepted at ${path}; it accepts ${allowed.join(", ")}.`,
-          extensions: { allow: allowed },
+        problem("method_not_allowed", `${c.req.method} is not accepted at ${path}; it accepts ${allowed.join(", ")}.`, {
+          allow: allowed,
         }),
       );
     }
@@ -46,14 +42,6 @@ export function unmatchedRouteHandler(app: Hono<any, any, any>) {
       withoutSlash !== undefined && methodsAt(withoutSlash).length > 0
         ? ` Did you mean ${withoutSlash} (no trailing slash)?`
         : "";
-    return problemResponse(
-      c,
-      new ProblemError({
-        status: 404,
-        code: "not_found",
-        title: "Not found",
-        detail: `No route answers ${c.req.method} ${path}.${hint}`,
-      }),
-    );
+    return problemResponse(c, problem("not_found", `No route answers ${c.req.method} ${path}.${hint}`));
   };
 }

@@ -1,5 +1,5 @@
 import type { AppContext } from "../app-context.js";
-import { ProblemError } from "../http/problem.js";
+import { ProblemError, problem } from "../http/problem.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { fulfilOrderRecord } from "./order-record.js";
 import { findPartnerOrder } from "./read-order.js";
@@ -27,12 +27,7 @@ export async function fulfilOrder(
       });
     }
     if (order.status !== "paid") {
-      throw new ProblemError({
-        status: 409,
-        code: "order_not_settled",
-        title: "Only a settled order can be fulfilled",
-        detail: "Wait for the purchase.settled event of this order.",
-      });
+      throw problem("order_not_settled", "Wait for the purchase.settled event of this order.");
     }
     const fulfilled = await fulfilOrderRecord(trx, {
       order,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type Expression, type ExpressionBuilder, type Kysely, type SqlBool, sql } from "kysely";
 import { z } from "zod";
 import { keysetPage } from "../http/cursor.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -140,12 +140,10 @@ export async function redeliverEvent(
     );
     if (targets.length === 0) {
       if (params.endpointId !== undefined) throw problems.notFound(`Webhook endpoint ${params.endpointId}`);
-      throw new ProblemError({
-        status: 409,
-        code: "no_webhook_endpoint",
-        title: "No endpoint to deliver to",
-        detail: `None of your webhook endpoints subscribes to ${event.type}; create one or name one with \`endpointId\`.`,
-      });
+      throw problem(
+        "no_webhook_endpoint",
+        `None of your webhook endpoints subscribes to ${event.type}; create one or name one with \`endpointId\`.`,
+      );
     }
     const queued: string[] = [];
     for (const endpoint of targets) {

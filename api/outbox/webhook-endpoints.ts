@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { z } from "zod";
 import { keysetPage, type Page } from "../http/cursor.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { WebhookEndpointTable } from "../store/webhook-tables.js";
@@ -39,8 +39,7 @@ function toEndpoint(row: WebhookEndpointTable, now = Date.now()): WebhookEndpoin
   };
 }
 
-export const invalidWebhookUrl = (detail: string) =>
-  new ProblemError({ status: 400, code: "invalid_webhook_url", title: "The webhook URL is not allowed", detail });
+export const invalidWebhookUrl = (detail: string) => problem("invalid_webhook_url", detail);
 
 function normaliseEvents(events: readonly string[] | undefined): EventSubscription {
   if (events === undefined || events.includes(ALL_EVENTS)) return [ALL_EVENTS];
@@ -71,12 +70,10 @@ export async function createWebhookEndpoint(
     .where("deleted_at", "is", null)
     .executeTakeFirstOrThrow();
   if (Number(existing.count) >= MAX_ENDPOINTS_PER_PARTNER) {
-    throw new ProblemError({
-      status: 409,
-      code: "too_many_webhook_endpoints",
-      title: "Too many webhook endpoints",
-      detail: `A partner may register at most ${MAX_ENDPOINTS_PER_PARTNER} webhook endpoints; delete one first.`,
-    });
+    throw problem(
+      "too_many_webhook_endpoints",
+      `A partner may register at most ${MAX_ENDPOINTS_PER_PARTNER} webhook endpoints; delete one first.`,
+    );
   }
 
   const id = `we_${randomUUID().replaceAll("-", "")}`;
@@ -190,12 +187,10 @@ export async function rotateWebhookSecret(
       .where("secret_ciphertext", "=", row.secret_ciphertext)
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== 1) {
-      throw new ProblemError({
-        status: 409,
-        code: "concurrent_rotation",
-        title: "The secret was rotated concurrently",
-        detail: "Another rotation of this endpoint's secret happened at the same time; read the endpoint and try again.",
-      });
+      throw problem(
+        "concurrent_rotation",
+        "Another rotation of this endpoint's secret happened at the same time; read the endpoint and try again.",
+      );
     }
   });
   return { id: params.endpointId, secret, previousSecretExpiresAt: new Date(expiresAt).toISOString() };

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
-import { ProblemError, problems } from "../http/problem.js";
+import { type ProblemError, problem, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { PartnerBrandingTable } from "../store/hosted-tables.js";
 import { svgLogoProblem } from "./svg-logo.js";
@@ -91,17 +91,12 @@ export async function setLogo(
 ): Promise<string> {
   const type = logo.contentType.split(";")[0]!.trim().toLowerCase();
   if (!(LOGO_TYPES as readonly string[]).includes(type)) {
-    throw new ProblemError({
-      status: 415,
-      code: "unsupported_logo_type",
-      title: "The logo must be a PNG or an SVG",
-      detail: `Send Content-Type image/png or image/svg+xml (got ${type || "none"}).`,
-    });
+    throw problem("unsupported_logo_type", `Send Content-Type image/png or image/svg+xml (got ${type || "none"}).`);
   }
   if (logo.bytes.byteLength === 0) throw problems.invalidRequest("logo: the body is empty", [{ path: "logo", message: "empty" }]);
   if (logo.bytes.byteLength > LOGO_MAX_BYTES) throw logoTooLarge(logo.bytes.byteLength);
-  const problem = type === "image/png" ? pngProblem(logo.bytes) : svgProblem(logo.bytes);
-  if (problem !== undefined) throw problems.invalidRequest(`logo: ${problem}`, [{ path: "logo", message: problem }]);
+  const refusal = type === "image/png" ? pngProblem(logo.bytes) : svgProblem(logo.bytes);
+  if (refusal !== undefined) throw problems.invalidRequest(`logo: ${refusal}`, [{ path: "logo", message: refusal }]);
   const sha256 = createHash("sha256").update(logo.bytes).digest("hex");
   await upsert(
     db,
@@ -113,12 +108,7 @@ export async function setLogo(
 }
 
 export function logoTooLarge(size: number): ProblemError {
-  return new ProblemError({
-    status: 413,
-    code: "logo_too_large",
-    title: "The logo is too large",
-    detail: `A logo is at most ${LOGO_MAX_BYTES} bytes (got ${size}).`,
-  });
+  return problem("logo_too_large", `A logo is at most ${LOGO_MAX_BYTES} bytes (got ${size}).`);
 }
 
 export async function removeLogo(db: Kysely<Database>, partnerId: string): Promise<void> {

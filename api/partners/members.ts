@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { z } from "zod";
 import { keysetPage, type Page } from "../http/cursor.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import { type AuditActor, appendAudit, type PortalActor } from "../portals/audit-log.js";
 import type { Database } from "../store/database.js";
 import type { PartnerMemberRole, PartnerMemberTable } from "../store/member-tables.js";
@@ -41,12 +41,7 @@ export async function addMember(
       .where("address", "=", address)
       .executeTakeFirst();
     if (existing !== undefined) {
-      throw new ProblemError({
-        status: 409,
-        code: "member_exists",
-        title: "This wallet is already a member",
-        detail: `${getAddress(address)} is already a member of this partner.`,
-      });
+      throw problem("member_exists", `${getAddress(address)} is already a member of this partner.`);
     }
     const count = await trx
       .selectFrom("partner_member")
@@ -54,12 +49,7 @@ export async function addMember(
       .where("partner_id", "=", params.partnerId)
       .executeTakeFirstOrThrow();
     if (Number(count.n) >= MAX_MEMBERS_PER_PARTNER) {
-      throw new ProblemError({
-        status: 409,
-        code: "member_limit_reached",
-        title: "Too many members",
-        detail: `A partner has at most ${MAX_MEMBERS_PER_PARTNER} members; remove one first.`,
-      });
+      throw problem("member_limit_reached", `A partner has at most ${MAX_MEMBERS_PER_PARTNER} members; remove one first.`);
     }
     const row: PartnerMemberTable = {
       partner_id: params.partnerId,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import { createPartner } from "../partners/api-keys.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -32,13 +32,7 @@ export async function registerIssuer(
   return store.transaction().execute(async (trx) => {
     const existing = await trx.selectFrom("issuer").select("id").where("address", "=", address).executeTakeFirst();
     if (existing !== undefined) {
-      throw new ProblemError({
-        status: 409,
-        code: "issuer_exists",
-        title: "This wallet is already an issuer",
-        detail: `Issuer ${existing.id} holds this wallet.`,
-        extensions: { issuerId: existing.id },
-      });
+      throw problem("issuer_exists", `Issuer ${existing.id} holds this wallet.`, { issuerId: existing.id });
     }
     const now = Date.now();
     const partner = await createPartner(trx, { name: params.name });

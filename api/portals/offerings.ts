@@ -4,7 +4,7 @@ import { getAddress } from "viem";
 import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { keysetPage } from "../http/cursor.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
@@ -88,24 +88,16 @@ async function validateOffering(
   const network = enabledNetwork(context, input.network);
   const settlementAddress = input.settlementAddress.toLowerCase();
   if (!network.paymentAddresses.some((address) => address.toLowerCase() === settlementAddress)) {
-    throw new ProblemError({
-      status: 422,
-      code: "settlement_address_not_watched",
-      title: "The settlement address is not watched on this network",
-      detail:
-        `The indexer only records USDC transfers to the payment addresses configured for ${network.name} ` +
+    throw problem(
+      "settlement_address_not_watched",
+      `The indexer only records USDC transfers to the payment addresses configured for ${network.name} ` +
         `(${network.paymentAddresses.join(", ")}); a payment to any other address would never be seen.`,
-      extensions: { watchedAddresses: network.paymentAddresses },
-    });
+      { watchedAddresses: network.paymentAddresses },
+    );
   }
   const owner = await paymentAddressOwner(db, { chainId: network.chainId, address: settlementAddress });
   if (owner !== undefined && owner !== issuer.partner_id) {
-    throw new ProblemError({
-      status: 409,
-      code: "settlement_address_taken",
-      title: "The settlement address belongs to another partner",
-      detail: "Choose a watched payment address that no other partner receives payments at.",
-    });
+    throw problem("settlement_address_taken", "Choose a watched payment address that no other partner receives payments at.");
   }
   const rules: [boolean, string][] = [
     [input.unitPriceUsdc > 0n, "`unitPriceUsdc` must be more than 0"],
@@ -230,13 +222,11 @@ export async function findOffering(db: Kysely<Database>, offeringId: string): Pr
 async function refuseTransition(db: Kysely<Database>, offeringId: string, action: string): Promise<never> {
   const offering = await findOffering(db, offeringId);
   if (offering === undefined) throw problems.notFound(`Offering ${offeringId}`);
-  throw new ProblemError({
-    status: 409,
-    code: "invalid_offering_state",
-    title: "The offering is not in a state that allows this",
-    detail: `The offering is ${offering.status}${offering.paused_by === "admin" && action === "resume" ? " by an admin" : ""}; it cannot ${action} now.`,
-    extensions: { status: offering.status },
-  });
+  throw problem(
+    "invalid_offering_state",
+    `The offering is ${offering.status}${offering.paused_by === "admin" && action === "resume" ? " by an admin" : ""}; it cannot ${action} now.`,
+    { status: offering.status },
+  );
 }
 
 type Transition = {
@@ -320,12 +310,10 @@ async function claimSettlementAddress(
 ) {
   const network = context.networks.find((candidate) => candidate.chainId === offering.chain_id);
   if (network === undefined || !network.paymentAddresses.some((a) => a.toLowerCase() === offering.settlement_address)) {
-    throw new ProblemError({
-      status: 422,
-      code: "settlement_address_not_watched",
-      title: "The settlement address is not watched on this network",
-      detail: "The service's configuration changed since the draft: the indexer no longer watches this settlement address.",
-    });
+    throw problem(
+      "settlement_address_not_watched",
+      "The service's configuration changed since the draft: the indexer no longer watches this settlement address.",
+    );
   }
   await trx
     .insertInto("payment_address")
@@ -342,12 +330,7 @@ async function claimSettlementAddress(
   // Inserted just above when missing, so it has an owner: the issuer's partner, or another that held it first.
   const owner = await paymentAddressOwner(trx, { chainId: offering.chain_id, address: offering.settlement_address });
   if (owner !== issuer.partner_id) {
-    throw new ProblemError({
-      status: 409,
-      code: "settlement_address_taken",
-      title: "The settlement address belongs to another partner",
-      detail: "Reject the offering and ask the issuer for another watched payment address.",
-    });
+    throw problem("settlement_address_taken", "Reject the offering and ask the issuer for another watched payment address.");
   }
 }
 

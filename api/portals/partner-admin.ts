@@ -3,7 +3,7 @@ import { getAddress } from "viem";
 import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { keysetPage } from "../http/cursor.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import { createPartner, findApiKeyOfPartner, issueApiKey, markApiKeyRevoked } from "../partners/api-keys.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import type { ApiKeyScope, ApiKeyTable } from "../store/database.js";
@@ -162,12 +162,7 @@ export async function addPartnerPaymentAddress(
       .onConflict((oc) => oc.doNothing())
       .executeTakeFirst();
     if (inserted.numInsertedOrUpdatedRows !== 1n) {
-      throw new ProblemError({
-        status: 409,
-        code: "payment_address_taken",
-        title: "This payment address is already assigned",
-        detail: "A payment address belongs to one partner; choose another watched address.",
-      });
+      throw problem("payment_address_taken", "A payment address belongs to one partner; choose another watched address.");
     }
     await appendAudit(trx, {
       actor,

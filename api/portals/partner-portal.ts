@@ -29,7 +29,6 @@ export function requirePartnerMember(context: Pick<AppContext, "store" | "settin
       const chosen = wanted === undefined ? memberships[0] : memberships.find((m) => m.partnerId === wanted);
       if (chosen === undefined) {
         throw new ProblemError({
-          status: 403,
           code: "portal_not_allowed",
           title: "This wallet cannot act for this partner",
           detail: "The wallet is not a member of the partner named in X-Partner-Id.",

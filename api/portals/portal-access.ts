@@ -7,7 +7,6 @@ import type { PortalRole } from "../store/portal-tables.js";
 
 const notAllowed = (role: PortalRole, detail: string) =>
   new ProblemError({
-    status: 403,
     code: "portal_not_allowed",
     title: `This wallet cannot use the ${role} portal`,
     detail,

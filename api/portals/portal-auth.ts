@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import type { AppContext } from "../app-context.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import { bearerChallenge, challengeWith, REALMS } from "../http/www-authenticate.js";
 import type { PortalRole } from "../store/portal-tables.js";
 import { assertMayUsePortal } from "./portal-access.js";
@@ -28,12 +28,7 @@ export function requirePortalSession(context: Pick<AppContext, "store" | "settin
     const session = await findPortalSession(context.store, match[1] as string);
     if (session === undefined) throw refuse("The session token is not valid, has expired or was signed out.", true);
     if (session.role !== role) {
-      throw new ProblemError({
-        status: 403,
-        code: "wrong_portal",
-        title: "Not allowed",
-        detail: `This is a session of the ${session.role} portal; this route needs a ${role} session.`,
-      });
+      throw problem("wrong_portal", `This is a session of the ${session.role} portal; this route needs a ${role} session.`);
     }
     await assertMayUsePortal(context.store, context.settings, { role, address: session.address });
     c.set("portalSession", session);

@@ -10,7 +10,7 @@ import { eip681Uri } from "../checkout/session-view.js";
 import { checksum } from "../checksum-address.js";
 import type { NetworkName } from "../config/networks.js";
 import { keysetPage } from "../http/cursor.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { ProblemError, problem, problems } from "../http/problem.js";
 import { USDC_DECIMALS } from "../money.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { type RefundSummary, refundSummaries } from "../refunds/refunds.js";
@@ -117,12 +117,7 @@ export async function startPurchase(
   const now = Date.now();
   if (offering.status !== "open") throw offeringNotOpen(offering.status);
   if (now < Number(offering.opens_at)) {
-    throw new ProblemError({
-      status: 409,
-      code: "offering_not_open_yet",
-      title: "The offering is not open yet",
-      detail: `Purchases open at ${new Date(Number(offering.opens_at)).toISOString()}.`,
-    });
+    throw problem("offering_not_open_yet", `Purchases open at ${new Date(Number(offering.opens_at)).toISOString()}.`);
   }
   if (now >= Number(offering.closes_at)) throw offeringNotOpen("closed");
   if (params.units < offering.min_units || params.units > offering.max_units_per_investor) {
@@ -253,12 +248,7 @@ export async function ownPurchase(store: Store, investor: string, purchaseId: st
 export async function sessionOf(store: Store, purchase: Purchase): Promise<CheckoutSession> {
   const session = purchase.sessionId === null ? undefined : await findSession(store, purchase.sessionId);
   if (session === undefined) {
-    throw new ProblemError({
-      status: 409,
-      code: "purchase_not_payable",
-      title: "This purchase cannot be paid",
-      detail: "The purchase has no checkout session; start a new purchase.",
-    });
+    throw problem("purchase_not_payable", "The purchase has no checkout session; start a new purchase.");
   }
   return session;
 }
@@ -291,20 +281,13 @@ export async function claimPurchaseCertificate(
   const purchase = await ownPurchase(context.store, params.investor, params.purchaseId);
   const eligibility = await findEligibility(context.store, params.investor);
   if (eligibility?.frozen_at != null) {
-    throw new ProblemError({
-      status: 403,
-      code: "wallet_frozen",
-      title: "This wallet is frozen",
-      detail: "A compliance officer froze this wallet; certificates cannot be claimed until it is unfrozen.",
-    });
+    throw problem(
+      "wallet_frozen",
+      "A compliance officer froze this wallet; certificates cannot be claimed until it is unfrozen.",
+    );
   }
   if (params.walletAddress !== undefined && !isAddressEqual(checksum(params.walletAddress), purchase.recipient)) {
-    throw new ProblemError({
-      status: 409,
-      code: "recipient_mismatch",
-      title: "The certificate goes to the recipient chosen at checkout",
-      detail: `This purchase's certificate is bound to ${purchase.recipient}.`,
-    });
+    throw problem("recipient_mismatch", `This purchase's certificate is bound to ${purchase.recipient}.`);
   }
   // The recipient is judged again when the voucher is issued: a freeze or a lost
   // KYC after the purchase must stop the certificate too.
@@ -321,13 +304,11 @@ async function refuseIneligibleRecipient(
 ) {
   const reasons = ineligibilityReasons(await findEligibility(store, params.recipient), params.offering, params.now);
   if (reasons.length === 0) return;
-  throw new ProblemError({
-    status: 403,
-    code: "recipient_not_eligible",
-    title: "This wallet may not receive the certificate",
-    detail: `The recipient ${getAddress(params.recipient)} fails this offering's eligibility rules: ${reasons.join(", ")}.`,
-    extensions: { reasons },
-  });
+  throw problem(
+    "recipient_not_eligible",
+    `The recipient ${getAddress(params.recipient)} fails this offering's eligibility rules: ${reasons.join(", ")}.`,
+    { reasons },
+  );
 }
 
 /**

@@ -2,7 +2,7 @@ import { type Kysely, sql } from "kysely";
 import { isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import type { CheckoutSession } from "../checkout/session-record.js";
-import { ProblemError } from "../http/problem.js";
+import { ProblemError, problem } from "../http/problem.js";
 import type { Payment } from "../settlement/payment-record.js";
 import type { Database } from "../store/database.js";
 import type { OfferingTable } from "../store/portal-tables.js";
@@ -44,12 +44,8 @@ export async function reserveUnits(
       .where("id", "=", offering.id)
       .executeTakeFirst();
     if (current?.status !== "open") throw offeringNotOpen(current?.status ?? "closed");
-    throw new ProblemError({
-      status: 409,
-      code: "insufficient_units",
-      title: "Not enough units are available",
-      detail: `${current.units_available} unit(s) are available; ${units} were asked for.`,
-      extensions: { unitsAvailable: current.units_available },
+    throw problem("insufficient_units", `${current.units_available} unit(s) are available; ${units} were asked for.`, {
+      unitsAvailable: current.units_available,
     });
   }
   // After the offering's row was updated (and, on Postgres, locked until commit), so
@@ -68,13 +64,11 @@ export async function reserveUnits(
     .where(sql<boolean>`units + ${units} <= ${offering.max_units_per_investor}`)
     .executeTakeFirst();
   if (capped.numUpdatedRows !== 1n) {
-    throw new ProblemError({
-      status: 409,
-      code: "investor_limit_exceeded",
-      title: "This would exceed the per-investor limit",
-      detail: `An investor may hold at most ${offering.max_units_per_investor} unit(s) of this offering, reserved or bought.`,
-      extensions: { maxUnitsPerInvestor: offering.max_units_per_investor },
-    });
+    throw problem(
+      "investor_limit_exceeded",
+      `An investor may hold at most ${offering.max_units_per_investor} unit(s) of this offering, reserved or bought.`,
+      { maxUnitsPerInvestor: offering.max_units_per_investor },
+    );
   }
 }
 
@@ -95,13 +89,11 @@ async function assertHoldCaps(
   const { offering } = params;
   const open = await countUnpaidPurchases(trx, { offeringId: offering.id, investor: params.investor });
   if (open >= MAX_OPEN_PURCHASES_PER_INVESTOR) {
-    throw new ProblemError({
-      status: 409,
-      code: "too_many_open_purchases",
-      title: "Too many unpaid purchases in this offering",
-      detail: `A wallet may hold at most ${MAX_OPEN_PURCHASES_PER_INVESTOR} unpaid purchases of one offering; pay one or let it expire.`,
-      extensions: { maxOpenPurchases: MAX_OPEN_PURCHASES_PER_INVESTOR },
-    });
+    throw problem(
+      "too_many_open_purchases",
+      `A wallet may hold at most ${MAX_OPEN_PURCHASES_PER_INVESTOR} unpaid purchases of one offering; pay one or let it expire.`,
+      { maxOpenPurchases: MAX_OPEN_PURCHASES_PER_INVESTOR },
+    );
   }
   const eligibility = await trx
     .selectFrom("investor_eligibility")
@@ -112,13 +104,11 @@ async function assertHoldCaps(
   const held = await unpaidUnitsOfUnverified(trx, offering.id);
   const cap = Math.max(offering.max_units_per_investor, Math.ceil((offering.total_units * UNVERIFIED_HOLD_PERCENT) / 100));
   if (held + params.units > cap) {
-    throw new ProblemError({
-      status: 409,
-      code: "unverified_hold_limit",
-      title: "Unverified wallets already hold their share of this offering",
-      detail: `Wallets without approved KYC may together hold at most ${cap} unpaid unit(s) of this offering. Complete KYC, or retry when reservations expire.`,
-      extensions: { unverifiedHoldLimit: cap },
-    });
+    throw problem(
+      "unverified_hold_limit",
+      `Wallets without approved KYC may together hold at most ${cap} unpaid unit(s) of this offering. Complete KYC, or retry when reservations expire.`,
+      { unverifiedHoldLimit: cap },
+    );
   }
 }
 
@@ -234,24 +224,20 @@ export async function reserveForAttachedPayment(
   const investor = purchase.investor.toLowerCase();
   const reasons = ineligibilityReasons(await findEligibility(trx, investor), offering, now);
   if (reasons.length > 0) {
-    throw new ProblemError({
-      status: 403,
-      code: "investor_not_eligible",
-      title: "The investor may no longer buy into this offering",
-      detail: `The investor ${purchase.investor} fails this offering's rules now: ${reasons.join(", ")}. Mark the payment for refund.`,
-      extensions: { reasons },
-    });
+    throw problem(
+      "investor_not_eligible",
+      `The investor ${purchase.investor} fails this offering's rules now: ${reasons.join(", ")}. Mark the payment for refund.`,
+      { reasons },
+    );
   }
   if (!isAddressEqual(purchase.recipient, purchase.investor)) {
     const recipientReasons = ineligibilityReasons(await findEligibility(trx, purchase.recipient.toLowerCase()), offering, now);
     if (recipientReasons.length > 0) {
-      throw new ProblemError({
-        status: 403,
-        code: "recipient_not_eligible",
-        title: "This wallet may not receive the certificate",
-        detail: `The recipient ${purchase.recipient} fails this offering's rules now: ${recipientReasons.join(", ")}. Mark the payment for refund.`,
-        extensions: { reasons: recipientReasons },
-      });
+      throw problem(
+        "recipient_not_eligible",
+        `The recipient ${purchase.recipient} fails this offering's rules now: ${recipientReasons.join(", ")}. Mark the payment for refund.`,
+        { reasons: recipientReasons },
+      );
     }
   }
   if (purchase.releasedAt === null) return;
@@ -266,13 +252,11 @@ export async function reserveForAttachedPayment(
   if (taken.numUpdatedRows !== 1n) {
     const current = await findOffering(trx, offering.id);
     if (current !== undefined && current.units_available < purchase.units) {
-      throw new ProblemError({
-        status: 409,
-        code: "offering_sold_out",
-        title: "The offering no longer has the units this payment was for",
-        detail: `The purchase's reservation was released and ${current.units_available} unit(s) are left of the ${purchase.units} it paid for. Mark the payment for refund.`,
-        extensions: { unitsAvailable: current.units_available, units: purchase.units },
-      });
+      throw problem(
+        "offering_sold_out",
+        `The purchase's reservation was released and ${current.units_available} unit(s) are left of the ${purchase.units} it paid for. Mark the payment for refund.`,
+        { unitsAvailable: current.units_available, units: purchase.units },
+      );
     }
     throw offeringNotOpen(current?.status ?? "closed");
   }
@@ -289,13 +273,11 @@ export async function reserveForAttachedPayment(
     .where(sql<boolean>`units + ${purchase.units} <= ${offering.max_units_per_investor}`)
     .executeTakeFirst();
   if (capped.numUpdatedRows !== 1n) {
-    throw new ProblemError({
-      status: 409,
-      code: "investor_limit_exceeded",
-      title: "This would exceed the per-investor limit",
-      detail: `An investor may hold at most ${offering.max_units_per_investor} unit(s) of this offering, reserved or bought.`,
-      extensions: { maxUnitsPerInvestor: offering.max_units_per_investor },
-    });
+    throw problem(
+      "investor_limit_exceeded",
+      `An investor may hold at most ${offering.max_units_per_investor} unit(s) of this offering, reserved or bought.`,
+      { maxUnitsPerInvestor: offering.max_units_per_investor },
+    );
   }
   if (!(await reholdPurchase(trx, { purchase }))) throw offeringNotOpen("changing");
 }

@@ -1,6 +1,6 @@
 import { getAddress } from "viem";
 import type { ServiceSettings } from "../config/settings.js";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import type { Store } from "../store/open-store.js";
 import type { PortalChallengeTable } from "../store/portal-tables.js";
 import { appendAudit } from "./audit-log.js";
@@ -22,12 +22,7 @@ export async function completeSignIn(
   const { challenge } = params;
   return store.transaction().execute(async (trx) => {
     if (!(await consumeChallenge(trx, challenge.nonce, now))) {
-      throw new ProblemError({
-        status: 401,
-        code: "challenge_used",
-        title: "The sign-in was not accepted",
-        detail: "This challenge has already been used or has expired; request a new one.",
-      });
+      throw problem("challenge_used", "This challenge has already been used or has expired; request a new one.");
     }
     await assertMayUsePortal(trx, settings, { role: challenge.portal, address: challenge.address });
     const created = await createPortalSession(trx, {

@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import { getAddress, type Hex, isAddressEqual } from "viem";
 import { createSiweMessage, parseSiweMessage, verifySiweMessage } from "viem/siwe";
 import type { AppContext } from "../app-context.js";
-import { type ProblemCode, ProblemError } from "../http/problem.js";
+import { type ProblemCode, ProblemError, problem } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { PortalChallengeTable, PortalRole } from "../store/portal-tables.js";
 
@@ -123,12 +123,10 @@ export async function checkSignedChallenge(
       time: new Date(now),
     });
   } catch (error) {
-    throw new ProblemError({
-      status: 503,
-      code: "signature_check_unavailable",
-      title: "The signature could not be checked",
-      detail: `The chain's node did not answer the signature check; try again. (${String(error).slice(0, 200)})`,
-    });
+    throw problem(
+      "signature_check_unavailable",
+      `The chain's node did not answer the signature check; try again. (${String(error).slice(0, 200)})`,
+    );
   }
   if (!valid) throw rejected("invalid_signature", "The signature is not the challenged wallet's signature of this message.");
   return challenge;

@@ -9,7 +9,7 @@ import { findSession } from "../checkout/session-record.js";
 import { eip681Uri } from "../checkout/session-view.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { keysetPage } from "../http/cursor.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { ProblemError, problem, problems } from "../http/problem.js";
 import { findOrderOfPartner, ordersByIds } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { readBranding } from "../partners/branding.js";
@@ -64,14 +64,13 @@ export type CreatedRefund = { refund: Refund; token: string | null; replayed: bo
 class IdempotencyRace extends Error {}
 
 const exceedsRemaining = (remaining: bigint, asked: bigint | undefined) =>
-  new ProblemError({
-    code: "refund_exceeds_remaining",
-    detail:
-      remaining === 0n
-        ? "Nothing remains to refund: live refunds already add up to what was paid."
-        : `At most ${remaining} base units remain refundable${asked === undefined ? "" : `; ${asked} were asked`}.`,
-    extensions: { remaining: remaining.toString() },
-  });
+  problem(
+    "refund_exceeds_remaining",
+    remaining === 0n
+      ? "Nothing remains to refund: live refunds already add up to what was paid."
+      : `At most ${remaining} base units remain refundable${asked === undefined ? "" : `; ${asked} were asked`}.`,
+    { remaining: remaining.toString() },
+  );
 
 /** The payment a refund sends back, and what it is about. */
 type Subject = { payment: Payment; orderId: string | null; subject: "order" | "payment" };
@@ -88,10 +87,10 @@ async function subjectOf(
         ? undefined
         : await paymentOfSession(trx, { sessionId: order.settledSessionId, statuses: ["settled", "attached"] });
     if (payment === undefined) {
-      throw new ProblemError({
-        code: "order_not_paid",
-        detail: "Only a paid order can be refunded; a payment that matched no session is refunded by its key.",
-      });
+      throw problem(
+        "order_not_paid",
+        "Only a paid order can be refunded; a payment that matched no session is refunded by its key.",
+      );
     }
     return { payment, orderId: order.id, subject: "order" };
   }
@@ -110,10 +109,10 @@ async function subjectOf(
   if (payment.status === "unresolved" || payment.status === "refund_requested") {
     return { payment, orderId: session?.orderId ?? null, subject: "payment" };
   }
-  throw new ProblemError({
-    code: "payment_not_refundable",
-    detail: `This payment is ${payment.status}: only a credited or an unresolved payment can be refunded.`,
-  });
+  throw problem(
+    "payment_not_refundable",
+    `This payment is ${payment.status}: only a credited or an unresolved payment can be refunded.`,
+  );
 }
 
 /** Refuses a destination money must not go to (SPEC 15), with the code that says why. */
@@ -276,10 +275,10 @@ export async function cancelRefund(context: AppContext, params: { partnerId: str
     const refund = await partnerRefund(trx, params);
     if (refund.status === "cancelled") return refund;
     const notCancellable = () =>
-      new ProblemError({
-        code: "refund_not_cancellable",
-        detail: `This refund is ${refund.status}: its transfer was seen, so money already left the payment address.`,
-      });
+      problem(
+        "refund_not_cancellable",
+        `This refund is ${refund.status}: its transfer was seen, so money already left the payment address.`,
+      );
     if (!allows(refundTransitions, "cancel", refund.status)) throw notCancellable();
     if (!(await moveRefund(trx, { refund, transition: "cancel", now }))) throw notCancellable();
     const released = await changeCommittedRefunds(trx, {
@@ -296,10 +295,7 @@ export async function cancelRefund(context: AppContext, params: { partnerId: str
 }
 
 const invalidToken = () =>
-  new ProblemError({
-    code: "invalid_refund_token",
-    detail: "Open the refund link the shop sent you; it carries the token of this refund.",
-  });
+  problem("invalid_refund_token", "Open the refund link the shop sent you; it carries the token of this refund.");
 
 /** The refund a customer's token opens: only the refund it was issued for. */
 export async function refundOfToken(db: Kysely<Database>, params: { refundId: string; refundToken: string }): Promise<Refund> {
@@ -317,14 +313,13 @@ export async function setRefundDestination(
     const now = Date.now();
     const refund = await refundOfToken(trx, params);
     const locked = () =>
-      new ProblemError({
-        code: "refund_destination_locked",
-        detail:
-          refund.status === "cancelled"
-            ? "The shop cancelled this refund; contact the shop."
-            : "The receiving address of this refund is already set and cannot be changed; contact the shop if it is wrong.",
-        extensions: { status: refund.status },
-      });
+      problem(
+        "refund_destination_locked",
+        refund.status === "cancelled"
+          ? "The shop cancelled this refund; contact the shop."
+          : "The receiving address of this refund is already set and cannot be changed; contact the shop if it is wrong.",
+        { status: refund.status },
+      );
     if (refund.status !== "awaiting_destination") throw locked();
     const network = networkByChainId(context, refund.chainId);
     if (network === undefined) throw problems.invalidRequest("The refund's network is not enabled.");
@@ -468,11 +463,7 @@ export async function refundUnresolvedPayment(
     throw problems.notFound("Payment");
   }
   if (payment.status !== "unresolved") {
-    throw new ProblemError({
-      code: "payment_not_unresolved",
-      title: "Only an unresolved payment can be resolved by hand",
-      detail: `This payment is ${payment.status}.`,
-    });
+    throw problem("payment_not_unresolved", `This payment is ${payment.status}.`);
   }
   const key = { chainId: payment.chainId, transactionHash: payment.transactionHash, logIndex: payment.logIndex };
   return createRefundInTransaction(trx, context, {

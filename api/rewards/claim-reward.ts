@@ -4,7 +4,7 @@ import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { assertRelayAllowed, type RelayCharge } from "../gasless/relay-charges.js";
 import { type RelayedCall, type Relayer, RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import { fundingCovers, readFunding } from "./funding.js";
 import { indexedSecondsOf } from "./revoke-reward.js";
 import { findReward, moveReward, type Reward, vouchersOutOfFunder } from "./reward-record.js";
@@ -31,7 +31,7 @@ export type RewardClaimAnswer =
   | { transactionHash: Hex };
 
 const notClaimable = (reason: string, detail: string, extensions: Record<string, unknown> = {}) =>
-  new ProblemError({ code: "reward_not_claimable", detail, extensions: { reason, ...extensions } });
+  problem("reward_not_claimable", detail, { reason, ...extensions });
 
 /**
  * Issues the voucher of a reward for `walletAddress` (SPEC 16): refused for a
@@ -72,20 +72,20 @@ export async function claimReward(
   const client = context.rpc.get(reward.chainId);
   const privateKey = context.settings.voucherPrivateKey;
   if (network?.rewardDistributor === undefined || client === undefined || privateKey === undefined) {
-    throw new ProblemError({ code: "rewards_unavailable", detail: "Rewards are not offered on this reward's network." });
+    throw problem("rewards_unavailable", "Rewards are not offered on this reward's network.");
   }
   const relayer = params.gasless ? relayerOf(context, network, context.store) : undefined;
   if (params.gasless && relayer === undefined) {
-    throw new ProblemError({
-      code: "gasless_unavailable",
-      detail: `Claiming without gas is not offered on ${network.name}; claim from a wallet that holds ETH.`,
-    });
+    throw problem(
+      "gasless_unavailable",
+      `Claiming without gas is not offered on ${network.name}; claim from a wallet that holds ETH.`,
+    );
   }
   // Refused by the relayer's limits before a voucher is issued (checked again, with the price, as it sends).
   if (relayer !== undefined) await assertRelayAllowed(context.store, context.settings.relayLimits, rewardCharge(reward));
   const settings = await rewardSettingsOf(context.store, reward.partnerId);
   if (settings.fundingAddress === null) {
-    throw new ProblemError({ code: "rewards_not_configured", detail: "The shop has not set up its reward funding." });
+    throw problem("rewards_not_configured", "The shop has not set up its reward funding.");
   }
   const funder = settings.fundingAddress;
   const nowSeconds = BigInt(Math.floor(now / 1000));
@@ -103,10 +103,10 @@ export async function claimReward(
     now,
   });
   if (!fundingCovers(funding, reward.amount, alreadyOut)) {
-    throw new ProblemError({
-      code: "reward_unfunded",
-      detail: "The shop's reward funding cannot cover this reward right now; try again later or contact the shop.",
-    });
+    throw problem(
+      "reward_unfunded",
+      "The shop's reward funding cannot cover this reward right now; try again later or contact the shop.",
+    );
   }
 
   const windowEnd = BigInt(Math.floor(reward.expiresAt / 1000));
@@ -157,14 +157,13 @@ async function relayClaim(context: AppContext, relayer: Relayer, reward: Reward,
     return sent.hash;
   } catch (error) {
     if (!(error instanceof RelayFailure)) throw error;
-    if (error.code === "relayer_out_of_funds") throw new ProblemError({ code: "relayer_out_of_funds", detail: error.message });
-    throw new ProblemError({
-      code: "relay_failed",
-      detail:
-        error.code === "authorization_rejected_on_chain"
-          ? `The distributor refuses this claim: ${error.message.replace(/^The token refuses this authorization: /, "")}`
-          : error.message,
-    });
+    if (error.code === "relayer_out_of_funds") throw problem("relayer_out_of_funds", error.message);
+    throw problem(
+      "relay_failed",
+      error.code === "authorization_rejected_on_chain"
+        ? `The distributor refuses this claim: ${error.message.replace(/^The token refuses this authorization: /, "")}`
+        : error.message,
+    );
   }
 }
 

@@ -1,5 +1,5 @@
 import { type Address, erc20Abi, type PublicClient } from "viem";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 
 /** How long one read of a funder's allowance and balance answers (SPEC 16: at most 10 s). */
 export const FUNDING_READ_TTL_MS = 10_000;
@@ -34,10 +34,10 @@ export function readFunding(
       ]);
       return { allowance, balance, readAt: now };
     } catch (error) {
-      throw new ProblemError({
-        code: "rpc_unavailable",
-        detail: `The funding address's allowance and balance could not be read: ${String(error).slice(0, 200)}`,
-      });
+      throw problem(
+        "rpc_unavailable",
+        `The funding address's allowance and balance could not be read: ${String(error).slice(0, 200)}`,
+      );
     }
   })();
   cache.set(key, { at: now, value });

@@ -4,7 +4,7 @@ import { networkByChainId } from "../app-context.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "../checkout/idempotency.js";
 import { getSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import type { Order } from "../orders/order-record.js";
 import { findPartnerOrder } from "../orders/read-order.js";
 import { paymentOfSession } from "../settlement/payment-record.js";
@@ -30,22 +30,19 @@ type SettledOrder = { order: Order; amountPaid: bigint; network: NetworkConfig; 
 
 async function settledOrderOf(context: AppContext, db: Kysely<Database>, order: Order): Promise<SettledOrder> {
   if ((order.status !== "paid" && order.status !== "fulfilled") || order.settledSessionId === null) {
-    throw new ProblemError({
-      code: "reward_order_not_settled",
-      detail: `The order is ${order.status}; rewards are granted on settled orders only.`,
-    });
+    throw problem("reward_order_not_settled", `The order is ${order.status}; rewards are granted on settled orders only.`);
   }
   const session = await getSession(db, order.settledSessionId);
   const payment = await paymentOfSession(db, { sessionId: session.id, statuses: ["settled", "attached"] });
   const network = networkByChainId(context, session.chainId);
   if (payment === undefined) {
-    throw new ProblemError({ code: "reward_order_not_settled", detail: "The order's payment is not settled." });
+    throw problem("reward_order_not_settled", "The order's payment is not settled.");
   }
   if (network?.rewardDistributor === undefined || context.settings.voucherPrivateKey === undefined) {
-    throw new ProblemError({
-      code: "rewards_unavailable",
-      detail: `No reward distributor is configured on ${network?.name ?? `chain ${session.chainId}`}.`,
-    });
+    throw problem(
+      "rewards_unavailable",
+      `No reward distributor is configured on ${network?.name ?? `chain ${session.chainId}`}.`,
+    );
   }
   return { order, amountPaid: payment.amount, network, token: session.tokenAddress };
 }
@@ -69,10 +66,7 @@ export async function grantReward(
   const order = await findPartnerOrder(context.store, { partnerId: params.partnerId, orderId: params.orderId });
   const settings = await rewardSettingsOf(context.store, params.partnerId);
   if (settings.fundingAddress === null) {
-    throw new ProblemError({
-      code: "rewards_not_configured",
-      detail: "Set a funding address first (PUT /v1/rewards/settings).",
-    });
+    throw problem("rewards_not_configured", "Set a funding address first (PUT /v1/rewards/settings).");
   }
   const settled = await settledOrderOf(context, context.store, order);
   return context.store
@@ -82,11 +76,11 @@ export async function grantReward(
       if (again !== undefined) return { reward: (await findReward(trx, again)) as Reward, created: false };
       const existing = await rewardsOfOrders(trx, [order.id]);
       if (!withinAmountPaid(existing, params.amount, settled.amountPaid)) {
-        throw new ProblemError({
-          code: "reward_exceeds_amount_paid",
-          detail: `The order was paid ${settled.amountPaid} base units; its rewards may not exceed that.`,
-          extensions: { amountPaid: settled.amountPaid.toString() },
-        });
+        throw problem(
+          "reward_exceeds_amount_paid",
+          `The order was paid ${settled.amountPaid} base units; its rewards may not exceed that.`,
+          { amountPaid: settled.amountPaid.toString() },
+        );
       }
       const reward = await insertReward(trx, {
         partnerId: params.partnerId,

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { AppContext } from "../app-context.js";
-import { ProblemError } from "../http/problem.js";
+import { type ProblemError, problem } from "../http/problem.js";
 import type { IndexedChain } from "../indexed/indexed-chain.js";
 import type { Database } from "../store/database.js";
 import { findPartnerReward, moveReward, type Reward, rewardsOfOrders } from "./reward-record.js";
@@ -17,14 +17,13 @@ function notRevocable(reward: Reward, indexedSeconds: bigint): ProblemError {
     reason === "voucher_out" && reward.voucherDeadlineSeconds !== null
       ? new Date(Number(reward.voucherDeadlineSeconds + 1n) * 1000).toISOString()
       : undefined;
-  return new ProblemError({
-    code: "reward_not_revocable",
-    detail:
-      reason === "voucher_out"
-        ? `A voucher of this reward is out until ${retryAfter}; it can be revoked once the index is past that (now at ${new Date(Number(indexedSeconds) * 1000).toISOString()}).`
-        : `The reward is ${reward.status}.`,
-    extensions: { reason, ...(retryAfter === undefined ? {} : { retryAfter }) },
-  });
+  return problem(
+    "reward_not_revocable",
+    reason === "voucher_out"
+      ? `A voucher of this reward is out until ${retryAfter}; it can be revoked once the index is past that (now at ${new Date(Number(indexedSeconds) * 1000).toISOString()}).`
+      : `The reward is ${reward.status}.`,
+    { reason, ...(retryAfter === undefined ? {} : { retryAfter }) },
+  );
 }
 
 /** `POST /v1/rewards/:id/revoke`: the partner withdraws a reward not (being) paid. */
@@ -34,7 +33,7 @@ export async function revokeReward(
 ): Promise<Reward> {
   const now = params.now ?? Date.now();
   const reward = await findPartnerReward(context.store, { partnerId: params.partnerId, id: params.rewardId });
-  if (reward === undefined) throw new ProblemError({ code: "not_found", detail: `Reward ${params.rewardId} was not found` });
+  if (reward === undefined) throw problem("not_found", `Reward ${params.rewardId} was not found`);
   const indexedSeconds = await indexedSecondsOf(context.indexed, reward.chainId);
   if (reward.status !== "granted" && reward.status !== "voucher_issued") throw notRevocable(reward, indexedSeconds);
   const moved = await context.store.transaction().execute((trx) =>

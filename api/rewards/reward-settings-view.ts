@@ -1,6 +1,6 @@
 import { type Address, isAddressEqual, zeroAddress } from "viem";
 import type { AppContext } from "../app-context.js";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import { forgetFunding, readFunding } from "./funding.js";
 import { outstandingRewardsOfPartner } from "./reward-record.js";
 import { rewardSettingsOf, updateRewardSettings } from "./reward-settings.js";
@@ -52,10 +52,10 @@ export async function writeRewardSettings(
   if (params.fundingAddress !== undefined) {
     const funding = params.fundingAddress;
     if (isAddressEqual(funding, zeroAddress) || context.networks.some((network) => isAddressEqual(network.usdc, funding))) {
-      throw new ProblemError({
-        code: "invalid_funding_address",
-        detail: "The funding address must be the partner's own wallet: not the zero address, not the token.",
-      });
+      throw problem(
+        "invalid_funding_address",
+        "The funding address must be the partner's own wallet: not the zero address, not the token.",
+      );
     }
   }
   const now = Date.now();

@@ -4,7 +4,7 @@ import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
-import { ProblemError } from "../http/problem.js";
+import { problem } from "../http/problem.js";
 import { claimReward } from "../rewards/claim-reward.js";
 import { grantReward } from "../rewards/grant-reward.js";
 import { revokeReward } from "../rewards/revoke-reward.js";
@@ -151,7 +151,7 @@ export function rewardRoutes(context: AppContext) {
         partnerId: c.get("partner").id,
         id: c.req.valid("param").rewardId,
       });
-      if (reward === undefined) throw new ProblemError({ code: "not_found", detail: "Reward was not found" });
+      if (reward === undefined) throw problem("not_found", "Reward was not found");
       return c.json(rewardView(reward), 200);
     })
     .openapi(revokeRoute, async (c) => {
@@ -270,7 +270,7 @@ export function publicRewardRoutes(context: AppContext) {
     const session = await authenticateClientToken(context.store, { clientToken, use: "claim" });
     const reward = await findReward(context.store, rewardId);
     if (reward === undefined || reward.orderId !== session.orderId || reward.partnerId !== session.partnerId) {
-      throw new ProblemError({ code: "not_found", detail: "Reward was not found" });
+      throw problem("not_found", "Reward was not found");
     }
     return reward;
   };

@@ -69,7 +69,6 @@ export function createMissingTransferExplainer() {
 
       if (!allowLookup(params.sessionId)) {
         throw new ProblemError({
-          status: 429,
           code: "rate_limited",
           title: "Too many look-ups",
           detail: "This checkout has asked about too many unknown transactions; wait a minute and check the hash.",

@@ -3,7 +3,7 @@ import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { moveSession, sessionForAttach, sessionTransitions } from "../checkout/session-record.js";
-import { ProblemError, problems } from "../http/problem.js";
+import { problem, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
@@ -21,21 +21,9 @@ import type { PaymentKey } from "./payment-record.js";
 /** Runs inside the resolution's transaction (the admin portal writes its audit entry there). */
 type AlsoInTransaction = (trx: Kysely<Database>) => Promise<void>;
 
-const notUnresolved = (status: string) =>
-  new ProblemError({
-    status: 409,
-    code: "payment_not_unresolved",
-    title: "Only an unresolved payment can be resolved by hand",
-    detail: `This payment is ${status}.`,
-  });
+const notUnresolved = (status: string) => problem("payment_not_unresolved", `This payment is ${status}.`);
 
-const alreadySettled = () =>
-  new ProblemError({
-    status: 409,
-    code: "order_already_settled",
-    title: "The order is already paid",
-    detail: "Mark the payment for refund instead.",
-  });
+const alreadySettled = () => problem("order_already_settled", "Mark the payment for refund instead.");
 
 /**
  * The partner whose payment address received the transfer: only it (or an
@@ -87,12 +75,10 @@ export async function attachPayment(
     throw problems.notFound(`Order ${params.orderId}`);
   }
   if (owner !== order.partnerId) {
-    throw new ProblemError({
-      status: 409,
-      code: "payment_of_another_partner",
-      title: "The payment went to another partner's address",
-      detail: "A payment can only be credited to an order of the partner whose payment address received it.",
-    });
+    throw problem(
+      "payment_of_another_partner",
+      "A payment can only be credited to an order of the partner whose payment address received it.",
+    );
   }
   if (order.settledSessionId !== null) throw alreadySettled();
   // The session the customer submitted it on, when it is this order's; else the order's latest there.
@@ -104,12 +90,10 @@ export async function attachPayment(
   if (session === undefined) throw problems.invalidRequest("The order has no checkout session on the payment's network.");
   if (!allows(sessionTransitions, "attach", session.status)) {
     // A transfer of this session is confirming: crediting another now would pay the order twice.
-    throw new ProblemError({
-      status: 409,
-      code: "payment_in_progress",
-      title: "A payment for this order is being confirmed",
-      detail: "Wait for the purchase.settled event (or read the order); attach this payment only if that one fails.",
-    });
+    throw problem(
+      "payment_in_progress",
+      "Wait for the purchase.settled event (or read the order); attach this payment only if that one fails.",
+    );
   }
   const network = networkByChainId(params, payment.chainId);
   if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");

@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
 import { errorResponses } from "../../http/openapi-contract.js";
-import { ProblemError, problems } from "../../http/problem.js";
+import { problem, problems } from "../../http/problem.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import type { PortalRole } from "../../store/portal-tables.js";
 import { assertMayUsePortal } from "../portal-access.js";
@@ -69,12 +69,10 @@ export function signInOrigin(c: Context, settings: AppContext["settings"], role:
     return { domain: new URL(settings.publicBaseUrl).host, uri: `${settings.publicBaseUrl}/api/${role}` };
   }
   if (!settings.localMode) {
-    throw new ProblemError({
-      status: 503,
-      code: "portal_domain_not_configured",
-      title: "Portal sign-in is not configured",
-      detail: "Set PUBLIC_BASE_URL to the service's public origin; sign-in messages are bound to its domain.",
-    });
+    throw problem(
+      "portal_domain_not_configured",
+      "Set PUBLIC_BASE_URL to the service's public origin; sign-in messages are bound to its domain.",
+    );
   }
   const host = c.req.header("Host");
   if (host === undefined || host === "") throw problems.invalidRequest("The request has no Host header.");
@@ -99,12 +97,10 @@ export function authRoutes(context: AppContext, portal: PortalSettings, role: Po
         const body = c.req.valid("json");
         const chainId = body.chainId ?? context.networks[0]?.chainId;
         if (chainId === undefined || !context.networks.some((network) => network.chainId === chainId)) {
-          throw new ProblemError({
-            status: 422,
-            code: "unsupported_chain",
-            title: "This chain is not enabled",
-            detail: `Enabled chain ids: ${context.networks.map((network) => network.chainId).join(", ")}.`,
-          });
+          throw problem(
+            "unsupported_chain",
+            `Enabled chain ids: ${context.networks.map((network) => network.chainId).join(", ")}.`,
+          );
         }
         await assertMayUsePortal(context.store, context.settings, { role, address: body.address });
         const challenge = await issueChallenge(context.store, {

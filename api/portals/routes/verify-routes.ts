@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { rateLimiter } from "hono-rate-limiter";
 import type { AppContext } from "../../app-context.js";
 import { clientIp } from "../../http/client-ip.js";
-import { ProblemError, problemResponse } from "../../http/problem.js";
+import { problem, problemResponse } from "../../http/problem.js";
 import type { AppEnv } from "../../routes/app-env.js";
 import type { PortalSettings } from "../portal-settings.js";
 import { verifyTokenId, verifyTransaction, verifyWallet } from "../verification.js";
@@ -34,13 +34,7 @@ const responses = {
   429: { description: "Too many requests from this address", content: { "application/problem+json": { schema: ProblemSchema } } },
 };
 
-const notFound = (what: string) =>
-  new ProblemError({
-    status: 404,
-    code: "certificate_not_found",
-    title: "No certificate found",
-    detail: `No certificate was minted for ${what}.`,
-  });
+const notFound = (what: string) => problem("certificate_not_found", `No certificate was minted for ${what}.`);
 
 /**
  * `/api/rwa/verify`: public certificate verification from indexed chain data, no
@@ -59,12 +53,10 @@ export function verifyRoutes(context: AppContext, portal: PortalSettings) {
       handler: (c) =>
         problemResponse(
           c,
-          new ProblemError({
-            status: 429,
-            code: "rate_limited",
-            title: "Too many requests",
-            detail: `At most ${portal.verifyRateLimit.limit} verification requests per ${portal.verifyRateLimit.windowMs / 1000} s per client; retry later.`,
-          }),
+          problem(
+            "rate_limited",
+            `At most ${portal.verifyRateLimit.limit} verification requests per ${portal.verifyRateLimit.windowMs / 1000} s per client; retry later.`,
+          ),
         ),
     }),
   );
