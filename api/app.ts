@@ -5,6 +5,7 @@ import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
 import { logJson } from "./config/redact.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
+import { keepConnectionsOpen } from "./http/keep-alive.js";
 import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
 import { partnerAuth } from "./http/partner-auth.js";
 import { ProblemError, problem, problemResponse, problems } from "./http/problem.js";
@@ -55,6 +56,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   });
 
   app.use("*", requestId());
+  app.use("*", keepConnectionsOpen());
   // Limits first, so an oversized body or a flood is refused before anything reads or looks it up.
   app.use("*", limitBody(limits.bodyBytes));
   for (const prefix of ["/v1/public/*", "/api/investor/auth/*", "/api/issuer/auth/*", "/api/admin/auth/*"]) {

@@ -57,6 +57,15 @@ function rawGet(
   });
 }
 
+describe("connections", () => {
+  it("keeps an idle connection open longer than clients and proxies do, so a reused one is never cut mid-request", async () => {
+    // The first request through a server sets its timeouts; every answer after says so.
+    await anonymous("/v1/health");
+    const second = await rawGet("/v1/health", { Connection: "keep-alive" });
+    expect(second.headers["keep-alive"]).toBe("timeout=65");
+  });
+});
+
 describe("unknown paths and methods", () => {
   it("answers an unknown path under /v1 and /api with a 404 problem, not Ponder's text/plain", async () => {
     for (const path of ["/v1/nothing-here", "/v1", "/api/nothing-here", "/api", "/api/rwa/nothing/here"]) {
