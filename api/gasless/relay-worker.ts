@@ -4,8 +4,8 @@ import { networkByChainId } from "../app-context.js";
 import { logJson } from "../config/redact.js";
 import type { Worker } from "../workers/run-worker.js";
 import { settleRelayCharge } from "./relay-charges.js";
+import { markReceipt, markReplaced, recordRelayFailure } from "./relayed-authorization-record.js";
 import { relayerOf, replaceStuckTransaction } from "./relayer.js";
-import { recordRelayFailure } from "./submit-authorization.js";
 
 export const RELAY_WORKER_NAME = "relay-confirmer";
 
@@ -46,20 +46,7 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
     const now = Date.now();
     if (receipt !== undefined) {
       const cost = receipt.gasUsed * receipt.effectiveGasPrice;
-      await context.store
-        .updateTable("relayed_authorization")
-        .set({
-          status: receipt.status === "success" ? "mined" : "failed",
-          transaction_hash: receipt.transactionHash.toLowerCase(),
-          gas_used: receipt.gasUsed.toString(),
-          effective_gas_price: receipt.effectiveGasPrice.toString(),
-          gas_cost_wei: cost.toString(),
-          block_number: Number(receipt.blockNumber),
-          updated_at: now,
-        })
-        .where("id", "=", row.id)
-        .where("status", "=", "submitted")
-        .execute();
+      await markReceipt(context.store, row.id, receipt, now);
       await settleRelayCharge(context.store, { transactionHashes: hashes, gasCostWei: cost });
       if (receipt.status !== "success") {
         await recordRelayFailure(context, row.id, "reverted_on_chain", "The relayed transaction reverted; no USDC moved.");
@@ -76,20 +63,13 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
     try {
       const replacement = await replaceStuckTransaction(relayer, row);
       if (replacement === undefined) continue;
-      await context.store
-        .updateTable("relayed_authorization")
-        .set({
-          transaction_hash: replacement.hash.toLowerCase(),
-          transaction_hashes: JSON.stringify([...hashes, replacement.hash.toLowerCase()]),
-          max_fee_per_gas: replacement.maxFeePerGas.toString(),
-          max_priority_fee_per_gas: replacement.maxPriorityFeePerGas.toString(),
-          replacements: row.replacements + 1,
-          submitted_at: now,
-          updated_at: now,
-        })
-        .where("id", "=", row.id)
-        .where("status", "=", "submitted")
-        .execute();
+      await markReplaced(context.store, row, {
+        hashes,
+        hash: replacement.hash,
+        maxFeePerGas: replacement.maxFeePerGas,
+        maxPriorityFeePerGas: replacement.maxPriorityFeePerGas,
+        now,
+      });
     } catch (error) {
       logJson({ level: "warn", msg: "relayed transaction not replaced", authorization: row.id, error: String(error) });
     }

@@ -7,6 +7,7 @@ import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";
 import { assertRelayAllowed, assertRelayedAmount, isRelayLimitRefusal } from "./relay-charges.js";
+import { insertAuthorization, markSubmitted, recordRelayFailure } from "./relayed-authorization-record.js";
 import { RelayFailure, relayerOf, sendAuthorization } from "./relayer.js";
 
 /**
@@ -158,7 +159,7 @@ export async function submitAuthorization(
       submitted_at: now,
       updated_at: now,
     };
-    await context.store.updateTable("relayed_authorization").set(updated).where("id", "=", row.id).execute();
+    await markSubmitted(context.store, row.id, updated);
     return answerOf({ ...row, ...updated });
   } catch (error) {
     if (isRelayLimitRefusal(error)) {
@@ -220,7 +221,7 @@ async function storeAuthorization(
     updated_at: now,
   };
   try {
-    await context.store.insertInto("relayed_authorization").values(row).execute();
+    await insertAuthorization(context.store, row);
   } catch (error) {
     // Either unique key: this session already has a live authorization, or this one was stored meanwhile.
     const live = await context.store
@@ -237,14 +238,4 @@ async function storeAuthorization(
     throw error;
   }
   return row;
-}
-
-/** A failed relay frees the session for another attempt (or a plain transfer) and is shown on it. */
-export async function recordRelayFailure(context: Pick<AppContext, "store">, id: string, code: string, detail: string) {
-  const now = Date.now();
-  await context.store
-    .updateTable("relayed_authorization")
-    .set({ status: "failed", live_session_id: null, failure_code: code, failure_detail: detail, updated_at: now })
-    .where("id", "=", id)
-    .execute();
 }
