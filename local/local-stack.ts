@@ -10,8 +10,9 @@ import {
   type NetworkName,
   readLocalDeployment,
 } from "../api/config/networks.js";
-import { addPaymentAddress, createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
+import { createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
 import { addMember, listMembers } from "../api/partners/members.js";
+import { insertPaymentAddress } from "../api/partners/payment-addresses.js";
 import { OPERATOR } from "../api/portals/audit-log.js";
 import { findEligibility, setEligibility } from "../api/portals/eligibility.js";
 import { listIssuers, registerIssuer } from "../api/portals/issuers.js";
@@ -399,7 +400,7 @@ async function seedDemoPartner(params: {
       .where("key_hash", "=", hashApiKey(params.apiKey))
       .executeTakeFirst();
     if (key === undefined) await issueApiKey(store, { partnerId: DEMO_PARTNER_ID, mode: "test", apiKey: params.apiKey });
-    await addPaymentAddress(store, {
+    await insertPaymentAddress(store, {
       partnerId: DEMO_PARTNER_ID,
       network: params.network,
       chainId: params.deployment.chainId,

@@ -3,7 +3,7 @@ import { type Address, createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../api/config/config.js";
-import { addPaymentAddress } from "../api/partners/api-keys.js";
+import { insertPaymentAddress } from "../api/partners/payment-addresses.js";
 import { openSqliteStore } from "../api/store/open-store.js";
 import { testUsdcAbi } from "../contracts/generated/index.js";
 import { type AnvilInstance, startAnvil } from "../local/anvil.js";
@@ -43,7 +43,7 @@ beforeAll(async () => {
   });
   // The demo partner also holds its address on base-sepolia.
   const store = openSqliteStore(join(dataDir, "app.sqlite"));
-  await addPaymentAddress(store, {
+  await insertPaymentAddress(store, {
     partnerId: stack.local.partner.id,
     network: "base-sepolia",
     chainId: 84532,

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Address } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addPaymentAddress, createPartner, issueApiKey } from "../api/partners/api-keys.js";
+import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
+import { insertPaymentAddress } from "../api/partners/payment-addresses.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { constructEvent, createClient } from "../client/src/index.js";
 import { createSession, outboxEvents, publicPost, readOrder, sessionBody, submitHash } from "./support/checkout-helpers.js";
@@ -29,7 +30,12 @@ beforeAll(async () => {
   const other = await createPartner(store, { name: "Shop B" });
   otherApiKey = (await issueApiKey(store, { partnerId: other.id, mode: "test" })).apiKey;
   otherAddress = stack.deployment.paymentAddresses[3] as Address;
-  await addPaymentAddress(store, { partnerId: other.id, network: "local", chainId: stack.local.chainId, address: otherAddress });
+  await insertPaymentAddress(store, {
+    partnerId: other.id,
+    network: "local",
+    chainId: stack.local.chainId,
+    address: otherAddress,
+  });
 });
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import type { AppContext } from "../app-context.js";
 import { checksum } from "../checksum-address.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { problems } from "../http/problem.js";
-import { paymentAddressesOf } from "../partners/api-keys.js";
+import { paymentAddressesOf } from "../partners/payment-addresses.js";
 import { confirmationsOf } from "./confirmations.js";
 import type { IndexedTransfer, TransferPosition } from "./indexed-chain.js";
 

@@ -145,29 +145,3 @@ export async function createPartner(store: Store, params: { name: string; id?: s
     .execute();
   return partner;
 }
-
-export async function addPaymentAddress(
-  store: Store,
-  params: { partnerId: string; network: string; chainId: number; address: string },
-): Promise<void> {
-  await store
-    .insertInto("payment_address")
-    .values({
-      id: `pad_${randomUUID()}`,
-      partner_id: params.partnerId,
-      network: params.network,
-      chain_id: params.chainId,
-      address: params.address.toLowerCase(),
-      created_at: Date.now(),
-    })
-    .execute();
-}
-
-export async function paymentAddressesOf(store: Store, partnerId: string) {
-  return store
-    .selectFrom("payment_address")
-    .select(["network", "chain_id", "address"])
-    .where("partner_id", "=", partnerId)
-    .orderBy("created_at")
-    .execute();
-}

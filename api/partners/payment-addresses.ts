@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { recordedStart } from "../config/startup.js";
@@ -70,4 +71,41 @@ export async function paymentAddressesOnChain(
   if (params.partnerId !== undefined) query = query.where("partner_id", "=", params.partnerId);
   const rows = await query.execute();
   return rows.map((row) => ({ address: row.address.toLowerCase(), partnerId: row.partner_id }));
+}
+
+/**
+ * Records that a payment address belongs to a partner: the one writer of
+ * `payment_address`. An address on a chain has one owner; when another partner
+ * (or this one) holds it already, nothing changes and the answer is undefined;
+ * otherwise it is the new record's id.
+ */
+export async function insertPaymentAddress(
+  db: Kysely<Database>,
+  params: { partnerId: string; network: string; chainId: number; address: string },
+): Promise<string | undefined> {
+  const id = `pad_${randomUUID()}`;
+  const inserted = await db
+    .insertInto("payment_address")
+    .values({
+      id,
+      partner_id: params.partnerId,
+      network: params.network,
+      chain_id: params.chainId,
+      // The store keeps payment addresses lower case.
+      address: params.address.toLowerCase(),
+      created_at: Date.now(),
+    })
+    .onConflict((oc) => oc.doNothing())
+    .executeTakeFirst();
+  return inserted.numInsertedOrUpdatedRows === 1n ? id : undefined;
+}
+
+/** A partner's payment addresses on every network, oldest first. */
+export async function paymentAddressesOf(store: Store, partnerId: string) {
+  return store
+    .selectFrom("payment_address")
+    .select(["network", "chain_id", "address"])
+    .where("partner_id", "=", partnerId)
+    .orderBy("created_at")
+    .execute();
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { getAddress } from "viem";
 import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { keysetPage } from "../http/cursor.js";
 import { problem, problems } from "../http/problem.js";
-import { paymentAddressOwner } from "../partners/payment-addresses.js";
+import { insertPaymentAddress, paymentAddressOwner } from "../partners/payment-addresses.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { IssuerTable, OfferingStatus, OfferingTable } from "../store/portal-tables.js";
@@ -315,18 +315,12 @@ async function claimSettlementAddress(
       "The service's configuration changed since the draft: the indexer no longer watches this settlement address.",
     );
   }
-  await trx
-    .insertInto("payment_address")
-    .values({
-      id: `pad_${randomUUID()}`,
-      partner_id: issuer.partner_id,
-      network: offering.network,
-      chain_id: offering.chain_id,
-      address: offering.settlement_address,
-      created_at: Date.now(),
-    })
-    .onConflict((oc) => oc.doNothing())
-    .execute();
+  await insertPaymentAddress(trx, {
+    partnerId: issuer.partner_id,
+    network: offering.network,
+    chainId: offering.chain_id,
+    address: offering.settlement_address,
+  });
   // Inserted just above when missing, so it has an owner: the issuer's partner, or another that held it first.
   const owner = await paymentAddressOwner(trx, { chainId: offering.chain_id, address: offering.settlement_address });
   if (owner !== issuer.partner_id) {
@@ -425,4 +419,39 @@ export async function pageOfOfferings(
 
 export async function issuerOfOffering(db: Kysely<Database>, offering: OfferingTable): Promise<IssuerTable> {
   return db.selectFrom("issuer").selectAll().where("id", "=", offering.issuer_id).executeTakeFirstOrThrow();
+}
+
+/**
+ * Takes units from an open offering that has them (a reservation, or a released
+ * one taken again by an attach): one guarded UPDATE, so units never go below zero
+ * under concurrent purchases. False when the offering is not open or has too few.
+ */
+export async function takeOfferingUnits(trx: Kysely<Database>, params: { offeringId: string; units: number }): Promise<boolean> {
+  const taken = await trx
+    .updateTable("offering")
+    .set({ units_available: sql<number>`units_available - ${params.units}` })
+    .where("id", "=", params.offeringId)
+    .where("status", "=", "open")
+    .where("units_available", ">=", params.units)
+    .executeTakeFirst();
+  return taken.numUpdatedRows === 1n;
+}
+
+/** Gives units back to an offering (a released reservation); the caller guards against giving them twice. */
+export async function returnOfferingUnits(trx: Kysely<Database>, params: { offeringId: string; units: number }): Promise<void> {
+  await trx
+    .updateTable("offering")
+    .set({ units_available: sql<number>`units_available + ${params.units}` })
+    .where("id", "=", params.offeringId)
+    .execute();
+}
+
+/** Closes an open or paused offering whose units are all paid for. */
+export async function closeSoldOutOffering(db: Kysely<Database>, params: { offeringId: string; now: number }): Promise<void> {
+  await db
+    .updateTable("offering")
+    .set({ status: "closed", close_reason: "sold_out", paused_by: null, updated_at: params.now })
+    .where("id", "=", params.offeringId)
+    .where("status", "in", ["open", "paused"])
+    .execute();
 }

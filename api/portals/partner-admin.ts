@@ -1,11 +1,10 @@
-import { randomUUID } from "node:crypto";
 import { getAddress } from "viem";
 import { z } from "zod";
 import { type AppContext, enabledNetwork } from "../app-context.js";
 import { keysetPage } from "../http/cursor.js";
 import { problem, problems } from "../http/problem.js";
 import { createPartner, findApiKeyOfPartner, issueApiKey, markApiKeyRevoked } from "../partners/api-keys.js";
-import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
+import { insertPaymentAddress, listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import type { ApiKeyScope, ApiKeyTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { type AuditActor, appendAudit } from "./audit-log.js";
@@ -155,13 +154,13 @@ export async function addPartnerPaymentAddress(
   const added = await context.store.transaction().execute(async (trx) => {
     const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
     if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
-    const id = `pad_${randomUUID()}`;
-    const inserted = await trx
-      .insertInto("payment_address")
-      .values({ id, partner_id: partner.id, network: network.name, chain_id: network.chainId, address, created_at: Date.now() })
-      .onConflict((oc) => oc.doNothing())
-      .executeTakeFirst();
-    if (inserted.numInsertedOrUpdatedRows !== 1n) {
+    const id = await insertPaymentAddress(trx, {
+      partnerId: partner.id,
+      network: network.name,
+      chainId: network.chainId,
+      address,
+    });
+    if (id === undefined) {
       throw problem("payment_address_taken", "A payment address belongs to one partner; choose another watched address.");
     }
     await appendAudit(trx, {

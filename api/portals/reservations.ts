@@ -7,7 +7,7 @@ import type { Payment } from "../settlement/payment-record.js";
 import type { Database } from "../store/database.js";
 import type { OfferingTable } from "../store/portal-tables.js";
 import { findEligibility, ineligibilityReasons } from "./eligibility.js";
-import { findOffering } from "./offerings.js";
+import { closeSoldOutOffering, findOffering, returnOfferingUnits, takeOfferingUnits } from "./offerings.js";
 import {
   countUnpaidPurchases,
   findPurchase,
@@ -30,14 +30,7 @@ export async function reserveUnits(
   params: { offering: OfferingTable; investor: string; units: number },
 ): Promise<void> {
   const { offering, units } = params;
-  const taken = await trx
-    .updateTable("offering")
-    .set({ units_available: sql<number>`units_available - ${units}` })
-    .where("id", "=", offering.id)
-    .where("status", "=", "open")
-    .where("units_available", ">=", units)
-    .executeTakeFirst();
-  if (taken.numUpdatedRows !== 1n) {
+  if (!(await takeOfferingUnits(trx, { offeringId: offering.id, units }))) {
     const current = await trx
       .selectFrom("offering")
       .select(["status", "units_available"])
@@ -127,11 +120,7 @@ export async function releasePurchaseUnits(trx: Kysely<Database>, purchaseId: st
   const purchase = await findPurchase(trx, purchaseId);
   if (purchase === undefined || purchase.releasedAt !== null) return false;
   if (!(await releasePurchase(trx, { purchase, now }))) return false;
-  await trx
-    .updateTable("offering")
-    .set({ units_available: sql<number>`units_available + ${purchase.units}` })
-    .where("id", "=", purchase.offeringId)
-    .execute();
+  await returnOfferingUnits(trx, { offeringId: purchase.offeringId, units: purchase.units });
   await trx
     .updateTable("offering_position")
     .set({ units: sql<number>`units - ${purchase.units}` })
@@ -174,12 +163,7 @@ export async function reconcileOfferings(
 async function closeSoldOutOfferings(db: Kysely<Database>, offeringIds: string[] | undefined, now: number) {
   for (const offering of await settledUnitsOfExhaustedOfferings(db, offeringIds)) {
     if (offering.settledUnits < offering.totalUnits) continue;
-    await db
-      .updateTable("offering")
-      .set({ status: "closed", close_reason: "sold_out", paused_by: null, updated_at: now })
-      .where("id", "=", offering.offeringId)
-      .where("status", "in", ["open", "paused"])
-      .execute();
+    await closeSoldOutOffering(db, { offeringId: offering.offeringId, now });
   }
 }
 
@@ -242,14 +226,7 @@ export async function reserveForAttachedPayment(
   }
   if (purchase.releasedAt === null) return;
   if (now >= Number(offering.closes_at)) throw offeringNotOpen("closed");
-  const taken = await trx
-    .updateTable("offering")
-    .set({ units_available: sql<number>`units_available - ${purchase.units}` })
-    .where("id", "=", offering.id)
-    .where("status", "=", "open")
-    .where("units_available", ">=", purchase.units)
-    .executeTakeFirst();
-  if (taken.numUpdatedRows !== 1n) {
+  if (!(await takeOfferingUnits(trx, { offeringId: offering.id, units: purchase.units }))) {
     const current = await findOffering(trx, offering.id);
     if (current !== undefined && current.units_available < purchase.units) {
       throw problem(
