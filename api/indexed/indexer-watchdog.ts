@@ -75,6 +75,16 @@ export function startIndexerWatchdog(params: {
   /** What a stall does when restarts are on; by default the process exits with code 75. */
   onStall?: (watch: ChainWatch) => void;
   /**
+   * Local mode only (an Anvil chain that mines a block only when a transaction comes):
+   * after how long without progress behind the node's head the watchdog mines one
+   * empty block. Ponder 0.16.10 gives up a new head whose data fetch failed and takes
+   * it up again only when a newer head arrives (sync-realtime keeps it as
+   * `latestFetchedBlock`, so the same head counts as a duplicate); on a live chain that
+   * is the next block, seconds later, but a local chain may never mine another and the
+   * payment in that block would wait for the stall restart. Undefined: never.
+   */
+  nudgeAfterMs?: number;
+  /**
    * Whether the indexer has finished its backfill and follows the chain live
    * (Ponder's `/ready`). Before, the index is expected to be behind: no stall is judged.
    */
@@ -94,6 +104,7 @@ export function startIndexerWatchdog(params: {
   );
   let stopped = false;
   let restarting = false;
+  const nudgedAt = new Map<number, number>();
   let live = params.isLive === undefined;
 
   const sampleChain = async (watch: ChainWatch) => {
@@ -148,6 +159,22 @@ export function startIndexerWatchdog(params: {
     // An index that keeps moving is catching up, however far behind: only one that has
     // not moved for the whole timeout, while behind a node that answers, is stalled.
     const quietSince = Math.max(index.behind?.since ?? now, index.progressAt ?? 0);
+    if (
+      params.nudgeAfterMs !== undefined &&
+      index.behind !== undefined &&
+      now - quietSince > params.nudgeAfterMs &&
+      now - (nudgedAt.get(watch.chainId) ?? 0) > params.nudgeAfterMs
+    ) {
+      nudgedAt.set(watch.chainId, now);
+      log({
+        level: "warn",
+        msg: "Index behind a local chain without moving; mining an empty block so the indexer takes up the head it dropped",
+        network: watch.network,
+        indexedBlock: index.head === undefined ? null : String(index.head),
+        chainHead: String(nodeHead.head),
+      });
+      await client?.request({ method: "evm_mine" } as never).catch(() => undefined);
+    }
     if (index.behind !== undefined && index.stalledAt === undefined && now - quietSince > settings.stallTimeoutMs) {
       index.stalledAt = now;
       const lagBlocks = index.head === undefined ? null : Number(nodeHead.head - index.head);
