@@ -38,8 +38,8 @@ export const USAGE = `Usage: npx settlement <command> [options] [--json]
   report ledger|reconciliation|orders --from-block <n> --to-block <n> | --from <iso> --to <iso>
          [--partner <id>] [--status <s>] [--chain-id <id>] [--csv] [--url <service>]
                                        the books across partners (or one), read from the running
-                                       service (--url, default http://127.0.0.1:$PORT); --csv streams
-                                       the export exactly as the API's
+                                       service (--url; by default on 127.0.0.1, port PORT or 42069);
+                                       --csv streams the export exactly as the API's
 
 The environment is the service's (docs/configuration.md). --json prints one JSON
 document for scripts. Exit codes: 0 done, 1 refused, 2 usage, 78 configuration.`;
