@@ -12,6 +12,9 @@ export type CommandContext = {
   readConfig: () => { config: ServiceConfig; problems: string[] };
 };
 
-/** What a command prints: `text` for people, `json` for scripts (`--json`). */
-export type CommandResult = { text: string; json: unknown };
+/**
+ * What a command prints: `text` for people, `json` for scripts (`--json`); or `body`,
+ * printed as it comes and exactly as given (a CSV export streamed, whatever `--json`).
+ */
+export type CommandResult = { text: string; json: unknown; body?: AsyncIterable<string> };
 export type Command = (context: CommandContext) => Promise<CommandResult>;

@@ -25,6 +25,7 @@ import type { PartnerMemberRole } from "../api/store/member-tables.js";
 import { migrateStore, openStore, type Store } from "../api/store/open-store.js";
 import { type Command, type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
 import { deployServiceContracts } from "./deploy-contracts.js";
+import { reportCommand } from "./report.js";
 
 export { type CommandContext, UsageError };
 
@@ -70,6 +71,9 @@ const at = (value: string | null) => value ?? "-";
 
 export const commands: Record<string, Command> = {
   "contracts deploy": deployServiceContracts,
+  "report ledger": reportCommand,
+  "report reconciliation": reportCommand,
+  "report orders": reportCommand,
   async "config check"(context) {
     const config = await prepareStart(context.env, "check");
     const networks = config.networks.map((network) => ({

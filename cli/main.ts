@@ -35,6 +35,11 @@ export const USAGE = `Usage: npx settlement <command> [options] [--json]
   contracts deploy --network <name> --deployer-key-file <file>
                                        deploy the certificate and reward contracts (vouchers:
                                        VOUCHER_KEY_FILE) and print the variables to set
+  report ledger|reconciliation|orders --from-block <n> --to-block <n> | --from <iso> --to <iso>
+         [--partner <id>] [--status <s>] [--chain-id <id>] [--csv] [--url <service>]
+                                       the books across partners (or one), read from the running
+                                       service (--url; by default on 127.0.0.1, port PORT or 42069);
+                                       --csv streams the export exactly as the API's
 
 The environment is the service's (docs/configuration.md). --json prints one JSON
 document for scripts. Exit codes: 0 done, 1 refused, 2 usage, 78 configuration.`;
@@ -71,9 +76,16 @@ export async function runCli(
     err.write(`Unknown command "${[group, action].filter(Boolean).join(" ")}".\n\n${USAGE}\n`);
     return EXIT.usage;
   }
-  const context: CommandContext = { env, args: rest, options: values, readConfig: () => readConfig(env) };
+  // A report names its kind as the command's second word and reads it again as its first argument.
+  const args = group === "report" && action !== undefined ? [action, ...rest] : rest;
+  const context: CommandContext = { env, args, options: values, readConfig: () => readConfig(env) };
   try {
     const result = await command(context);
+    // A CSV export goes out byte for byte as the service sent it (it equals the API's), unredacted.
+    if (result.body !== undefined) {
+      for await (const chunk of result.body) rawOut.write(chunk);
+      return EXIT.ok;
+    }
     out.write(json ? `${JSON.stringify(result.json, null, 2)}\n` : `${result.text}\n`);
     return EXIT.ok;
   } catch (error) {
@@ -96,6 +108,15 @@ function parse(argv: string[]) {
       address: { type: "string" },
       role: { type: "string" },
       "deployer-key-file": { type: "string" },
+      // settlement report …
+      from: { type: "string" },
+      to: { type: "string" },
+      "from-block": { type: "string" },
+      "to-block": { type: "string" },
+      "chain-id": { type: "string" },
+      status: { type: "string" },
+      url: { type: "string" },
+      csv: { type: "boolean" },
     },
   });
 }

@@ -5,13 +5,15 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey, issueAuditorKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { createClient } from "../client/src/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
-import { type CreatedSession, createSession, readSession, submitHash } from "./support/checkout-helpers.js";
+import { type CreatedSession, createSession, publicPost, readSession, submitHash } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // Accounting (issue 27, SPEC 17) over a real history on Anvil: settled, underpaid, overpaid,
-// unmatched in (straight to the address), unmatched out (to a stranger) and a refund sent from
-// the payment address. The books must reconcile to `balanceOf` to the base unit.
+// unmatched in (straight to the address), unmatched out (to a stranger), a refund sent from
+// the payment address, a reward claim paid from it (it is the partner's funding address) and
+// a late payment. The books must reconcile to `balanceOf` to the base unit.
 let stack: TestStack;
 let store: Store;
 let shop: ReturnType<typeof createWalletClient>;
@@ -19,6 +21,7 @@ let otherPartnerKey: string;
 let toBlock: bigint;
 let settled: CreatedSession;
 let refundId: string;
+let rewardId: string;
 const expected = new Map<string, string>(); // tx hash (lower) -> kind
 
 type Entry = {
@@ -192,6 +195,63 @@ beforeAll(async () => {
     },
     { what: "refund succeeded", timeoutMs: 30_000 },
   );
+
+  // Reward claim: the payment address is the partner's funding address; a third party submits the voucher.
+  const distributor = stack.local.contracts.rewardDistributor as Address;
+  await json(
+    await stack.partnerFetch("/v1/rewards/settings", { method: "PUT", json: { fundingAddress: shop.account!.address } }),
+  );
+  const approval = await shop.writeContract({
+    address: stack.local.contracts.usdc as Address,
+    abi: erc20Abi,
+    functionName: "approve",
+    args: [distributor, 1_000_000_000n],
+    chain: stack.chain,
+    account: shop.account!,
+  });
+  await stack.publicClient.waitForTransactionReceipt({ hash: approval, pollingInterval: 50 });
+  await stack.partnerFetch("/v1/rewards/settings", { method: "PUT", json: {} }); // forgets the cached allowance
+  const reward = await json(
+    await stack.partnerFetch(`/v1/orders/${settled.orderId}/rewards`, {
+      method: "POST",
+      json: { amount: "1250000", idempotencyKey: `rw-${randomUUID()}` },
+    }),
+    201,
+  );
+  rewardId = reward.id;
+  const voucher = await json(
+    await publicPost(stack, `/v1/public/rewards/${rewardId}/claim`, {
+      clientToken: settled.clientToken,
+      walletAddress: stack.local.accounts[5]?.address,
+    }),
+  );
+  const claimer = stack.wallet(6);
+  const claimHash = await claimer.sendTransaction({
+    to: voucher.transaction.to,
+    data: voucher.transaction.data,
+    chain: stack.chain,
+    account: claimer.account!,
+  });
+  expect((await stack.publicClient.waitForTransactionReceipt({ hash: claimHash, pollingInterval: 50 })).status).toBe("success");
+  expected.set(claimHash.toLowerCase(), "reward_claim");
+
+  // Late: paid exactly, an hour after its five-minute session expired.
+  const lateSession = await createSession(stack, { expiresInSeconds: 300 });
+  await stack.testClient.increaseTime({ seconds: 3_600 });
+  const late = await stack.payUsdc({ from: 3, to: lateSession.payment.recipient, amount: BigInt(lateSession.payment.amount) });
+  await waitFor(async () => ((await submitHash(stack, lateSession.clientToken, late.hash)).status === 422 ? true : undefined), {
+    what: "late payment recorded",
+    intervalMs: 250,
+  });
+  expected.set(late.hash.toLowerCase(), "late");
+  await mine();
+  await waitFor(
+    async () => ((await json(await stack.partnerFetch(`/v1/rewards/${rewardId}`))).status === "claimed" ? true : undefined),
+    {
+      what: "reward claimed",
+    },
+  );
+
   toBlock = await stack.publicClient.getBlockNumber();
   // Wait until the index and every worker have caught up with the whole history.
   let seen = "";
@@ -243,6 +303,10 @@ describe("books over a real history", () => {
     const refund = all.find((entry) => entry.kind === "refund");
     expect(refund?.refundId).toBe(refundId);
     expect(all.find((entry) => entry.kind === "settled")?.orderId).toBe(settled.orderId);
+    const claim = all.find((entry) => entry.kind === "reward_claim");
+    expect(claim).toMatchObject({ rewardId, value: "1250000" });
+    expect(claim?.paymentAddress.toLowerCase()).toBe(paymentAddress());
+    expect(claim?.from.toLowerCase()).toBe(paymentAddress());
   });
 
   it("reconciles to balanceOf at toBlock, and the sums are the ledger's", async () => {
@@ -268,12 +332,13 @@ describe("books over a real history", () => {
     expect(BigInt(row.closingBalance)).toBe(BigInt(row.openingBalance) + incoming - outgoing);
     expect(BigInt(row.closingBalance)).toBe(balance);
     const all = (await ledgerPages(500)).filter((entry) => entry.paymentAddress.toLowerCase() === paymentAddress());
-    for (const kind of ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out"]) {
+    for (const kind of ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"]) {
       const ledgerSum = all.filter((entry) => entry.kind === kind).reduce((total, entry) => total + BigInt(entry.value), 0n);
       expect(sums[kind], kind).toBe(ledgerSum);
     }
-    for (const kind of ["settled", "underpaid", "overpaid", "unmatched_in", "refund", "unmatched_out"])
+    for (const kind of ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"])
       expect(sums[kind], kind).toBeGreaterThan(0n);
+    expect(sums.reward_claim).toBe(1_250_000n);
   });
 
   it("CSV of the ledger equals the JSON; a cell starting with = + - @ is neutralised in the orders CSV", async () => {
@@ -426,5 +491,60 @@ describe("hostile reads", () => {
       "range_too_wide",
     );
     await expectProblem(await stack.partnerFetch(`/v1/ledger?fromBlock=1&toBlock=${toBlock + 1000n}`), 400, "range_not_indexed");
+  });
+});
+
+describe("the client library reads the books", () => {
+  const client = () =>
+    createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.ponder.baseUrl, timeoutMs: 60_000 });
+  const text = async (stream: ReadableStream<Uint8Array>) => new Response(stream).text();
+
+  it("ledger, reconciliation and orders: the same answers as the API, paged and as CSV", async () => {
+    const books = client();
+    const params = { fromBlock: 1n, toBlock };
+    const entries = [];
+    for await (const entry of books.ledger.iterate({ ...params, limit: 2 })) entries.push(entry);
+    expect(entries).toEqual(await ledgerPages(500));
+    expect(await books.reports.reconciliation.retrieve(params)).toEqual(
+      await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`)),
+    );
+    const orders = [];
+    for await (const order of books.orders.iterate({ ...params, limit: 1 })) orders.push(order);
+    expect(orders.map((order) => order.id)).toEqual(
+      (await json(await stack.partnerFetch(`/v1/orders?${range()}&limit=200`))).data.map((order: { id: string }) => order.id),
+    );
+    for (const [csv, path] of [
+      [books.ledger.csv(params), "/v1/ledger"],
+      [books.reports.reconciliation.csv(params), "/v1/reports/reconciliation"],
+      [books.orders.csv(params), "/v1/orders"],
+    ] as const) {
+      const api = await (await stack.partnerFetch(`${path}?${range()}`, { headers: { Accept: "text/csv" } })).text();
+      expect(await text(await csv), path).toBe(api);
+    }
+    const evidence = await books.orders.evidence(settled.orderId);
+    expect(evidence).toEqual(await json(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence`)));
+  });
+
+  it("a bad range is a SettlementApiError with its code, from JSON and CSV calls alike", async () => {
+    const books = client();
+    await expect(books.ledger.list({ fromBlock: 5n, toBlock: 1n })).rejects.toMatchObject({ code: "invalid_range", status: 400 });
+    await expect(books.ledger.csv({ fromBlock: 1n, toBlock: 99_999_999n })).rejects.toMatchObject({ code: "range_too_wide" });
+  });
+
+  it("api keys: a read-only key is created (shown once), listed, works for reads, and is revoked", async () => {
+    const books = client();
+    const created = await books.apiKeys.create();
+    expect(created).toMatchObject({ scope: "read" });
+    expect(created.key).toMatch(/^rk_test_/);
+    const listed = [];
+    for await (const key of books.apiKeys.iterate()) listed.push(key);
+    expect(listed.find((key) => key.id === created.id)).toMatchObject({ scope: "read", revokedAt: null });
+    const reader = createClient({ apiKey: created.key, network: "local", baseUrl: stack.ponder.baseUrl });
+    expect((await reader.ledger.list({ fromBlock: 1n, toBlock, limit: 1 })).data).toHaveLength(1);
+    await expect(reader.apiKeys.create()).rejects.toMatchObject({ code: "read_only_key", status: 403 });
+    await books.apiKeys.revoke(created.id);
+    await expect(reader.ledger.list({ fromBlock: 1n, toBlock })).rejects.toMatchObject({ status: 401 });
+    const after = (await books.apiKeys.list({ limit: 200 })).data.find((key) => key.id === created.id);
+    expect(after?.revokedAt).not.toBeNull();
   });
 });

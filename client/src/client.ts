@@ -1,7 +1,8 @@
 import { baseUnitsString } from "./amounts.js";
-import { type Query, request, type Transport } from "./http.js";
+import { type Query, request, requestCsv, type Transport } from "./http.js";
 import { DEFAULT_BASE_URLS, type NetworkName } from "./networks.js";
 import type {
+  ApiKey,
   AttachPaymentParams,
   Branding,
   BrandingUpdate,
@@ -14,16 +15,25 @@ import type {
   FulfilOrderParams,
   GrantRewardParams,
   Health,
+  LedgerEntry,
+  LedgerPage,
   ListEventsParams,
+  ListLedgerParams,
+  ListOrdersParams,
   ListPaymentsParams,
-  ListRewardsParams,
   ListRefundsParams,
+  ListRewardsParams,
   ListTransfersParams,
+  NewReadOnlyKey,
   Order,
+  OrderEvidence,
+  OrderPage,
   Page,
   Payment,
   PaymentKey,
   PaymentPage,
+  RangeParams,
+  Reconciliation,
   Refund,
   RefundRequestParams,
   RequestBody,
@@ -208,6 +218,43 @@ export function createClient(options: ClientOptions) {
     revoke: (rewardId: string, params: { reason?: string } = {}) => post<Reward>(path`/v1/rewards/${rewardId}/revoke`, params),
   };
 
+  // Accounting (docs/accounting.md): block numbers go out as decimal strings, like every amount.
+  const rangeQuery = <params extends RangeParams>(params: params): Query => ({
+    ...params,
+    fromBlock: params.fromBlock === undefined ? undefined : BigInt(params.fromBlock),
+    toBlock: params.toBlock === undefined ? undefined : BigInt(params.toBlock),
+  });
+
+  const ledger = {
+    /** One page of the range's movements through your payment addresses, each with its evidence and `kind`. */
+    list: (params: ListLedgerParams) => get<LedgerPage>("/v1/ledger", rangeQuery(params)),
+    /** Every entry of the range, across pages. */
+    async *iterate(params: Omit<ListLedgerParams, "cursor">): AsyncGenerator<LedgerEntry> {
+      yield* paginate(await ledger.list(params), (cursor) => ledger.list({ ...params, cursor }));
+    },
+    /** The whole range as CSV (RFC 4180, the columns of docs/accounting.md), streamed. */
+    csv: (params: RangeParams) => requestCsv(transport, { path: "/v1/ledger", query: rangeQuery(params) }),
+  };
+
+  const reports = {
+    reconciliation: {
+      /** Per payment address: opening and closing balances from the index, sums per kind, the chain's balance, `reconciled`. */
+      retrieve: (params: RangeParams) => get<Reconciliation>("/v1/reports/reconciliation", rangeQuery(params)),
+      csv: (params: RangeParams) => requestCsv(transport, { path: "/v1/reports/reconciliation", query: rangeQuery(params) }),
+    },
+  };
+
+  const apiKeys = {
+    /** A read-only key (`rk_…`) for your accountant: every GET, nothing else. `key` is shown in this answer only. */
+    create: () => post<NewReadOnlyKey>("/v1/api-keys", { scope: "read" }),
+    list: (params: { cursor?: string; limit?: number } = {}) => get<Page<ApiKey>>("/v1/api-keys", params),
+    async *iterate(): AsyncGenerator<ApiKey> {
+      yield* paginate(await apiKeys.list(), (cursor) => apiKeys.list({ cursor }));
+    },
+    /** Revokes a read-only key (full keys are revoked from the console or the operator CLI). */
+    revoke: (keyId: string) => request<undefined>(transport, { method: "DELETE", path: path`/v1/api-keys/${keyId}` }),
+  };
+
   return {
     network: options.network,
     baseUrl,
@@ -233,6 +280,21 @@ export function createClient(options: ClientOptions) {
       retrieve: (orderId: string) => get<Order>(path`/v1/orders/${orderId}`),
       /** Marks a settled order fulfilled; the same key answers the same result again. */
       fulfil: (orderId: string, params: FulfilOrderParams) => post<Order>(path`/v1/orders/${orderId}/fulfilment`, params),
+      /** Orders created in a range (accounting), one page; `status` narrows. */
+      list: (params: ListOrdersParams) => get<OrderPage>("/v1/orders", rangeQuery(params)),
+      async *iterate(params: Omit<ListOrdersParams, "cursor">): AsyncGenerator<OrderPage["data"][number]> {
+        let page = await get<OrderPage>("/v1/orders", rangeQuery(params));
+        for (;;) {
+          yield* page.data;
+          if (page.nextCursor === null) return;
+          page = await get<OrderPage>("/v1/orders", rangeQuery({ ...params, cursor: page.nextCursor }));
+        }
+      },
+      /** The range's orders as CSV, streamed. */
+      csv: (params: Omit<ListOrdersParams, "cursor" | "limit">) =>
+        requestCsv(transport, { path: "/v1/orders", query: rangeQuery(params) }),
+      /** The order's on-chain evidence: transfers with block hash and confirmations now, rule, refunds, rewards, events. */
+      evidence: (orderId: string) => get<OrderEvidence>(path`/v1/orders/${orderId}/evidence`),
     },
     events,
     webhookEndpoints,
@@ -241,6 +303,9 @@ export function createClient(options: ClientOptions) {
     refunds,
     branding,
     rewards,
+    ledger,
+    reports,
+    apiKeys,
     /** Indexer head and lag per chain, store and workers; a degraded service answers too (status "degraded"). */
     health: () => request<Health>(transport, { method: "GET", path: "/v1/health", accept: [503] }),
   };

@@ -59,3 +59,35 @@ function problemOf(response: Response, text: string): SettlementApiError {
     problem,
   });
 }
+
+/**
+ * A CSV export (`Accept: text/csv`): the response body as it streams, never held
+ * whole; problems as `SettlementApiError` like every other call. No timeout on the
+ * body (a year's ledger takes as long as it takes); the answer must start within
+ * `timeoutMs`.
+ */
+export async function requestCsv(
+  transport: Transport,
+  params: { path: string; query?: Query },
+): Promise<ReadableStream<Uint8Array>> {
+  const url = new URL(params.path.replace(/^\//, ""), `${transport.baseUrl.replace(/\/+$/, "")}/`);
+  for (const [key, value] of Object.entries(params.query ?? {})) {
+    if (value !== undefined) url.searchParams.set(key, value.toString());
+  }
+  const started = new AbortController();
+  const timer = setTimeout(() => started.abort(new Error(`no answer within ${transport.timeoutMs} ms`)), transport.timeoutMs);
+  let response: Response;
+  try {
+    response = await transport.fetch(url, {
+      method: "GET",
+      headers: { Authorization: `Bearer ${transport.apiKey}`, Accept: "text/csv" },
+      signal: started.signal,
+    });
+  } catch (cause) {
+    throw new SettlementConnectionError(`GET ${url.pathname} did not get an answer: ${String(cause)}`, { cause });
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!response.ok || response.body === null) throw problemOf(response, await response.text());
+  return response.body;
+}

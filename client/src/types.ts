@@ -209,3 +209,24 @@ export type RefundInstructions = NonNullable<Refund["instructions"]>;
 /** `amount` is a bigint or an integer string of base units; it is sent as a string. Name `orderId` or `payment`. */
 export type CreateRefundParams = Omit<RequestBody<"/v1/refunds", "post">, "amount"> & { amount?: bigint | string };
 export type ListRefundsParams = QueryParameters<"/v1/refunds", "get">;
+
+// Accounting (docs/accounting.md): ranges, the ledger, reconciliation, order evidence, read-only keys.
+
+/** A range: `fromBlock`/`toBlock` (both inclusive) or `from`/`to` (ISO 8601, `to` exclusive); `partnerId` for auditor keys. */
+export type RangeParams = Omit<QueryParameters<"/v1/reports/reconciliation", "get">, "fromBlock" | "toBlock"> & {
+  fromBlock?: bigint | number | string;
+  toBlock?: bigint | number | string;
+};
+export type LedgerEntry = Schemas["LedgerEntry"];
+export type LedgerKind = LedgerEntry["kind"];
+export type ListLedgerParams = RangeParams & { cursor?: string; limit?: number };
+export type LedgerPage = ResponseBody<"/v1/ledger", "get">;
+export type Reconciliation = Schemas["Reconciliation"];
+export type ReconciliationRow = Reconciliation["data"][number];
+export type ListOrdersParams = RangeParams & Omit<QueryParameters<"/v1/orders", "get">, keyof RangeParams>;
+export type OrderPage = ResponseBody<"/v1/orders", "get">;
+/** An order's evidence (transfers, rule, refunds, rewards, events with deliveries); see docs/accounting.md. */
+export type OrderEvidence = ResponseBody<"/v1/orders/{orderId}/evidence", "get">;
+export type ApiKey = Schemas["ApiKey"];
+/** A new read-only key: `key` is shown in this answer only. */
+export type NewReadOnlyKey = Schemas["NewReadOnlyKey"];
