@@ -1,20 +1,26 @@
 import type { Hex, TransactionReceipt } from "viem";
 import type { Store } from "../store/open-store.js";
-import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
+import type { RelayedAuthorizationTable, RelayStatus } from "../store/relay-tables.js";
+import type { TransitionTable } from "../store/transition-table.js";
 
 /**
  * The one writer of `relayed_authorization`: an EIP-3009 authorization the relayer
- * sends for a checkout, from `queued` to `submitted`, then `mined` or `failed`.
- *
- * | from        | to          | by                                                  |
- * |-------------|-------------|-----------------------------------------------------|
- * | (none)      | `queued`    | `insertAuthorization` (one live per session)        |
- * | `queued`    | `submitted` | `markSubmitted` (the relayer sent it)               |
- * | `submitted` | `submitted` | `markReplaced` (same nonce, higher fee)             |
- * | `submitted` | `mined`     | `markReceipt` (receipt status success)              |
- * | `submitted` | `failed`    | `markReceipt` (reverted)                            |
- * | any         | `failed`    | `recordRelayFailure` (frees the session)            |
+ * sends for a checkout. Born `queued` (`insertAuthorization`, one live per session);
+ * every later change is one of `RELAY_TRANSITIONS`, a guarded UPDATE on the status.
  */
+export const RELAY_TRANSITIONS = {
+  submit: { from: ["queued"], to: "submitted", guard: "the relayer sent its transaction" },
+  replace: { from: ["submitted"], to: "submitted", guard: "unmined past the replacement delay: same nonce, higher fee" },
+  mine: { from: ["submitted"], to: "mined", guard: "a receipt of one of its transactions, status success" },
+  revert: { from: ["submitted"], to: "failed", guard: "a receipt of one of its transactions, reverted" },
+  fail: {
+    from: ["queued", "submitted", "failed"],
+    to: "failed",
+    guard: "refused before sending, dropped, or reverted: frees the session (a mined one moved the USDC and stays mined)",
+  },
+} as const satisfies TransitionTable<RelayStatus>;
+
+const fromStates = (name: keyof typeof RELAY_TRANSITIONS) => [...RELAY_TRANSITIONS[name].from] as RelayStatus[];
 
 /** Stores a new authorization; the table's unique keys refuse a second live one per session or a reused nonce. */
 export async function insertAuthorization(store: Store, row: RelayedAuthorizationTable): Promise<void> {
@@ -35,7 +41,12 @@ export type SubmittedTransaction = Pick<
 > & { status: "submitted" };
 
 export async function markSubmitted(store: Store, id: string, sent: SubmittedTransaction): Promise<void> {
-  await store.updateTable("relayed_authorization").set(sent).where("id", "=", id).execute();
+  await store
+    .updateTable("relayed_authorization")
+    .set(sent)
+    .where("id", "=", id)
+    .where("status", "in", fromStates("submit"))
+    .execute();
 }
 
 /** The receipt of one of its transactions: what it cost, and whether it moved the USDC. */
@@ -43,7 +54,7 @@ export async function markReceipt(store: Store, id: string, receipt: Transaction
   await store
     .updateTable("relayed_authorization")
     .set({
-      status: receipt.status === "success" ? "mined" : "failed",
+      status: RELAY_TRANSITIONS[receipt.status === "success" ? "mine" : "revert"].to,
       transaction_hash: receipt.transactionHash.toLowerCase(),
       gas_used: receipt.gasUsed.toString(),
       effective_gas_price: receipt.effectiveGasPrice.toString(),
@@ -52,7 +63,7 @@ export async function markReceipt(store: Store, id: string, receipt: Transaction
       updated_at: now,
     })
     .where("id", "=", id)
-    .where("status", "=", "submitted")
+    .where("status", "in", fromStates(receipt.status === "success" ? "mine" : "revert"))
     .execute();
 }
 
@@ -74,7 +85,7 @@ export async function markReplaced(
       updated_at: params.now,
     })
     .where("id", "=", row.id)
-    .where("status", "=", "submitted")
+    .where("status", "in", fromStates("replace"))
     .execute();
 }
 
@@ -83,7 +94,14 @@ export async function recordRelayFailure(context: { store: Store }, id: string, 
   const now = Date.now();
   await context.store
     .updateTable("relayed_authorization")
-    .set({ status: "failed", live_session_id: null, failure_code: code, failure_detail: detail, updated_at: now })
+    .set({
+      status: RELAY_TRANSITIONS.fail.to,
+      live_session_id: null,
+      failure_code: code,
+      failure_detail: detail,
+      updated_at: now,
+    })
     .where("id", "=", id)
+    .where("status", "in", fromStates("fail"))
     .execute();
 }

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CERTIFICATE_TRANSITIONS } from "../../api/certificates/certificate-record.js";
 import { sessionTransitions } from "../../api/checkout/session-record.js";
+import { RELAY_TRANSITIONS } from "../../api/gasless/relayed-authorization-record.js";
 import { orderTransitions } from "../../api/orders/order-record.js";
 import { DELIVERY_TRANSITIONS } from "../../api/outbox/deliveries.js";
 import { purchaseTransitions } from "../../api/portals/purchase-record.js";
@@ -23,6 +24,7 @@ const RECORDS: { heading: string; table: Table }[] = [
   { heading: "### Certificate (`api/certificates/certificate-record.ts`)", table: CERTIFICATE_TRANSITIONS },
   { heading: "### Webhook delivery (`api/outbox/deliveries.ts`)", table: DELIVERY_TRANSITIONS },
   { heading: "### Reward (`api/rewards/reward-record.ts`)", table: REWARD_TRANSITIONS },
+  { heading: "### Relayed authorization (`api/gasless/relayed-authorization-record.ts`)", table: RELAY_TRANSITIONS },
 ];
 
 const page = readFileSync(join(import.meta.dirname, "..", "..", "docs", "architecture.md"), "utf8");
