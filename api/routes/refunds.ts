@@ -2,10 +2,20 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { requestHash } from "../checkout/idempotency.js";
+import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import { REFUND_REASONS, REFUND_STATUSES } from "../refunds/refund-rules.js";
-import { cancelRefund, createRefund, listRefunds, partnerRefund, refundPageUrl, viewRefund } from "../refunds/refunds.js";
+import {
+  cancelRefund,
+  createRefund,
+  listRefunds,
+  partnerRefund,
+  refundInstructions,
+  refundPageUrl,
+  viewRefund,
+} from "../refunds/refunds.js";
+import { refundNotReady, sendRefundWithTestAccount } from "../refunds/test-account-send.js";
 import type { AppEnv } from "./app-env.js";
 
 const address = z.string().refine((value): value is Address => isAddress(value, { strict: false }), "a 20-byte address in hex");
@@ -148,6 +158,34 @@ const cancelRoute = createRoute({
   },
 });
 
+const testSendRoute = createRoute({
+  method: "post",
+  path: "/{id}/test-send",
+  summary:
+    "Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet)",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: {
+      description: "Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer",
+      content: { "application/json": { schema: z.object({ transactionHash: z.string(), refund: RefundSchema }) } },
+    },
+    ...errorResponses("not_found", "refund_not_ready", "local_mode_only"),
+  },
+});
+
+const qrRoute = createRoute({
+  method: "get",
+  path: "/{id}/qr",
+  summary: "A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: { description: "SVG image", content: { "image/svg+xml": { schema: z.string() } } },
+    ...errorResponses("not_found", "refund_not_ready"),
+  },
+});
+
 /** The partner's refunds (`/v1/refunds`, and `/api/partner/refunds` for the console). */
 export function refundRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
@@ -179,5 +217,21 @@ export function refundRoutes(context: AppContext) {
     .openapi(cancelRoute, async (c) => {
       const refund = await cancelRefund(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
       return c.json(await viewRefund(context.store, refund), 200);
+    })
+    .openapi(testSendRoute, async (c) =>
+      c.json(
+        await sendRefundWithTestAccount(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id }),
+        200,
+      ),
+    )
+    .openapi(qrRoute, async (c) => {
+      const refund = await partnerRefund(context.store, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
+      const instructions = refundInstructions(refund);
+      if (refund.status !== "ready" || instructions === null) throw refundNotReady(refund.status);
+      return c.body(await paymentQrSvg(instructions.uri), 200, {
+        "Content-Type": "image/svg+xml; charset=utf-8",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+      });
     });
 }
