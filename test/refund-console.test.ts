@@ -209,7 +209,15 @@ describe("the console's Refunds screen (Chromium)", () => {
       new RegExp(`/refund/${askingId}#rt=rt_[A-Za-z0-9_-]+$`),
     );
     await page.getByRole("button", { name: `Cancel refund ${askingId}` }).click();
-    await page.getByRole("row").filter({ hasText: askingId }).locator(".status-cancelled").waitFor();
+    await page
+      .getByRole("row")
+      .filter({ hasText: askingId })
+      .locator(".status-cancelled")
+      .waitFor()
+      .catch(async (error) => {
+        await page.screenshot({ path: join(ARTIFACTS, "debug-cancel.png"), fullPage: true });
+        throw error;
+      });
     expect((await partner(`/v1/refunds/${askingId}`)).status).toBe("cancelled");
 
     // More than remains (20 paid, 7.5 refunded): refused with the API's problem, nothing created.

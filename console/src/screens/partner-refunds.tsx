@@ -246,7 +246,9 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
               {row.orderId && (
                 <>
                   <br />
-                  <small>{row.orderId}</small>
+                  <small>
+                    <code>{row.orderId}</code>
+                  </small>
                 </>
               )}
             </td>
