@@ -665,6 +665,12 @@ export const PROBLEM_REGISTRY = {
     meaning:
       "Only a `ready` refund (its destination set, not sent, not cancelled) has a transfer to send or to authorize; `refundStatus` says what it is. Nothing was sent.",
   },
+  refund_already_relayed: {
+    status: 409,
+    title: "The relayer already sent this refund",
+    meaning:
+      "A refund is relayed once (EIP-3009, no ETH needed): the refund completes when the index shows that transfer. Send it otherwise only after that authorization's `validBefore` has passed. Nothing was sent.",
+  },
   local_mode_only: {
     status: 404,
     title: "Only in local mode",

@@ -2,9 +2,11 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { requestHash } from "../checkout/idempotency.js";
+import { AuthorizationBody, toSubmission } from "../gasless/authorization-schema.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
+import { refundAuthorizationRequest, relayRefundAuthorization } from "../refunds/refund-relay.js";
 import { REFUND_REASONS, REFUND_STATUSES } from "../refunds/refund-rules.js";
 import {
   cancelRefund,
@@ -186,6 +188,82 @@ const qrRoute = createRoute({
   },
 });
 
+const RELAY_REFUSALS = [
+  "not_found",
+  "refund_not_ready",
+  "refund_already_relayed",
+  "gasless_unavailable",
+  "relay_amount_too_small",
+  "relay_quota_exceeded",
+  "relay_budget_spent",
+] as const;
+
+const authorizationRequestRoute = createRoute({
+  method: "get",
+  path: "/{id}/authorization",
+  summary: "What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it)",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: {
+      description: "The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity)",
+      content: {
+        "application/json": {
+          schema: z.object({
+            refundId: z.string(),
+            relayer: z.string(),
+            domain: z.object({ name: z.string(), version: z.string(), chainId: z.number().int(), verifyingContract: z.string() }),
+            types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
+            primaryType: z.literal("TransferWithAuthorization"),
+            message: z.object({
+              from: z.string(),
+              to: z.string(),
+              value: z.string(),
+              validAfter: z.string(),
+              validBefore: z.string(),
+              nonce: z.string(),
+            }),
+          }),
+        },
+      },
+    },
+    ...errorResponses(...RELAY_REFUSALS),
+  },
+});
+
+const relayRoute = createRoute({
+  method: "post",
+  path: "/{id}/authorization",
+  summary:
+    "Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam, body: { required: true, content: { "application/json": { schema: AuthorizationBody } } } },
+  responses: {
+    200: {
+      description: "Sent by the relayer; the refund stays `ready` until the index shows the transfer",
+      content: {
+        "application/json": { schema: z.object({ transactionHash: z.string(), relayer: z.string(), refund: RefundSchema }) },
+      },
+    },
+    ...errorResponses(
+      ...RELAY_REFUSALS,
+      "authorization_wrong_network",
+      "authorization_wrong_token",
+      "authorization_wrong_payer",
+      "authorization_wrong_recipient",
+      "authorization_wrong_amount",
+      "authorization_not_yet_valid",
+      "authorization_expired",
+      "authorization_bad_signature",
+      "authorization_used",
+      "authorization_insufficient_balance",
+      "authorization_rejected_on_chain",
+      "relayer_out_of_funds",
+      "relay_failed",
+    ),
+  },
+});
+
 /** The partner's refunds (`/v1/refunds`, and `/api/partner/refunds` for the console). */
 export function refundRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
@@ -221,6 +299,22 @@ export function refundRoutes(context: AppContext) {
     .openapi(testSendRoute, async (c) =>
       c.json(
         await sendRefundWithTestAccount(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id }),
+        200,
+      ),
+    )
+    .openapi(authorizationRequestRoute, async (c) =>
+      c.json(
+        await refundAuthorizationRequest(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id }),
+        200,
+      ),
+    )
+    .openapi(relayRoute, async (c) =>
+      c.json(
+        await relayRefundAuthorization(context, {
+          partnerId: c.get("partner").id,
+          refundId: c.req.valid("param").id,
+          submission: toSubmission(c.req.valid("json")),
+        }),
         200,
       ),
     )
