@@ -244,4 +244,29 @@ describe("the console's Refunds screen (Chromium)", () => {
     expect(order).toMatchObject({ amountRefunded: "8500000", refundStatus: "partial" });
     await page.close();
   });
+
+  it("sends a refund without ETH: the payment address signs an EIP-3009 authorization and the relayer sends it", {
+    timeout: 240_000,
+  }, async () => {
+    await page.goto(`${stack.local.baseUrl}/console/partner/refunds/${session.orderId}`);
+    await page.getByRole("heading", { name: "Refunds", level: 1 }).waitFor();
+    await page.getByLabel("Amount (USDC)").fill("1.25");
+    await page.getByRole("radio", { name: /^The payer/ }).check();
+    await page.getByRole("button", { name: "Create refund" }).click();
+    const ready = page.getByRole("status").filter({ hasText: "created: ready" });
+    await ready.waitFor();
+    const refundId = (await ready.locator("code").first().textContent()) as string;
+    await page.getByRole("button", { name: `Send refund ${refundId}` }).click();
+    await page.getByRole("button", { name: "Sign, the relayer sends (no ETH needed)" }).click();
+    const sent = page.getByRole("status").filter({ hasText: "Sent:" });
+    await sent.waitFor({ timeout: 30_000 });
+    const hash = (await sent.locator("code").textContent()) as Hex;
+    const receipt = await stack.publicClient.getTransactionReceipt({ hash });
+    // Sent by the relayer, not by the payment address: the partner paid no gas.
+    expect(isAddressEqual(receipt.from, session.payment.recipient as Address)).toBe(false);
+    await stack.testClient.mine({ blocks: 1 });
+    expect((await refundIn(refundId, "succeeded")).transactionHash).toBe(hash);
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    await capture(page, "05-refund-sent-gasless");
+  });
 });

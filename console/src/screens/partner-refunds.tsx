@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
 import { erc20Abi, type Hex, isAddressEqual } from "viem";
-import { useConnect, useConnection, useConnectors, useWriteContract } from "wagmi";
+import { useConnect, useConnection, useConnectors, useSignTypedData, useWriteContract } from "wagmi";
 import { api } from "../api";
 import { parseUsdc } from "../money";
 import { useSession } from "../session";
@@ -16,6 +16,15 @@ import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status
  * the test account. The service never says a refund succeeded because something was
  * sent: the list follows the index, which completes it.
  */
+
+/** What the payment address signs for a gasless send (`GET …/authorization`). */
+type AuthorizationRequest = {
+  relayer: string;
+  domain: { name: string; version: string; chainId: number; verifyingContract: Hex };
+  types: { TransferWithAuthorization: { name: string; type: string }[] };
+  primaryType: "TransferWithAuthorization";
+  message: { from: Hex; to: Hex; value: string; validAfter: string; validBefore: string; nonce: Hex };
+};
 
 type Instructions = {
   chainId: number;
@@ -311,20 +320,24 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
       return `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
     },
   });
+  const { signTypedDataAsync } = useSignTypedData();
+  /** The connected wallet, which must be the payment address the refund leaves. */
+  const paymentAddressWallet = async (from: string) => {
+    let account = connection.address;
+    if (!account) {
+      const connector = connectors[0];
+      if (!connector) throw new Error("No wallet found in this browser: use the instructions below with any wallet.");
+      account = (await connectAsync({ connector })).accounts[0];
+    }
+    if (!account || !isAddressEqual(account, from as Hex)) {
+      throw new Error(`Connect the payment address ${from}: the refund must leave the address that received the money.`);
+    }
+    return account;
+  };
   const fromWallet = useMutation({
     mutationFn: async () => {
       if (!instructions) throw new Error("This refund has no transfer to send.");
-      let account = connection.address;
-      if (!account) {
-        const connector = connectors[0];
-        if (!connector) throw new Error("No wallet found in this browser: use the instructions below with any wallet.");
-        account = (await connectAsync({ connector })).accounts[0];
-      }
-      if (!account || !isAddressEqual(account, instructions.from as Hex)) {
-        throw new Error(
-          `Connect the payment address ${instructions.from}: the refund must leave the address that received the money.`,
-        );
-      }
+      const account = await paymentAddressWallet(instructions.from);
       return writeContractAsync({
         address: instructions.tokenAddress as Hex,
         abi: erc20Abi,
@@ -336,12 +349,41 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
     },
     onSuccess: onSent,
   });
+  const gasless = useMutation({
+    mutationFn: async () => {
+      const path = `/api/partner/refunds/${encodeURIComponent(refund.id)}/authorization`;
+      const request = await api<AuthorizationRequest>(path, { token });
+      const account = await paymentAddressWallet(request.message.from);
+      const { message } = request;
+      const signature = await signTypedDataAsync({
+        account,
+        domain: request.domain,
+        types: request.types,
+        primaryType: request.primaryType,
+        message: {
+          ...message,
+          value: BigInt(message.value),
+          validAfter: BigInt(message.validAfter),
+          validBefore: BigInt(message.validBefore),
+        },
+      });
+      return api<{ transactionHash: string }>(path, {
+        token,
+        json: {
+          authorization: message,
+          signature,
+          domain: { chainId: request.domain.chainId, verifyingContract: request.domain.verifyingContract },
+        },
+      });
+    },
+    onSuccess: onSent,
+  });
   const testAccount = useMutation({
     mutationFn: () =>
       api<{ transactionHash: string }>(`/api/partner/refunds/${encodeURIComponent(refund.id)}/test-send`, { token, json: {} }),
     onSuccess: onSent,
   });
-  const sentHash = fromWallet.data ?? testAccount.data?.transactionHash;
+  const sentHash = fromWallet.data ?? gasless.data?.transactionHash ?? testAccount.data?.transactionHash;
   return (
     <section aria-labelledby="h-send-refund" className="pay">
       <h2 id="h-send-refund">Send refund {refund.id}</h2>
@@ -376,6 +418,9 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
             >
               Send from the connected wallet
             </button>
+            <button type="button" disabled={refund.status !== "ready" || gasless.isPending} onClick={() => gasless.mutate()}>
+              Sign, the relayer sends (no ETH needed)
+            </button>
             {local.isSuccess && (
               <button
                 type="button"
@@ -394,7 +439,7 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
               Sent: <code>{sentHash}</code>. The refund succeeds once the index shows the transfer.
             </p>
           )}
-          <ProblemBox error={fromWallet.error ?? testAccount.error} />
+          <ProblemBox error={fromWallet.error ?? gasless.error ?? testAccount.error} />
           <h3>From any other wallet</h3>
           <p>
             Send exactly this amount of USDC from the payment address to the destination: open the{" "}
