@@ -242,7 +242,6 @@ describe("the console's Refunds screen (Chromium)", () => {
     await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
     const order = await partner(`/v1/orders/${session.orderId}`);
     expect(order).toMatchObject({ amountRefunded: "8500000", refundStatus: "partial" });
-    await page.close();
   });
 
   it("sends a refund without ETH: the payment address signs an EIP-3009 authorization and the relayer sends it", {
