@@ -248,7 +248,7 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
         {rows.map((row) => (
           <tr key={row.id}>
             <td>
-              <code>{row.id}</code>
+              <code className="break">{row.id}</code>
             </td>
             <td>
               {row.externalOrderId ?? "—"}
@@ -256,7 +256,7 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
                 <>
                   <br />
                   <small>
-                    <code>{row.orderId}</code>
+                    <code className="break">{row.orderId}</code>
                   </small>
                 </>
               )}
