@@ -276,7 +276,7 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
             <td>
               <When value={row.createdAt} />
             </td>
-            <td className="actions">
+            <td>
               {row.status === "ready" && (
                 <button type="button" aria-label={`Send refund ${row.id}`} onClick={() => onSend(row.id)}>
                   Send…
