@@ -20,7 +20,7 @@ const anvilNodes = new Map<number, Promise<boolean>>();
  * A real Base node never does, so a test payment can only ever move a chain's
  * worth of nothing: the fork's copy of the token, or the local TestUSDC.
  */
-function isAnvilNode(context: Pick<AppContext, "rpc">, chainId: number): Promise<boolean> {
+export function isAnvilNode(context: Pick<AppContext, "rpc">, chainId: number): Promise<boolean> {
   let known = anvilNodes.get(chainId);
   if (known === undefined) {
     const client = context.rpc.get(chainId);

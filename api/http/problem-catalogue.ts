@@ -658,6 +658,25 @@ export const PROBLEM_REGISTRY = {
     title: "The certificate of this purchase is revoked",
     meaning: "The order was fully refunded: its certificate can no longer be claimed, and a minted one verifies `revoked`.",
   },
+  // Refunds: sending them (issue 26, docs/refunds.md "Sending a refund")
+  refund_not_ready: {
+    status: 409,
+    title: "The refund is not ready to be sent",
+    meaning:
+      "Only a `ready` refund (its destination set, not sent, not cancelled) has a transfer to send or to authorize; `refundStatus` says what it is. Nothing was sent.",
+  },
+  refund_already_relayed: {
+    status: 409,
+    title: "The relayer already sent this refund",
+    meaning:
+      "A refund is relayed once (EIP-3009, no ETH needed): the refund completes when the index shows that transfer. Send it otherwise only after that authorization's `validBefore` has passed. Nothing was sent.",
+  },
+  local_mode_only: {
+    status: 404,
+    title: "Only in local mode",
+    meaning:
+      '"Send with the test account" exists in local mode only (`npm start`, on the local Anvil or an Anvil fork): elsewhere the service holds no way to move a partner\'s money. Nothing was sent.',
+  },
   // Accounting (docs/accounting.md)
   read_only_key: {
     status: 403,

@@ -369,7 +369,8 @@ export async function changeCommittedRefunds(
     const current = await committedOf(trx, key);
     const before = current?.committed ?? 0n;
     const after = before + params.delta;
-    if (after < 0n || after > params.paid) return undefined;
+    // A release (negative delta) only has to stay above zero: the cap binds what is added.
+    if (after < 0n || (params.delta > 0n && after > params.paid)) return undefined;
     if (current === undefined) {
       const inserted = await trx
         .insertInto("refund_allowance")

@@ -283,7 +283,7 @@ export async function cancelRefund(context: AppContext, params: { partnerId: str
     if (!(await moveRefund(trx, { refund, transition: "cancel", now }))) throw notCancellable();
     const released = await changeCommittedRefunds(trx, {
       payment: refund.payment,
-      paid: refund.amount,
+      paid: refund.amount, // unused by a release: only an addition is capped by what was paid
       delta: -refund.amount,
       now,
     });

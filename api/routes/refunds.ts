@@ -2,10 +2,22 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { requestHash } from "../checkout/idempotency.js";
+import { AuthorizationBody, toSubmission } from "../gasless/authorization-schema.js";
+import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
+import { refundAuthorizationRequest, relayRefundAuthorization } from "../refunds/refund-relay.js";
 import { REFUND_REASONS, REFUND_STATUSES } from "../refunds/refund-rules.js";
-import { cancelRefund, createRefund, listRefunds, partnerRefund, refundPageUrl, viewRefund } from "../refunds/refunds.js";
+import {
+  cancelRefund,
+  createRefund,
+  listRefunds,
+  partnerRefund,
+  refundInstructions,
+  refundPageUrl,
+  viewRefund,
+} from "../refunds/refunds.js";
+import { refundNotReady, sendRefundWithTestAccount } from "../refunds/test-account-send.js";
 import type { AppEnv } from "./app-env.js";
 
 const address = z.string().refine((value): value is Address => isAddress(value, { strict: false }), "a 20-byte address in hex");
@@ -148,6 +160,110 @@ const cancelRoute = createRoute({
   },
 });
 
+const testSendRoute = createRoute({
+  method: "post",
+  path: "/{id}/test-send",
+  summary:
+    "Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet)",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: {
+      description: "Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer",
+      content: { "application/json": { schema: z.object({ transactionHash: z.string(), refund: RefundSchema }) } },
+    },
+    ...errorResponses("not_found", "refund_not_ready", "local_mode_only"),
+  },
+});
+
+const qrRoute = createRoute({
+  method: "get",
+  path: "/{id}/qr",
+  summary: "A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: { description: "SVG image", content: { "image/svg+xml": { schema: z.string() } } },
+    ...errorResponses("not_found", "refund_not_ready"),
+  },
+});
+
+const RELAY_REFUSALS = [
+  "not_found",
+  "refund_not_ready",
+  "refund_already_relayed",
+  "gasless_unavailable",
+  "relay_amount_too_small",
+  "relay_quota_exceeded",
+  "relay_budget_spent",
+] as const;
+
+const authorizationRequestRoute = createRoute({
+  method: "get",
+  path: "/{id}/authorization",
+  summary: "What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it)",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam },
+  responses: {
+    200: {
+      description: "The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity)",
+      content: {
+        "application/json": {
+          schema: z.object({
+            refundId: z.string(),
+            relayer: z.string(),
+            domain: z.object({ name: z.string(), version: z.string(), chainId: z.number().int(), verifyingContract: z.string() }),
+            types: z.record(z.string(), z.array(z.object({ name: z.string(), type: z.string() }))),
+            primaryType: z.literal("TransferWithAuthorization"),
+            message: z.object({
+              from: z.string(),
+              to: z.string(),
+              value: z.string(),
+              validAfter: z.string(),
+              validBefore: z.string(),
+              nonce: z.string(),
+            }),
+          }),
+        },
+      },
+    },
+    ...errorResponses(...RELAY_REFUSALS),
+  },
+});
+
+const relayRoute = createRoute({
+  method: "post",
+  path: "/{id}/authorization",
+  summary:
+    "Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer",
+  security: [{ apiKey: [] }],
+  request: { params: RefundParam, body: { required: true, content: { "application/json": { schema: AuthorizationBody } } } },
+  responses: {
+    200: {
+      description: "Sent by the relayer; the refund stays `ready` until the index shows the transfer",
+      content: {
+        "application/json": { schema: z.object({ transactionHash: z.string(), relayer: z.string(), refund: RefundSchema }) },
+      },
+    },
+    ...errorResponses(
+      ...RELAY_REFUSALS,
+      "authorization_wrong_network",
+      "authorization_wrong_token",
+      "authorization_wrong_payer",
+      "authorization_wrong_recipient",
+      "authorization_wrong_amount",
+      "authorization_not_yet_valid",
+      "authorization_expired",
+      "authorization_bad_signature",
+      "authorization_used",
+      "authorization_insufficient_balance",
+      "authorization_rejected_on_chain",
+      "relayer_out_of_funds",
+      "relay_failed",
+    ),
+  },
+});
+
 /** The partner's refunds (`/v1/refunds`, and `/api/partner/refunds` for the console). */
 export function refundRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
@@ -179,5 +295,37 @@ export function refundRoutes(context: AppContext) {
     .openapi(cancelRoute, async (c) => {
       const refund = await cancelRefund(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
       return c.json(await viewRefund(context.store, refund), 200);
+    })
+    .openapi(testSendRoute, async (c) =>
+      c.json(
+        await sendRefundWithTestAccount(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id }),
+        200,
+      ),
+    )
+    .openapi(authorizationRequestRoute, async (c) =>
+      c.json(
+        await refundAuthorizationRequest(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id }),
+        200,
+      ),
+    )
+    .openapi(relayRoute, async (c) =>
+      c.json(
+        await relayRefundAuthorization(context, {
+          partnerId: c.get("partner").id,
+          refundId: c.req.valid("param").id,
+          submission: toSubmission(c.req.valid("json")),
+        }),
+        200,
+      ),
+    )
+    .openapi(qrRoute, async (c) => {
+      const refund = await partnerRefund(context.store, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
+      const instructions = refundInstructions(refund);
+      if (refund.status !== "ready" || instructions === null) throw refundNotReady(refund.status);
+      return c.body(await paymentQrSvg(instructions.uri), 200, {
+        "Content-Type": "image/svg+xml; charset=utf-8",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+      });
     });
 }

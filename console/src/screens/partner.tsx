@@ -18,6 +18,7 @@ import {
   usePagedList,
   When,
 } from "../ui";
+import { Refunds } from "./partner-refunds";
 import { Rewards } from "./partner-rewards";
 
 export const partnerNav: NavItem[] = [
@@ -29,6 +30,7 @@ export const partnerNav: NavItem[] = [
   { path: "members", label: "Members" },
   { path: "branding", label: "Branding" },
   { path: "rewards", label: "Rewards" },
+  { path: "refunds", label: "Refunds" },
 ];
 
 export function PartnerScreens({ sub }: { sub: string[] }) {
@@ -47,6 +49,8 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
       return <Branding />;
     case "rewards":
       return <Rewards />;
+    case "refunds":
+      return <Refunds orderId={sub[1]} />;
     default:
       return <Sessions />;
   }
@@ -111,7 +115,17 @@ function Sessions() {
             <td>
               <When value={row.createdAt} />
             </td>
-            <td>{row.order.status === "paid" ? <Fulfil orderId={row.order.id} /> : null}</td>
+            <td>
+              {row.order.status === "paid" ? <Fulfil orderId={row.order.id} /> : null}
+              {row.status === "settled" ? (
+                <Link
+                  to={`/partner/refunds/${encodeURIComponent(row.order.id)}`}
+                  aria-label={`Refund order ${row.externalOrderId}`}
+                >
+                  Refund…
+                </Link>
+              ) : null}
+            </td>
           </tr>
         ))}
       </Table>

@@ -1,0 +1,205 @@
+import { randomBytes } from "node:crypto";
+import { encodeFunctionData, type Hex, isAddressEqual, toHex } from "viem";
+import type { AppContext } from "../app-context.js";
+import { networkByChainId } from "../app-context.js";
+import {
+  eip3009Abi,
+  readTokenDomain,
+  transferAuthorizationTypedData,
+  transferWithAuthorizationTypes,
+} from "../gasless/eip3009.js";
+import { assertRelayAllowed, assertRelayedAmount, type RelayCharge } from "../gasless/relay-charges.js";
+import { RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
+import { type AuthorizationSubmission, MIN_REMAINING_VALIDITY_SECONDS } from "../gasless/submit-authorization.js";
+import { type ProblemCode, ProblemError } from "../http/problem.js";
+import type { Refund } from "./refund-record.js";
+import { partnerRefund, refundInstructions, viewRefund } from "./refunds.js";
+import { refundNotReady } from "./test-account-send.js";
+
+/**
+ * Gasless refund sends (SPEC 15, docs/refunds.md "Without ETH"): the payment address
+ * signs an EIP-3009 `transferWithAuthorization` of exactly the refund, to its
+ * destination, and the network's relayer submits it through its one entry
+ * (`relayContractCall`: simulated first, charged to the partner as a `refund` relay
+ * under the same daily quota and gas budget as gasless payments and reward claims).
+ * The service never marks the refund because the relayer sent something: the refund
+ * stays `ready` until the index shows the outgoing transfer, then moves as for any
+ * wallet's transfer. One relayed send per refund: a second is refused
+ * (`refund_already_relayed`), also between concurrent requests, since the relayer's
+ * lease serialises the subject quota set to one here.
+ */
+
+/** How long the authorization the console is handed stays valid: long enough to sign, short enough not to linger. */
+export const REFUND_AUTHORIZATION_VALIDITY_SECONDS = 3_600n;
+
+const TITLE = "The authorization cannot send this refund";
+const refused = (code: ProblemCode, detail: string, status?: 409 | 422 | 503) =>
+  new ProblemError({ code, title: TITLE, detail, ...(status === undefined ? {} : { status }) });
+
+function readyRefund(refund: Refund) {
+  const instructions = refundInstructions(refund);
+  if (refund.status !== "ready" || instructions === null) throw refundNotReady(refund.status);
+  return instructions;
+}
+
+function relayerFor(context: AppContext, refund: Refund) {
+  const network = networkByChainId(context, refund.chainId);
+  const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
+  if (relayer === undefined) {
+    throw refused("gasless_unavailable", "No relayer runs on this refund's network: send the refund from a wallet.", 503);
+  }
+  return relayer;
+}
+
+const chargeOf = (refund: Refund): RelayCharge => ({
+  partnerId: refund.partnerId,
+  chainId: refund.chainId,
+  purpose: "refund",
+  subjectId: refund.id,
+});
+
+/** The relayer's limits with one relayed send per refund (the per-subject quota, counted inside the relayer's lease). */
+const oneSendPerRefund = (context: AppContext): AppContext => ({
+  ...context,
+  settings: { ...context.settings, relayLimits: { ...context.settings.relayLimits, sessionRelays: 1 } },
+});
+
+async function assertRelayable(context: AppContext, refund: Refund) {
+  const limits = context.settings.relayLimits;
+  assertRelayedAmount(limits, refund.amount);
+  try {
+    await assertRelayAllowed(context.store, { ...limits, sessionRelays: 1 }, chargeOf(refund));
+  } catch (error) {
+    if (error instanceof ProblemError && error.code === "relay_session_limit") throw alreadyRelayed();
+    throw error;
+  }
+}
+
+const alreadyRelayed = () =>
+  new ProblemError({
+    code: "refund_already_relayed",
+    detail:
+      "The relayer already sent this refund's authorization: wait for the index to show the transfer. Send it otherwise only once that authorization's validBefore has passed, or the money could leave twice.",
+  });
+
+/**
+ * What the payment address signs (`GET /v1/refunds/{id}/authorization`): the token's
+ * own EIP-712 domain and a `TransferWithAuthorization` of the refund, with a fresh
+ * random nonce and an hour of validity by chain time.
+ */
+export async function refundAuthorizationRequest(context: AppContext, params: { partnerId: string; refundId: string }) {
+  const refund = await partnerRefund(context.store, params);
+  const instructions = readyRefund(refund);
+  const relayer = relayerFor(context, refund);
+  await assertRelayable(context, refund);
+  const domain = await readTokenDomain(relayer.client, { token: refund.tokenAddress, chainId: refund.chainId });
+  const block = await relayer.client.getBlock({ blockTag: "latest" });
+  return {
+    refundId: refund.id,
+    relayer: relayer.address,
+    domain,
+    types: { TransferWithAuthorization: [...transferWithAuthorizationTypes.TransferWithAuthorization] },
+    primaryType: "TransferWithAuthorization" as const,
+    message: {
+      from: instructions.from,
+      to: instructions.to,
+      value: instructions.amount,
+      validAfter: "0",
+      validBefore: (block.timestamp + REFUND_AUTHORIZATION_VALIDITY_SECONDS).toString(),
+      nonce: toHex(randomBytes(32)),
+    },
+  };
+}
+
+/**
+ * Checks a signed authorization against the refund and the chain, then has the
+ * relayer send it (`POST /v1/refunds/{id}/authorization`). Answers the relayer's
+ * transaction and the refund as it reads now: still `ready` until the index sees it.
+ */
+export async function relayRefundAuthorization(
+  context: AppContext,
+  params: { partnerId: string; refundId: string; submission: AuthorizationSubmission },
+) {
+  const refund = await partnerRefund(context.store, params);
+  const instructions = readyRefund(refund);
+  const { authorization, signature, domain: signedDomain } = params.submission;
+  const relayer = relayerFor(context, refund);
+  await assertRelayable(context, refund);
+  if (signedDomain?.chainId !== undefined && signedDomain.chainId !== refund.chainId) {
+    throw refused("authorization_wrong_network", `This refund is sent on chain ${refund.chainId}.`);
+  }
+  if (signedDomain?.verifyingContract !== undefined && !isAddressEqual(signedDomain.verifyingContract, refund.tokenAddress)) {
+    throw refused("authorization_wrong_token", `This refund is sent in USDC at ${refund.tokenAddress}.`);
+  }
+  if (!isAddressEqual(authorization.from, instructions.from)) {
+    throw refused("authorization_wrong_payer", `The refund leaves the payment address ${instructions.from}: it signs.`);
+  }
+  if (!isAddressEqual(authorization.to, instructions.to)) {
+    throw refused("authorization_wrong_recipient", `The authorization must pay the refund's destination ${instructions.to}.`);
+  }
+  if (authorization.value !== refund.amount) {
+    throw refused(
+      "authorization_wrong_amount",
+      `The authorization must move exactly ${refund.amount} base units (it moves ${authorization.value}).`,
+    );
+  }
+  const client = relayer.client;
+  const block = await client.getBlock({ blockTag: "latest" });
+  if (authorization.validAfter >= block.timestamp) {
+    throw refused("authorization_not_yet_valid", `validAfter (${authorization.validAfter}) is not yet past on chain.`);
+  }
+  if (authorization.validBefore <= block.timestamp + MIN_REMAINING_VALIDITY_SECONDS) {
+    throw refused("authorization_expired", "The authorization expires before it could be mined; sign a new one.");
+  }
+  const domain = await readTokenDomain(client, { token: refund.tokenAddress, chainId: refund.chainId });
+  const validSignature = await client
+    .verifyTypedData({ address: authorization.from, signature, ...transferAuthorizationTypedData(domain, authorization) })
+    .catch(() => false);
+  if (!validSignature) {
+    throw refused("authorization_bad_signature", "The signature is not the payment address's over this authorization.");
+  }
+  const [balance, used] = await Promise.all([
+    client.readContract({ address: refund.tokenAddress, abi: eip3009Abi, functionName: "balanceOf", args: [authorization.from] }),
+    client.readContract({
+      address: refund.tokenAddress,
+      abi: eip3009Abi,
+      functionName: "authorizationState",
+      args: [authorization.from, authorization.nonce],
+    }),
+  ]);
+  if (used) throw refused("authorization_used", "The token has already used or cancelled this authorization.", 409);
+  if (balance < authorization.value) {
+    throw refused("authorization_insufficient_balance", `The payment address holds ${balance} base units, less than the refund.`);
+  }
+  const data = encodeFunctionData({
+    abi: eip3009Abi,
+    functionName: "transferWithAuthorization",
+    args: [
+      authorization.from,
+      authorization.to,
+      authorization.value,
+      authorization.validAfter,
+      authorization.validBefore,
+      authorization.nonce,
+      signature,
+    ],
+  });
+  let hash: Hex;
+  try {
+    hash = (
+      await relayContractCall(oneSendPerRefund(context), relayer, {
+        charge: chargeOf(refund),
+        call: { to: refund.tokenAddress, data },
+      })
+    ).hash;
+  } catch (error) {
+    if (error instanceof ProblemError && error.code === "relay_session_limit") throw alreadyRelayed();
+    if (!(error instanceof RelayFailure)) throw error;
+    throw refused(error.code, error.message, error.code === "authorization_rejected_on_chain" ? 422 : 503);
+  }
+  return {
+    transactionHash: hash,
+    relayer: relayer.address,
+    refund: await viewRefund(context.store, await partnerRefund(context.store, params)),
+  };
+}

@@ -1,0 +1,470 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import { erc20Abi, type Hex, isAddressEqual } from "viem";
+import { useConnect, useConnection, useConnectors, useSignTypedData, useWriteContract } from "wagmi";
+import { api } from "../api";
+import { parseUsdc } from "../money";
+import { useSession } from "../session";
+import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList, When } from "../ui";
+
+/**
+ * The partner's refunds (SPEC 15, docs/refunds.md): the list, a refund created from an
+ * order (all that remains or a part; to the payer, to an address the shop holds, or
+ * to the address the customer enters on the refund page), cancel, and sending a
+ * `ready` refund: from the connected wallet (which must be the payment address), from
+ * any other wallet with the EIP-681 link, QR code or calldata, and in local mode with
+ * the test account. The service never says a refund succeeded because something was
+ * sent: the list follows the index, which completes it.
+ */
+
+/** What the payment address signs for a gasless send (`GET …/authorization`). */
+type AuthorizationRequest = {
+  relayer: string;
+  domain: { name: string; version: string; chainId: number; verifyingContract: Hex };
+  types: { TransferWithAuthorization: { name: string; type: string }[] };
+  primaryType: "TransferWithAuthorization";
+  message: { from: Hex; to: Hex; value: string; validAfter: string; validBefore: string; nonce: Hex };
+};
+
+type Instructions = {
+  chainId: number;
+  tokenAddress: string;
+  from: string;
+  to: string;
+  amount: string;
+  uri: string;
+  transaction: { to: string; data: string; chainId: number };
+};
+
+export type RefundRow = {
+  id: string;
+  status: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
+  orderId: string | null;
+  externalOrderId: string | null;
+  paymentId?: string;
+  amount: string;
+  reason: string;
+  destination: string | null;
+  customerUrl: string | null;
+  instructions: Instructions | null;
+  transactionHash: string | null;
+  createdAt: string;
+};
+
+const REASONS: [string, string][] = [
+  ["requested_by_customer", "Requested by the customer"],
+  ["duplicate", "Duplicate payment"],
+  ["wrong_amount", "Wrong amount"],
+  ["late", "Paid late"],
+  ["other", "Other"],
+];
+
+const IN_FLIGHT = new Set(["ready", "pending"]);
+
+export function Refunds({ orderId }: { orderId?: string }) {
+  const [status, setStatus] = useState("");
+  const [selected, setSelected] = useState<string | null>(null);
+  const queryClient = useQueryClient();
+  const list = usePagedList<RefundRow>(["partner-refunds", status], `/api/partner/refunds${status ? `?status=${status}` : ""}`);
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ["partner-refunds"] });
+  // A sent refund completes when the index shows its transfer: follow it while one is in flight.
+  const inFlight = list.rows.some((row) => IN_FLIGHT.has(row.status));
+  useEffect(() => {
+    if (!inFlight) return;
+    const timer = setInterval(() => void queryClient.invalidateQueries({ queryKey: ["partner-refunds"] }), 2_000);
+    return () => clearInterval(timer);
+  }, [inFlight, queryClient]);
+  const chosen = list.rows.find((row) => row.id === selected);
+  return (
+    <section aria-labelledby="h-refunds">
+      <h1 id="h-refunds">Refunds</h1>
+      <p className="hint">
+        Money goes back from your payment address; the service proves each refund from the chain, as it proves payments.
+      </p>
+      <CreateRefund initialOrderId={orderId ?? ""} onCreated={refresh} />
+      <h2 id="h-refund-list">Your refunds</h2>
+      <Field label="Refund status">
+        {(id) => (
+          <select id={id} value={status} onChange={(event) => setStatus(event.target.value)}>
+            <option value="">All</option>
+            <option value="awaiting_destination">Awaiting the customer's address</option>
+            <option value="ready">Ready to send</option>
+            <option value="pending">Pending</option>
+            <option value="succeeded">Succeeded</option>
+            <option value="cancelled">Cancelled</option>
+          </select>
+        )}
+      </Field>
+      <ListState list={list} what="refunds" />
+      <RefundTable rows={list.rows} onChanged={refresh} onSend={setSelected} />
+      <MoreButton list={list} />
+      {chosen && <SendRefund refund={chosen} onSent={refresh} onClose={() => setSelected(null)} />}
+    </section>
+  );
+}
+
+function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; onCreated: () => void }) {
+  const { token } = useSession();
+  const [orderId, setOrderId] = useState(initialOrderId);
+  const [amount, setAmount] = useState("");
+  const [to, setTo] = useState<"customer" | "payer" | "address">("customer");
+  const [address, setAddress] = useState("");
+  const [reason, setReason] = useState("requested_by_customer");
+  const create = useMutation({
+    mutationFn: () => {
+      const baseUnits = amount.trim() === "" ? undefined : parseUsdc(amount);
+      if (baseUnits !== undefined && baseUnits <= 0n) throw new Error("Enter a positive amount of USDC, or leave it empty.");
+      if (amount.trim() !== "" && baseUnits === undefined) throw new Error("Enter an amount of USDC, for example 12.5.");
+      const destination = to === "payer" ? "payer" : to === "address" ? address : undefined;
+      return api<RefundRow>("/api/partner/refunds", {
+        token,
+        json: {
+          orderId,
+          ...(baseUnits === undefined ? {} : { amount: baseUnits.toString() }),
+          reason,
+          ...(destination === undefined ? {} : { destination }),
+          idempotencyKey: `console-${crypto.randomUUID()}`,
+        },
+      });
+    },
+    onSuccess: onCreated,
+  });
+  return (
+    <form
+      aria-labelledby="h-new-refund"
+      onSubmit={(event) => {
+        event.preventDefault();
+        create.mutate();
+      }}
+    >
+      <h2 id="h-new-refund">Refund an order</h2>
+      <Field label="Order id" hint="A paid order (ord_…). Its refunds together never exceed what was paid.">
+        {(id, describedBy) => (
+          <input
+            id={id}
+            value={orderId}
+            required
+            spellCheck={false}
+            aria-describedby={describedBy}
+            onChange={(event) => setOrderId(event.target.value.trim())}
+          />
+        )}
+      </Field>
+      <Field label="Amount (USDC)" hint="Leave empty to refund all that remains refundable.">
+        {(id, describedBy) => (
+          <input
+            id={id}
+            inputMode="decimal"
+            value={amount}
+            aria-describedby={describedBy}
+            onChange={(event) => setAmount(event.target.value)}
+          />
+        )}
+      </Field>
+      <fieldset>
+        <legend>Send it to</legend>
+        <label className="choice">
+          <input type="radio" name="refund-to" checked={to === "customer"} onChange={() => setTo("customer")} />
+          <span>
+            Ask the customer
+            <small>They enter their address on the refund page; you send them its link.</small>
+          </span>
+        </label>
+        <label className="choice">
+          <input type="radio" name="refund-to" checked={to === "payer"} onChange={() => setTo("payer")} />
+          <span>
+            The payer
+            <small>The address the payment came from: only when it is the customer's own wallet, never an exchange's.</small>
+          </span>
+        </label>
+        <label className="choice">
+          <input type="radio" name="refund-to" checked={to === "address"} onChange={() => setTo("address")} />
+          <span>
+            An address the customer gave you
+            <small>Checked like the refund page's: never a payment address, the zero address or the token.</small>
+          </span>
+        </label>
+        {to === "address" && (
+          <Field label="Customer's address">
+            {(id) => (
+              <input
+                id={id}
+                required
+                spellCheck={false}
+                value={address}
+                onChange={(event) => setAddress(event.target.value.trim())}
+              />
+            )}
+          </Field>
+        )}
+      </fieldset>
+      <Field label="Reason">
+        {(id) => (
+          <select id={id} value={reason} onChange={(event) => setReason(event.target.value)}>
+            {REASONS.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <button type="submit" className="primary" disabled={create.isPending || !orderId}>
+        Create refund
+      </button>
+      {create.data && (
+        <div role="status" className="secret">
+          <p>
+            Refund <code>{create.data.id}</code> of <Money value={create.data.amount} /> created:{" "}
+            {create.data.status.replaceAll("_", " ")}.
+          </p>
+          {create.data.customerUrl && (
+            <>
+              <p>Send your customer this link; it is shown only now (creating it again issues a new one):</p>
+              <code data-testid="refund-customer-url">{create.data.customerUrl}</code>
+            </>
+          )}
+        </div>
+      )}
+      <ProblemBox error={create.error} />
+    </form>
+  );
+}
+
+function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged: () => void; onSend: (id: string) => void }) {
+  const { token } = useSession();
+  const cancel = useMutation({
+    mutationFn: (id: string) => api<RefundRow>(`/api/partner/refunds/${encodeURIComponent(id)}/cancel`, { token, json: {} }),
+    onSuccess: onChanged,
+  });
+  return (
+    <>
+      <ProblemBox error={cancel.error} />
+      <Table
+        caption="Refunds, newest first"
+        head={["Refund", "Order", "Amount", "Status", "Destination", "Transaction", "Created", ""]}
+      >
+        {rows.length === 0 && <Empty colSpan={8}>No refunds yet.</Empty>}
+        {rows.map((row) => (
+          <tr key={row.id}>
+            <td>
+              <code className="break">{row.id}</code>
+            </td>
+            <td>
+              {row.externalOrderId ?? "—"}
+              {row.orderId && (
+                <>
+                  <br />
+                  <small>
+                    <code className="break">{row.orderId}</code>
+                  </small>
+                </>
+              )}
+            </td>
+            <td>
+              <Money value={row.amount} />
+            </td>
+            <td>
+              <Status value={row.status} />
+            </td>
+            <td>
+              <Address value={row.destination} />
+            </td>
+            <td>
+              <Address value={row.transactionHash} />
+            </td>
+            <td>
+              <When value={row.createdAt} />
+            </td>
+            <td>
+              {row.status === "ready" && (
+                <button type="button" aria-label={`Send refund ${row.id}`} onClick={() => onSend(row.id)}>
+                  Send…
+                </button>
+              )}
+              {(row.status === "ready" || row.status === "awaiting_destination") && (
+                <button
+                  type="button"
+                  aria-label={`Cancel refund ${row.id}`}
+                  disabled={cancel.isPending}
+                  onClick={() => cancel.mutate(row.id)}
+                >
+                  Cancel
+                </button>
+              )}
+            </td>
+          </tr>
+        ))}
+      </Table>
+    </>
+  );
+}
+
+/** Sending one `ready` refund: the connected wallet, the test account (local mode), or any wallet by its instructions. */
+function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: () => void; onClose: () => void }) {
+  const { token } = useSession();
+  const instructions = refund.instructions;
+  const connection = useConnection();
+  const connectors = useConnectors();
+  const { connectAsync } = useConnect();
+  const { writeContractAsync } = useWriteContract();
+  const local = useQuery({
+    queryKey: ["local-test-accounts"],
+    queryFn: () => api<{ data: unknown[] }>("/api/local/test-accounts"),
+  });
+  const qr = useQuery({
+    queryKey: ["refund-qr", refund.id, refund.status],
+    enabled: refund.status === "ready",
+    queryFn: async () => {
+      const svg = await api<string>(`/api/partner/refunds/${encodeURIComponent(refund.id)}/qr`, { token, raw: true });
+      return `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
+    },
+  });
+  const { signTypedDataAsync } = useSignTypedData();
+  /** The connected wallet, which must be the payment address the refund leaves. */
+  const paymentAddressWallet = async (from: string) => {
+    let account = connection.address;
+    if (!account) {
+      const connector = connectors[0];
+      if (!connector) throw new Error("No wallet found in this browser: use the instructions below with any wallet.");
+      account = (await connectAsync({ connector })).accounts[0];
+    }
+    if (!account || !isAddressEqual(account, from as Hex)) {
+      throw new Error(`Connect the payment address ${from}: the refund must leave the address that received the money.`);
+    }
+    return account;
+  };
+  const fromWallet = useMutation({
+    mutationFn: async () => {
+      if (!instructions) throw new Error("This refund has no transfer to send.");
+      const account = await paymentAddressWallet(instructions.from);
+      return writeContractAsync({
+        address: instructions.tokenAddress as Hex,
+        abi: erc20Abi,
+        functionName: "transfer",
+        args: [instructions.to as Hex, BigInt(instructions.amount)],
+        chainId: instructions.chainId,
+        account,
+      });
+    },
+    onSuccess: onSent,
+  });
+  const gasless = useMutation({
+    mutationFn: async () => {
+      const path = `/api/partner/refunds/${encodeURIComponent(refund.id)}/authorization`;
+      const request = await api<AuthorizationRequest>(path, { token });
+      const account = await paymentAddressWallet(request.message.from);
+      const { message } = request;
+      const signature = await signTypedDataAsync({
+        account,
+        domain: request.domain,
+        types: request.types,
+        primaryType: request.primaryType,
+        message: {
+          ...message,
+          value: BigInt(message.value),
+          validAfter: BigInt(message.validAfter),
+          validBefore: BigInt(message.validBefore),
+        },
+      });
+      return api<{ transactionHash: string }>(path, {
+        token,
+        json: {
+          authorization: message,
+          signature,
+          domain: { chainId: request.domain.chainId, verifyingContract: request.domain.verifyingContract },
+        },
+      });
+    },
+    onSuccess: onSent,
+  });
+  const testAccount = useMutation({
+    mutationFn: () =>
+      api<{ transactionHash: string }>(`/api/partner/refunds/${encodeURIComponent(refund.id)}/test-send`, { token, json: {} }),
+    onSuccess: onSent,
+  });
+  const sentHash = fromWallet.data ?? gasless.data?.transactionHash ?? testAccount.data?.transactionHash;
+  return (
+    <section aria-labelledby="h-send-refund" className="pay">
+      <h2 id="h-send-refund">Send refund {refund.id}</h2>
+      {instructions === null ? (
+        <p>This refund has no transfer to send.</p>
+      ) : (
+        <>
+          <dl className="facts" aria-label="The refund's transfer">
+            <dt>From (your payment address)</dt>
+            <dd>
+              <code>{instructions.from}</code>
+            </dd>
+            <dt>To</dt>
+            <dd>
+              <code>{instructions.to}</code>
+            </dd>
+            <dt>Exact amount</dt>
+            <dd>
+              <Money value={instructions.amount} />
+            </dd>
+            <dt>Status</dt>
+            <dd data-testid="send-refund-status">
+              <Status value={refund.status} />
+            </dd>
+          </dl>
+          <div className="row">
+            <button
+              type="button"
+              className="primary"
+              disabled={refund.status !== "ready" || fromWallet.isPending}
+              onClick={() => fromWallet.mutate()}
+            >
+              Send from the connected wallet
+            </button>
+            <button type="button" disabled={refund.status !== "ready" || gasless.isPending} onClick={() => gasless.mutate()}>
+              Sign, the relayer sends (no ETH needed)
+            </button>
+            {local.isSuccess && (
+              <button
+                type="button"
+                disabled={refund.status !== "ready" || testAccount.isPending}
+                onClick={() => testAccount.mutate()}
+              >
+                Send with the test account
+              </button>
+            )}
+            <button type="button" onClick={onClose}>
+              Close
+            </button>
+          </div>
+          {sentHash && (
+            <p role="status">
+              Sent: <code>{sentHash}</code>. The refund succeeds once the index shows the transfer.
+            </p>
+          )}
+          <ProblemBox error={fromWallet.error ?? gasless.error ?? testAccount.error} />
+          <h3>From any other wallet</h3>
+          <p>
+            Send exactly this amount of USDC from the payment address to the destination: open the{" "}
+            <a href={instructions.uri}>payment link (EIP-681)</a> in the wallet, scan the code, or send the calldata below to the
+            token contract.
+          </p>
+          {qr.data && <img className="qr" src={qr.data} alt="QR code of the refund's payment link" width={200} height={200} />}
+          <dl className="facts" aria-label="Transaction for any wallet">
+            <dt>Payment link</dt>
+            <dd>
+              <code>{instructions.uri}</code>
+            </dd>
+            <dt>Send to (token contract)</dt>
+            <dd>
+              <code>{instructions.transaction.to}</code>
+            </dd>
+            <dt>Calldata</dt>
+            <dd>
+              <code data-testid="refund-calldata">{instructions.transaction.data}</code>
+            </dd>
+            <dt>Chain id</dt>
+            <dd>{instructions.transaction.chainId}</dd>
+          </dl>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,271 @@
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { type Address, createWalletClient, erc20Abi, type Hex, http, isAddressEqual, parseEther } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
+import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
+import { type CreatedSession, createSession, readSession } from "./support/checkout-helpers.js";
+import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
+
+// The console's Refunds screen (issue 26) in headless Chromium at 1280 and 390 px:
+// screenshots in test-artifacts/refund-console/ (not committed), axe-core clean, every
+// request to the service's origin. The member signed in is the payment address's own
+// wallet (an injected `window.ethereum` whose key is the local stack's), so "Send from
+// the connected wallet" sends a real USDC transfer on Anvil, and the refund succeeds
+// only once the index shows it.
+
+const ARTIFACTS = freshArtifacts("refund-console");
+
+let stack: TestStack;
+let context: BrowserContext;
+let chromium: Chromium | undefined;
+let walletKey: Hex;
+let page: Page;
+const requestedUrls: string[] = [];
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely
+type Json = Record<string, any>;
+
+async function partner(path: string, init: RequestInit & { json?: unknown } = {}): Promise<Json> {
+  const response = await stack.partnerFetch(path, init);
+  const body = (await response.json()) as Json;
+  if (!response.ok) throw new Error(`${path}: ${response.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** `window.ethereum` forwarding each request to a key in this process (reads go to Anvil). */
+async function injectTestWallet(browser: BrowserContext) {
+  const chainIdHex = `0x${stack.chain.id.toString(16)}`;
+  await browser.exposeFunction("__testWalletRequest", async (method: string, params: unknown[]) => {
+    const account = privateKeyToAccount(walletKey);
+    const wallet = createWalletClient({ account, chain: stack.chain, transport: http(stack.local.rpcUrl) });
+    switch (method) {
+      case "eth_requestAccounts":
+      case "eth_accounts":
+        return [account.address];
+      case "eth_chainId":
+        return chainIdHex;
+      case "wallet_switchEthereumChain":
+        return null;
+      case "personal_sign": {
+        const [message, from] = params as [Hex, Address];
+        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
+        return account.signMessage({ message: { raw: message } });
+      }
+      case "eth_signTypedData_v4": {
+        const [from, typed] = params as [Address, string];
+        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
+        const { domain, types, primaryType, message } = JSON.parse(typed);
+        delete types.EIP712Domain;
+        return account.signTypedData({ domain, types, primaryType, message });
+      }
+      case "eth_sendTransaction": {
+        const transaction = params[0] as { from: Address; to: Address; data: Hex };
+        if (!isAddressEqual(transaction.from, account.address)) throw new Error("unknown sender");
+        return wallet.sendTransaction({ account, chain: stack.chain, to: transaction.to, data: transaction.data });
+      }
+      default:
+        return stack.publicClient.request({ method, params } as never);
+    }
+  });
+  await browser.addInitScript(() => {
+    const target = window as unknown as Record<string, unknown>;
+    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
+    target.ethereum = {
+      isTestWallet: true,
+      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
+      on: () => undefined,
+      removeListener: () => undefined,
+    };
+  });
+}
+
+async function capture(page: Page, name: string) {
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
+    const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}-${width}.json`), { blockingOnly: true });
+    expect(blocking, `${name} at ${width} px: accessibility violations`).toEqual([]);
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+async function settledOrder(): Promise<CreatedSession> {
+  const session = await createSession(stack, { totalPriceUsdc: "20000000", certificate: { enabled: false } });
+  await stack.payUsdc({ from: 2, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+  await waitFor(async () => ((await readSession(stack, session.id)).status === "settled" ? true : undefined), {
+    what: `session ${session.id} settled`,
+  });
+  return session;
+}
+
+const refundIn = (id: string, status: string) =>
+  waitFor(
+    async () => {
+      const read = await partner(`/v1/refunds/${id}`);
+      return read.status === status ? read : undefined;
+    },
+    { what: `refund ${id} ${status}`, timeoutMs: 30_000 },
+  );
+
+const usdcBalance = (address: string) =>
+  stack.publicClient.readContract({
+    address: stack.local.contracts.usdc as Address,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [address as Address],
+  });
+
+let session: CreatedSession;
+
+beforeAll(async () => {
+  requireChromium();
+  stack = await startTestStack();
+  session = await settledOrder();
+  // The member who signs in is the wallet of the payment address that received the money.
+  const keys = loadOrCreateLocalSecrets(stack.dataDir).paymentPrivateKeys;
+  const key = keys.find((candidate) =>
+    isAddressEqual(privateKeyToAccount(candidate).address, session.payment.recipient as Address),
+  );
+  if (key === undefined) throw new Error(`no local key for ${session.payment.recipient}`);
+  walletKey = key;
+  await stack.testClient.setBalance({ address: privateKeyToAccount(key).address, value: parseEther("10") });
+  await partner("/v1/members", { method: "POST", json: { address: privateKeyToAccount(key).address, role: "admin" } });
+  chromium = await launchChromium("refund-console", { width: 1280, height: 900 });
+  context = chromium.context;
+  context.on("request", (request) => requestedUrls.push(request.url()));
+  await injectTestWallet(context);
+}, 420_000);
+
+afterAll(async () => {
+  const foreign = requestedUrls.filter((url) => new URL(url).origin !== stack.local.baseUrl);
+  expect(foreign).toEqual([]);
+  await chromium?.close();
+  await stack?.stop();
+});
+
+describe("the console's Refunds screen (Chromium)", () => {
+  it("refunds part of an order to the payer and sends it from the connected payment address; the index completes it", {
+    timeout: 240_000,
+  }, async () => {
+    page = await context.newPage();
+    await page.goto(`${stack.local.baseUrl}/console`);
+    await page.getByRole("heading", { name: "Sign in to the console" }).waitFor();
+    await page.getByRole("radio", { name: /^Partner/ }).check();
+    await page.getByRole("button", { name: "Sign in with wallet" }).click();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+
+    // From the order's row: "Refund…" opens the screen with the order filled in.
+    await page.getByRole("link", { name: `Refund order ${session.externalOrderId}` }).click();
+    await page.getByRole("heading", { name: "Refunds", level: 1 }).waitFor();
+    expect(await page.getByLabel("Order id").inputValue()).toBe(session.orderId);
+    await page.getByLabel("Amount (USDC)").fill("7.5");
+    await page.getByRole("radio", { name: /^The payer/ }).check();
+    await page.getByRole("button", { name: "Create refund" }).click();
+    const created = page.getByRole("status").filter({ hasText: "created: ready" });
+    await created.waitFor();
+    const refundId = (await created.locator("code").first().textContent()) as string;
+    const api = await partner(`/v1/refunds/${refundId}`);
+    expect(api).toMatchObject({ status: "ready", amount: "7500000", destination: stack.local.accounts[2]!.address });
+    await page.getByRole("row").filter({ hasText: refundId }).waitFor();
+    await capture(page, "01-refund-created");
+
+    // The send panel: the exact calldata of the API's instructions, the EIP-681 link and its QR code.
+    await page.getByRole("button", { name: `Send refund ${refundId}` }).click();
+    await page.getByRole("heading", { name: `Send refund ${refundId}` }).waitFor();
+    expect(await page.getByTestId("refund-calldata").textContent()).toBe(api.instructions.transaction.data);
+    expect(await page.getByRole("link", { name: "payment link (EIP-681)" }).getAttribute("href")).toBe(api.instructions.uri);
+    await page.getByRole("img", { name: "QR code of the refund's payment link" }).waitFor();
+    await capture(page, "02-refund-send-panel");
+
+    const before = await usdcBalance(api.destination);
+    await page.getByRole("button", { name: "Send from the connected wallet" }).click();
+    const sent = page.getByRole("status").filter({ hasText: "Sent:" });
+    await sent.waitFor({ timeout: 30_000 });
+    const hash = (await sent.locator("code").textContent()) as string;
+    await stack.testClient.mine({ blocks: 1 });
+    const succeeded = await refundIn(refundId, "succeeded");
+    expect(succeeded.transactionHash).toBe(hash);
+    expect((await usdcBalance(api.destination)) - before).toBe(7_500_000n);
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    await page.getByRole("row").filter({ hasText: refundId }).locator(".status-succeeded").waitFor();
+    await capture(page, "03-refund-succeeded");
+  });
+
+  it("asks the customer for the address (the link is shown once) and cancels; sends another with the test account", {
+    timeout: 240_000,
+  }, async () => {
+    // The same tab: the console's session lives in its sessionStorage.
+    await page.goto(`${stack.local.baseUrl}/console/partner/refunds/${session.orderId}`);
+    await page.getByRole("heading", { name: "Refunds", level: 1 }).waitFor();
+    await page.getByLabel("Amount (USDC)").fill("2");
+    await page.getByRole("radio", { name: /^Ask the customer/ }).check();
+    await page.getByRole("button", { name: "Create refund" }).click();
+    const created = page.getByRole("status").filter({ hasText: "created: awaiting destination" });
+    await created.waitFor();
+    const askingId = (await created.locator("code").first().textContent()) as string;
+    expect(await page.getByTestId("refund-customer-url").textContent()).toMatch(
+      new RegExp(`/refund/${askingId}#rt=rt_[A-Za-z0-9_-]+$`),
+    );
+    await page.getByRole("button", { name: `Cancel refund ${askingId}` }).click();
+    await page
+      .getByRole("row")
+      .filter({ hasText: askingId })
+      .locator(".status-cancelled")
+      .waitFor()
+      .catch(async (error) => {
+        await page.screenshot({ path: join(ARTIFACTS, "debug-cancel.png"), fullPage: true });
+        throw error;
+      });
+    expect((await partner(`/v1/refunds/${askingId}`)).status).toBe("cancelled");
+
+    // More than remains (20 paid, 7.5 refunded): refused with the API's problem, nothing created.
+    const countBefore = (await partner(`/v1/refunds?orderId=${session.orderId}`)).data.length;
+    await page.getByLabel("Amount (USDC)").fill("13");
+    await page.getByRole("radio", { name: /^The payer/ }).check();
+    await page.getByRole("button", { name: "Create refund" }).click();
+    await page.getByRole("alert").filter({ hasText: "code: refund_exceeds_remaining" }).waitFor();
+    expect((await partner(`/v1/refunds?orderId=${session.orderId}`)).data.length).toBe(countBefore);
+    await capture(page, "04-refund-refused-and-cancelled");
+
+    await page.getByLabel("Amount (USDC)").fill("1");
+    await page.getByRole("button", { name: "Create refund" }).click();
+    const ready = page.getByRole("status").filter({ hasText: "created: ready" });
+    await ready.waitFor();
+    const readyId = (await ready.locator("code").first().textContent()) as string;
+    await page.getByRole("button", { name: `Send refund ${readyId}` }).click();
+    await page.getByRole("button", { name: "Send with the test account" }).click();
+    await page.getByRole("status").filter({ hasText: "Sent:" }).waitFor({ timeout: 30_000 });
+    await stack.testClient.mine({ blocks: 1 });
+    await refundIn(readyId, "succeeded");
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    const order = await partner(`/v1/orders/${session.orderId}`);
+    expect(order).toMatchObject({ amountRefunded: "8500000", refundStatus: "partial" });
+  });
+
+  it("sends a refund without ETH: the payment address signs an EIP-3009 authorization and the relayer sends it", {
+    timeout: 240_000,
+  }, async () => {
+    await page.goto(`${stack.local.baseUrl}/console/partner/refunds/${session.orderId}`);
+    await page.getByRole("heading", { name: "Refunds", level: 1 }).waitFor();
+    await page.getByLabel("Amount (USDC)").fill("1.25");
+    await page.getByRole("radio", { name: /^The payer/ }).check();
+    await page.getByRole("button", { name: "Create refund" }).click();
+    const ready = page.getByRole("status").filter({ hasText: "created: ready" });
+    await ready.waitFor();
+    const refundId = (await ready.locator("code").first().textContent()) as string;
+    await page.getByRole("button", { name: `Send refund ${refundId}` }).click();
+    await page.getByRole("button", { name: "Sign, the relayer sends (no ETH needed)" }).click();
+    const sent = page.getByRole("status").filter({ hasText: "Sent:" });
+    await sent.waitFor({ timeout: 30_000 });
+    const hash = (await sent.locator("code").textContent()) as Hex;
+    const receipt = await stack.publicClient.getTransactionReceipt({ hash });
+    // Sent by the relayer, not by the payment address: the partner paid no gas.
+    expect(isAddressEqual(receipt.from, session.payment.recipient as Address)).toBe(false);
+    await stack.testClient.mine({ blocks: 1 });
+    expect((await refundIn(refundId, "succeeded")).transactionHash).toBe(hash);
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    await capture(page, "05-refund-sent-gasless");
+  });
+});
