@@ -353,6 +353,21 @@ describe("the console: four roles through their screens in headless Chromium", (
     const row = page.getByRole("row").filter({ hasText: "console-order-1" });
     await row.getByText("settled").waitFor();
     await expect(row.locator(".money").textContent()).resolves.toMatch(/^25\.\d{2,6} USDC$/);
+    // The paid order's action is on screen at both widths, without scrolling the table sideways.
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      const button = await row.getByRole("button", { name: "Mark fulfilled" }).boundingBox();
+      expect(
+        button && button.x >= 0 && button.x + button.width <= width,
+        `Mark fulfilled at ${width} px: ${JSON.stringify(button)}`,
+      ).toBe(true);
+      const sideways = await page
+        .locator(".table-wrap")
+        .first()
+        .evaluate((wrap) => wrap.scrollWidth - wrap.clientWidth);
+      expect(sideways, `the sessions table scrolls sideways at ${width} px`).toBeLessThanOrEqual(0);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
     await capture(page, "partner-sessions");
 
     await go(page, "Payments");

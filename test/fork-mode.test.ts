@@ -25,6 +25,7 @@ import { resolveForkTarget } from "../local/fork.js";
 import { addressOf, anvilAccounts, loadOrCreateLocalSecrets } from "../local/local-secrets.js";
 import { type LocalJson, PROJECT_ROOT, startLocalStack } from "../local/local-stack.js";
 import { findFreePort } from "../local/ports.js";
+import { simulate } from "../local/simulate.js";
 import { sessionBody } from "./support/checkout-helpers.js";
 import { waitFor } from "./support/test-stack.js";
 
@@ -391,6 +392,19 @@ describe("fork mode: FORK_URL=<rpc> npm start", () => {
     expect(code, printed).toBe(0);
     expect(printed).toMatch(/sent \d+ base units from 0x[0-9a-fA-F]{40}: 0x[0-9a-f]{64}/);
     expect(printed).toContain("hash not submitted");
+  });
+
+  it("runs scenario triggers on the fork: a duplicate payment in the real token, and an outage of the fork's Anvil (pid from npm start's lock)", {
+    timeout: 240_000,
+  }, async () => {
+    const duplicate = await simulate({ local, dataDir, scenario: "duplicate" });
+    expect(duplicate.events.map((event) => event.type)).toEqual(["purchase.settled", "payment.unresolved"]);
+    expect(duplicate.events[0]?.data).toMatchObject({ network: "base", tokenAddress: BASE_USDC });
+    expect(duplicate.events[0]?.data.confirmations).toBeGreaterThanOrEqual(10);
+    expect(duplicate.events[1]?.data.reason).toBe("duplicate_payment");
+    const outage = await simulate({ local, dataDir, scenario: "outage", outageMs: 4_000 });
+    expect(outage.steps.join("\n")).toMatch(/stopped the node \(SIGSTOP of Anvil, pid \d+\)/);
+    expect(outage.events.map((event) => event.type)).toEqual(["purchase.settled"]);
   });
 
   it("when the upstream dies and Anvil exits, names the fork's upstream (redacted) and shows Anvil's last lines", async () => {

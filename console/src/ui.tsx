@@ -1,5 +1,5 @@
 import { type InfiniteData, useInfiniteQuery } from "@tanstack/react-query";
-import { type ReactNode, useId, useState } from "react";
+import { type ReactNode, useId, useLayoutEffect, useRef, useState } from "react";
 import { ApiProblem, api, type Page } from "./api";
 import { formatUsdc } from "./money";
 import { useSession } from "./session";
@@ -138,8 +138,23 @@ export function MoreButton({
   );
 }
 
-/** A table that scrolls sideways on narrow screens; focusable so the keyboard can scroll it. */
+/**
+ * A table; on a narrow screen (console.css, up to 720 px) each row becomes a block of
+ * "column: value" lines, so every cell and its action is on screen without scrolling
+ * sideways. The column names are copied onto each body cell (`data-label`) after every
+ * render, for the stylesheet to show. Focusable so the keyboard can scroll it where a
+ * wide row still overflows.
+ */
 export function Table({ caption, head, children }: { caption: string; head: string[]; children: ReactNode }) {
+  const body = useRef<HTMLTableSectionElement>(null);
+  useLayoutEffect(() => {
+    for (const row of Array.from(body.current?.rows ?? [])) {
+      Array.from(row.cells).forEach((cell, index) => {
+        const label = cell.colSpan > 1 ? "" : (head[index] ?? "");
+        if (cell.dataset.label !== label) cell.dataset.label = label;
+      });
+    }
+  });
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
     <section className="table-wrap" tabIndex={0} aria-label={caption}>
@@ -154,7 +169,7 @@ export function Table({ caption, head, children }: { caption: string; head: stri
             ))}
           </tr>
         </thead>
-        <tbody>{children}</tbody>
+        <tbody ref={body}>{children}</tbody>
       </table>
     </section>
   );

@@ -88,29 +88,24 @@ function Sessions() {
         )}
       </Field>
       <ListState list={list} what="sessions" />
-      <Table
-        caption="Checkout sessions, newest first"
-        head={["Order", "Product", "Amount", "Session", "Order status", "Created", "Action"]}
-      >
-        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={7}>No sessions yet.</Empty> : null}
+      <Table caption="Checkout sessions, newest first" head={["Order", "Amount", "Status", "Created", "Action"]}>
+        {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={5}>No sessions yet.</Empty> : null}
         {list.rows.map((row) => (
           <tr key={row.id}>
             <td>
               {row.externalOrderId}
               <br />
-              <small>{row.order.id}</small>
-            </td>
-            <td>
               {row.product.name} × {row.product.quantity}
+              <br />
+              <small>{row.order.id}</small>
             </td>
             <td>
               <Money value={row.payment.amount} />
             </td>
             <td>
-              <Status value={row.status} />
-            </td>
-            <td>
-              <Status value={row.order.status} />
+              Session <Status value={row.status} />
+              <br />
+              Order <Status value={row.order.status} />
             </td>
             <td>
               <When value={row.createdAt} />
@@ -148,7 +143,7 @@ function Fulfil({ orderId }: { orderId: string }) {
   });
   return (
     <form
-      className="inline"
+      className="inline fulfil"
       onSubmit={(event) => {
         event.preventDefault();
         mutation.mutate();
