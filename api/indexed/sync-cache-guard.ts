@@ -129,20 +129,30 @@ async function tableExists(sql: Sql, table: string): Promise<boolean> {
   return rows[0]?.present === true;
 }
 
+/**
+ * One JSON-RPC call, tried up to 4 times over about 2 s: a pooled connection the node (or a
+ * proxy) closed meanwhile fails once with "fetch failed". A node that stays silent stops
+ * the start, as the chain-id check does: a cache that cannot be checked is not trusted.
+ */
 async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  try {
-    const response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-      signal: AbortSignal.timeout(5_000),
-    });
-    const body = (await response.json()) as { result?: unknown; error?: { message?: string } };
-    if (body.error !== undefined) throw new Error(body.error.message ?? "JSON-RPC error");
-    return body.result;
-  } catch (error) {
-    throw new Error(`${method} failed while checking Ponder's RPC cache: ${redactSecrets((error as Error).message)}`);
+  let lastError: Error | undefined;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)));
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+        signal: AbortSignal.timeout(5_000),
+      });
+      const body = (await response.json()) as { result?: unknown; error?: { message?: string } };
+      if (body.error !== undefined) throw new Error(body.error.message ?? "JSON-RPC error");
+      return body.result;
+    } catch (error) {
+      lastError = error as Error;
+    }
   }
+  throw new Error(`${method} failed while checking Ponder's RPC cache: ${redactSecrets(lastError?.message ?? "no answer")}`);
 }
 
 async function openSql(params: { databaseUrl?: string; pgliteDirectory: string }): Promise<Sql> {
