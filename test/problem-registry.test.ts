@@ -50,7 +50,9 @@ describe("problem registry", () => {
       [...text.matchAll(/\bproblem\(\s*"([a-z][a-z0-9_]*)"/g)].map((match) => ({ file, code: match[1] as string })),
     );
     expect(constructions.length + byCode.length).toBeGreaterThan(40);
-    const wrong: string[] = byCode.filter(({ code }) => !registered.has(code)).map(({ file, code }) => `${file}: ${code} is not in the registry`);
+    const wrong: string[] = byCode
+      .filter(({ code }) => !registered.has(code))
+      .map(({ file, code }) => `${file}: ${code} is not in the registry`);
     for (const { file, call } of constructions) {
       const codeExpression = /\bcode:\s*([^,\n}]+)/.exec(call)?.[1] ?? "";
       // The results of the expression (`cond ? "a" : "b"`), not what a condition compares with.

@@ -4,7 +4,7 @@ import type { NetworkConfig } from "../config/networks.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import { chainBalancesAt } from "./chain-balances.js";
 import { type BooksScope, booksAddresses, ledgerPages } from "./ledger.js";
-import { emptySums, type LedgerKind, LEDGER_KINDS, signedValue } from "./ledger-rules.js";
+import { emptySums, LEDGER_KINDS, type LedgerKind, signedValue } from "./ledger-rules.js";
 import { keepOpeningBalance, openingBalancesOf } from "./opening-balances.js";
 import type { ResolvedRange } from "./range.js";
 import { keepReconciliationCheck } from "./reconciliation-checks.js";

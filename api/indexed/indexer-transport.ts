@@ -1,4 +1,3 @@
-import { logJson } from "../config/redact.js";
 import {
   createTransport,
   type EIP1193RequestFn,
@@ -8,6 +7,7 @@ import {
   TimeoutError,
   type Transport,
 } from "viem";
+import { logJson } from "../config/redact.js";
 
 /**
  * The indexer's JSON-RPC transport (ponder.config.ts). It exists because of how

@@ -56,7 +56,10 @@ const paymentMoved = z.object({
 const refund = {
   ...maybeOrder,
   refundId: z.string(),
-  paymentId: z.string().optional().openapi({ description: "`<chainId>:<transactionHash>:<logIndex>` of a refunded unresolved payment" }),
+  paymentId: z
+    .string()
+    .optional()
+    .openapi({ description: "`<chainId>:<transactionHash>:<logIndex>` of a refunded unresolved payment" }),
   status: z.string().openapi({ description: "The refund's status after the change the event reports" }),
   amount: units,
   reason: z.string(),

@@ -47,7 +47,11 @@ export async function startRpcGate(target: () => string): Promise<RpcGate> {
       refuseBlockLogs(blockHash);
       refuseBlockLogs = undefined;
       // -32601 (method not found) is one of the errors Ponder does not retry.
-      return Promise.resolve({ jsonrpc: "2.0", id: request.id, error: { code: -32601, message: "refused once by the test gate" } });
+      return Promise.resolve({
+        jsonrpc: "2.0",
+        id: request.id,
+        error: { code: -32601, message: "refused once by the test gate" },
+      });
     }
     return forward(request);
   };
