@@ -23,12 +23,19 @@ let shopServer: Server;
 let shopOrigin: string;
 const requests: Request[] = [];
 const tokens: string[] = [];
+let releaseThanks: () => void = () => undefined;
+const shopAnswersThanks = new Promise<void>((resolve) => {
+  releaseThanks = resolve;
+});
 
 beforeAll(async () => {
   requireChromium();
   stack = await startTestStack({ env: { LOCAL_CONFIRMATIONS: "2" } });
   // The shop's own pages (successUrl, cancelUrl) on another origin.
-  shopServer = createServer((request, response) => {
+  shopServer = createServer(async (request, response) => {
+    // The shop answers the success page only once the test has looked at the settled
+    // state: the page's timed redirect then cannot replace it mid-screenshot on a slow machine.
+    if (request.url?.startsWith("/thanks")) await shopAnswersThanks;
     response.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
     response.end(
       `<!doctype html><html lang="en"><title>Shop</title><h1>Shop page ${request.url?.replace(/[<>&"]/g, "")}</h1></html>`,
@@ -65,6 +72,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
+  releaseThanks();
   // The client token never reached a URL, a Referer or the service's log.
   for (const token of tokens) {
     for (const request of requests) {
@@ -170,6 +178,7 @@ describe("the standalone hosted checkout", () => {
     await state(page, "settled");
     expect(await page.locator("#success-link").getAttribute("href")).toBe(`${shopOrigin}/thanks?session=${session.id}`);
     await captureState(page, "04-settled");
+    releaseThanks();
     await page.waitForURL(`${shopOrigin}/thanks?session=${session.id}`, { timeout: 30_000 });
     expect((await readOrder(stack, session.orderId)).status).toBe("paid");
     await page.close();
