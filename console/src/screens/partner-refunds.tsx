@@ -242,13 +242,17 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
       <ProblemBox error={cancel.error} />
       <Table
         caption="Refunds, newest first"
-        head={["Refund", "Order", "Amount", "Status", "Destination", "Transaction", "Created", ""]}
+        head={["Refund", "Order", "Amount", "Status", "To, transaction", ""]}
       >
-        {rows.length === 0 && <Empty colSpan={8}>No refunds yet.</Empty>}
+        {rows.length === 0 && <Empty colSpan={6}>No refunds yet.</Empty>}
         {rows.map((row) => (
           <tr key={row.id}>
             <td>
               <code className="break">{row.id}</code>
+              <br />
+              <small>
+                <When value={row.createdAt} />
+              </small>
             </td>
             <td>
               {row.externalOrderId ?? "—"}
@@ -269,12 +273,8 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
             </td>
             <td>
               <Address value={row.destination} />
-            </td>
-            <td>
+              <br />
               <Address value={row.transactionHash} />
-            </td>
-            <td>
-              <When value={row.createdAt} />
             </td>
             <td>
               {row.status === "ready" && (
