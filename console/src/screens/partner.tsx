@@ -18,6 +18,7 @@ import {
   usePagedList,
   When,
 } from "../ui";
+import { Auditor } from "./partner-auditor";
 import { Rewards } from "./partner-rewards";
 
 export const partnerNav: NavItem[] = [
@@ -29,6 +30,7 @@ export const partnerNav: NavItem[] = [
   { path: "members", label: "Members" },
   { path: "branding", label: "Branding" },
   { path: "rewards", label: "Rewards" },
+  { path: "auditor", label: "Auditor" },
 ];
 
 export function PartnerScreens({ sub }: { sub: string[] }) {
@@ -47,6 +49,8 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
       return <Branding />;
     case "rewards":
       return <Rewards />;
+    case "auditor":
+      return <Auditor />;
     default:
       return <Sessions />;
   }
