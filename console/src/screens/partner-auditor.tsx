@@ -183,15 +183,18 @@ function Downloads({ query, label }: { query: string; label: string }) {
   );
 }
 
-/** A signed difference written plainly: "+1.00 USDC more on chain", "none". */
+/** A signed difference written plainly: "+1.00 USDC, more on chain than in the books", or "none". */
 function Difference({ value }: { value: string }) {
   const difference = BigInt(value);
   if (difference === 0n) return <span>none</span>;
   const text = formatUsdc(difference < 0n ? -difference : difference);
   return (
-    <strong className="difference" title={`${value} base units (chain − index)`}>
-      {difference > 0n ? `${text} more on chain than in the books` : `${text} less on chain than in the books`}
-    </strong>
+    <span title={`${value} base units (chain − books)`}>
+      <strong className="difference">{`${difference > 0n ? "+" : "−"}${text}`}</strong>
+      <small className="difference-note">
+        {difference > 0n ? "more on chain than in the books" : "less on chain than in the books"}
+      </small>
+    </span>
   );
 }
 
@@ -222,7 +225,7 @@ function ReconciliationTable({ query }: { query: string }) {
       )}
       <Table
         caption="Per payment address, unreconciled first"
-        head={["Payment address", "Status", "Opening", "Closing (books)", "On chain", "Difference", "Movements"]}
+        head={["Payment address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"]}
       >
         {report.data && rows.length === 0 && <Empty colSpan={7}>No payment address in this period.</Empty>}
         {rows.map((row) => (
@@ -234,7 +237,7 @@ function ReconciliationTable({ query }: { query: string }) {
               <Status value={row.reconciled ? "reconciled" : "unreconciled"} />
             </td>
             <td>
-              <Money value={row.openingBalance} />
+              <Difference value={row.difference} />
             </td>
             <td>
               <Money value={row.closingBalance} />
@@ -243,7 +246,7 @@ function ReconciliationTable({ query }: { query: string }) {
               <Money value={row.chainBalance} />
             </td>
             <td>
-              <Difference value={row.difference} />
+              <Money value={row.openingBalance} />
             </td>
             <td>
               <ul className="sums">
@@ -267,7 +270,7 @@ function LedgerTable({ query }: { query: string }) {
     <>
       <h2>Ledger</h2>
       <ListState list={list} what="the ledger" />
-      <Table caption="Every movement, oldest first" head={["Block", "Kind", "Amount", "From", "To", "Transaction"]}>
+      <Table caption="Every movement, oldest first" head={["Block", "Kind", "Amount", "Transaction", "From", "To"]}>
         {!list.isLoading && list.rows.length === 0 && <Empty colSpan={6}>No movement in this period.</Empty>}
         {list.rows.map((entry) => (
           <tr key={`${entry.chainId}-${entry.transactionHash}-${entry.logIndex}-${entry.paymentAddress}`}>
@@ -280,16 +283,16 @@ function LedgerTable({ query }: { query: string }) {
               <Money value={entry.value} />
             </td>
             <td>
-              <Address value={entry.from} />
-            </td>
-            <td>
-              <Address value={entry.to} />
-            </td>
-            <td>
               <code className="hash" title={entry.transactionHash}>
                 {`${entry.transactionHash.slice(0, 10)}…${entry.transactionHash.slice(-6)}`}
               </code>
               <small> log {entry.logIndex}</small>
+            </td>
+            <td>
+              <Address value={entry.from} />
+            </td>
+            <td>
+              <Address value={entry.to} />
             </td>
           </tr>
         ))}
