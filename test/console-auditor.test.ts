@@ -6,7 +6,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { type CreatedSession, createSession } from "./support/checkout-helpers.js";
-import { api, signIn as apiSignIn, expectJson, portalWallet } from "./support/portal-client.js";
+import { adminWallet, api, signIn as apiSignIn, expectJson, portalWallet } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // The console's Auditor view (docs/console.md) in headless Chromium: a partner member
@@ -119,13 +119,45 @@ async function download(page: Page, button: string): Promise<{ name: string; tex
 }
 
 describe("the console's Auditor view for a partner's members", () => {
-  it("refuses the member routes without a session and another partner's member sees only its own books", async () => {
+  it("refuses the member routes without a session, has no write method, and another partner's member sees only its own books", async () => {
     const anonymous = await api(stack, "GET", "/api/partner/reports/reconciliation?fromBlock=1&toBlock=2");
     expect(anonymous.status).toBe(401);
     // The ledger behind a member session is read-only: no write method answers.
     const token = await apiSignIn(stack, "partner", portalWallet(memberKey));
     const post = await api(stack, "POST", "/api/partner/ledger?fromBlock=1&toBlock=2", { token, json: {} });
     expect([404, 405]).toContain(post.status);
+
+    // A member of another partner reads that partner's books: neither our address nor our payment.
+    const adminToken = await apiSignIn(stack, "admin", adminWallet(stack));
+    const rival = await expectJson(
+      await api(stack, "POST", "/api/admin/partners", { token: adminToken, json: { name: "Rival shop" } }),
+      201,
+    );
+    const rivalMember = portalWallet(generatePrivateKey());
+    await expectJson(
+      await api(stack, "POST", `/api/admin/partners/${rival.partner.id}/members`, {
+        token: adminToken,
+        json: { address: rivalMember.address },
+      }),
+      201,
+    );
+    const rivalToken = await apiSignIn(stack, "partner", rivalMember);
+    const { blockNumber } = await stack.publicClient.getTransactionReceipt({ hash: paymentHash as Hex });
+    const range = `fromBlock=1&toBlock=${blockNumber}`;
+    const theirs = await expectJson(
+      await api(stack, "GET", `/api/partner/reports/reconciliation?${range}`, { token: rivalToken }),
+      200,
+    );
+    const ours = await expectJson(await api(stack, "GET", `/api/partner/reports/reconciliation?${range}`, { token }), 200);
+    const addresses = (body: { data: { paymentAddress: string }[] }) => body.data.map((row) => row.paymentAddress.toLowerCase());
+    expect(addresses(ours)).toContain(session.payment.recipient.toLowerCase());
+    expect(addresses(theirs)).not.toContain(session.payment.recipient.toLowerCase());
+    const theirLedger = await api(stack, "GET", `/api/partner/ledger?${range}`, {
+      token: rivalToken,
+      headers: { Accept: "text/csv" },
+    });
+    expect(theirLedger.status).toBe(200);
+    expect((await theirLedger.text()).toLowerCase()).not.toContain(paymentHash);
   });
 
   it("shows the payment address reconciled after a real payment, the payment in the ledger, and downloads the CSVs", {
@@ -191,6 +223,8 @@ describe("the console's Auditor view for a partner's members", () => {
     await page.getByLabel("To block (inclusive)").fill(String(receipt.blockNumber));
     await page.getByRole("button", { name: "Show period" }).click();
     await page.getByRole("alert").filter({ hasText: "invalid_range" }).first().waitFor();
+    // Under a refused range no table claims the period is empty.
+    await expect(page.getByText("No movement in this period.").count()).resolves.toBe(0);
     await capture(page, "auditor-reversed-range");
 
     // A mismatch is never hidden: money that reaches the address without a Transfer log (its balance
@@ -211,7 +245,7 @@ describe("the console's Auditor view for a partner's members", () => {
         await page.reload();
         await page.getByRole("heading", { name: "Auditor", level: 1 }).waitFor();
         await page.getByText(/^Blocks \d+ to \d+/).waitFor();
-        return (await page.getByText("1 payment address does not reconcile.").count()) > 0 ? true : undefined;
+        return (await page.getByText("1 payment address does not reconcile:").count()) > 0 ? true : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 500, what: "the reconciliation to show the mismatch" },
     );
@@ -219,6 +253,12 @@ describe("the console's Auditor view for a partner's members", () => {
     await addressRow.getByText("+1.00 USDC", { exact: true }).waitFor();
     await addressRow.getByText("more on chain than in the books").waitFor();
     await expect(reconciliation.getByRole("row").nth(1).getAttribute("class")).resolves.toBe("unreconciled");
+    await page
+      .getByRole("alert")
+      .filter({ hasText: `${recipient.slice(2, 6)}` })
+      .filter({ hasText: "(+1.00 USDC)" })
+      .first()
+      .waitFor();
     await capture(page, "auditor-unreconciled");
 
     // Every request the page made stayed on the service's origin.

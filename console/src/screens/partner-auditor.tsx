@@ -149,12 +149,13 @@ function Downloads({ query, label }: { query: string; label: string }) {
       const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
       const anchor = document.createElement("a");
       anchor.href = url;
-      anchor.download = `${name}-${label}.csv`;
+      const filename = `${name}-${label}.csv`;
+      anchor.download = filename;
       document.body.append(anchor);
       anchor.click();
       anchor.remove();
       window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
-      return name;
+      return filename;
     },
   });
   const exports = [
@@ -177,20 +178,25 @@ function Downloads({ query, label }: { query: string; label: string }) {
           </button>
         ))}
       </div>
-      {download.isSuccess && <p role="status">Saved {download.data}.csv. Columns are listed in the accounting guide.</p>}
+      {download.isSuccess && <p role="status">Saved {download.data}. Columns are listed in the accounting guide.</p>}
       <ProblemBox error={download.error} />
     </div>
   );
+}
+
+/** "+1.00 USDC" / "−1.00 USDC": chain − books. */
+function signed(value: string): string {
+  const difference = BigInt(value);
+  return `${difference < 0n ? "−" : "+"}${formatUsdc(difference < 0n ? -difference : difference)}`;
 }
 
 /** A signed difference written plainly: "+1.00 USDC, more on chain than in the books", or "none". */
 function Difference({ value }: { value: string }) {
   const difference = BigInt(value);
   if (difference === 0n) return <span>none</span>;
-  const text = formatUsdc(difference < 0n ? -difference : difference);
   return (
     <span title={`${value} base units (chain − books)`}>
-      <strong className="difference">{`${difference > 0n ? "+" : "−"}${text}`}</strong>
+      <strong className="difference">{signed(value)}</strong>
       <small className="difference-note">
         {difference > 0n ? "more on chain than in the books" : "less on chain than in the books"}
       </small>
@@ -216,50 +222,57 @@ function ReconciliationTable({ query }: { query: string }) {
           Blocks {report.data.fromBlock} to {report.data.toBlock} (inclusive).{" "}
           {unreconciled > 0 ? (
             <strong role="alert">
-              {unreconciled} payment address{unreconciled === 1 ? " does" : "es do"} not reconcile.
+              {unreconciled} payment address{unreconciled === 1 ? " does" : "es do"} not reconcile:{" "}
+              {rows
+                .filter((row) => !row.reconciled)
+                .map((row) => `${row.paymentAddress.slice(0, 6)}…${row.paymentAddress.slice(-4)} (${signed(row.difference)})`)
+                .join(", ")}
+              .
             </strong>
           ) : (
             "Every payment address reconciles to the base unit."
           )}
         </p>
       )}
-      <Table
-        caption="Per payment address, unreconciled first"
-        head={["Payment address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"]}
-      >
-        {report.data && rows.length === 0 && <Empty colSpan={7}>No payment address in this period.</Empty>}
-        {rows.map((row) => (
-          <tr key={`${row.chainId}-${row.paymentAddress}`} className={row.reconciled ? undefined : "unreconciled"}>
-            <td>
-              <Address value={row.paymentAddress} />
-            </td>
-            <td>
-              <Status value={row.reconciled ? "reconciled" : "unreconciled"} />
-            </td>
-            <td>
-              <Difference value={row.difference} />
-            </td>
-            <td>
-              <Money value={row.closingBalance} />
-            </td>
-            <td>
-              <Money value={row.chainBalance} />
-            </td>
-            <td>
-              <Money value={row.openingBalance} />
-            </td>
-            <td>
-              <ul className="sums">
-                {SUM_KINDS.filter((kind) => row.sums[kind] !== undefined && row.sums[kind] !== "0").map((kind) => (
-                  <li key={kind}>
-                    {kind.replaceAll("_", " ")}: <Money value={row.sums[kind]} />
-                  </li>
-                ))}
-              </ul>
-            </td>
-          </tr>
-        ))}
-      </Table>
+      {!report.error && (
+        <Table
+          caption="Per payment address, unreconciled first"
+          head={["Payment address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"]}
+        >
+          {report.data && rows.length === 0 && <Empty colSpan={7}>No payment address in this period.</Empty>}
+          {rows.map((row) => (
+            <tr key={`${row.chainId}-${row.paymentAddress}`} className={row.reconciled ? undefined : "unreconciled"}>
+              <td>
+                <Address value={row.paymentAddress} />
+              </td>
+              <td>
+                <Status value={row.reconciled ? "reconciled" : "unreconciled"} />
+              </td>
+              <td>
+                <Difference value={row.difference} />
+              </td>
+              <td>
+                <Money value={row.closingBalance} />
+              </td>
+              <td>
+                <Money value={row.chainBalance} />
+              </td>
+              <td>
+                <Money value={row.openingBalance} />
+              </td>
+              <td>
+                <ul className="sums">
+                  {SUM_KINDS.filter((kind) => row.sums[kind] !== undefined && row.sums[kind] !== "0").map((kind) => (
+                    <li key={kind}>
+                      {kind.replaceAll("_", " ")}: <Money value={row.sums[kind]} />
+                    </li>
+                  ))}
+                </ul>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
     </>
   );
 }
@@ -270,33 +283,35 @@ function LedgerTable({ query }: { query: string }) {
     <>
       <h2>Ledger</h2>
       <ListState list={list} what="the ledger" />
-      <Table caption="Every movement, oldest first" head={["Block", "Kind", "Amount", "Transaction", "From", "To"]}>
-        {!list.isLoading && list.rows.length === 0 && <Empty colSpan={6}>No movement in this period.</Empty>}
-        {list.rows.map((entry) => (
-          <tr key={`${entry.chainId}-${entry.transactionHash}-${entry.logIndex}-${entry.paymentAddress}`}>
-            <td>{entry.blockNumber}</td>
-            <td>
-              <Status value={entry.kind} />
-              {entry.reason && entry.reason !== entry.kind && <small> {entry.reason.replaceAll("_", " ")}</small>}
-            </td>
-            <td>
-              <Money value={entry.value} />
-            </td>
-            <td>
-              <code className="hash" title={entry.transactionHash}>
-                {`${entry.transactionHash.slice(0, 10)}…${entry.transactionHash.slice(-6)}`}
-              </code>
-              <small> log {entry.logIndex}</small>
-            </td>
-            <td>
-              <Address value={entry.from} />
-            </td>
-            <td>
-              <Address value={entry.to} />
-            </td>
-          </tr>
-        ))}
-      </Table>
+      {!list.error && (
+        <Table caption="Every movement, oldest first" head={["Block", "Kind", "Amount", "Transaction", "From", "To"]}>
+          {!list.isLoading && list.rows.length === 0 && <Empty colSpan={6}>No movement in this period.</Empty>}
+          {list.rows.map((entry) => (
+            <tr key={`${entry.chainId}-${entry.transactionHash}-${entry.logIndex}-${entry.paymentAddress}`}>
+              <td>{entry.blockNumber}</td>
+              <td>
+                <Status value={entry.kind} />
+                {entry.reason && entry.reason !== entry.kind && <small> {entry.reason.replaceAll("_", " ")}</small>}
+              </td>
+              <td>
+                <Money value={entry.value} />
+              </td>
+              <td>
+                <code className="hash" title={entry.transactionHash}>
+                  {`${entry.transactionHash.slice(0, 10)}…${entry.transactionHash.slice(-6)}`}
+                </code>
+                <small> log {entry.logIndex}</small>
+              </td>
+              <td>
+                <Address value={entry.from} />
+              </td>
+              <td>
+                <Address value={entry.to} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
       <MoreButton list={list} />
     </>
   );
