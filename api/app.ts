@@ -174,6 +174,10 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   // Refunds (SPEC 15, docs/refunds.md)
   partnerRoutes("/v1/refunds", refundRoutes(context));
   memberPortalRoutes("/api/partner/refunds", refundRoutes(context));
+  // The console's Auditor view (docs/console.md): the same accounting reads behind a member's
+  // session, read-only (these routers have GET routes only); the orders list is /api/partner/orders.
+  memberPortalRoutes("/api/partner/ledger", ledgerRoutes(context));
+  memberPortalRoutes("/api/partner/reports", reportRoutes(context));
   app.route("/v1/public/refunds", publicRefundRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });

@@ -91,6 +91,9 @@ const ACCESS: Record<string, Access> = {
   "GET /api/admin/reward-claims": "admin",
   "GET /api/partner/orders": "partner",
   "GET /api/partner/orders/{orderId}/evidence": "partner",
+  // The console's Auditor view (docs/console.md): the accounting reads behind the member session.
+  "GET /api/partner/ledger": "partner",
+  "GET /api/partner/reports/reconciliation": "partner",
   "GET /api/partner/refunds": "partner",
   "GET /api/partner/refunds/{id}": "partner",
   "POST /api/partner/refunds": "partner",

@@ -24,9 +24,10 @@ export function setSessionLostHandler(listener: Listener) {
 
 export async function api<T = unknown>(
   path: string,
-  options: { method?: string; json?: unknown; token?: string | null; raw?: boolean; file?: Blob } = {},
+  options: { method?: string; json?: unknown; token?: string | null; raw?: boolean; file?: Blob; accept?: string } = {},
 ): Promise<T> {
-  const headers: Record<string, string> = { Accept: "application/json" };
+  // `accept: "text/csv"` with `raw` reads an export (the Auditor view's downloads).
+  const headers: Record<string, string> = { Accept: options.accept ?? "application/json" };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   if (options.json !== undefined) headers["Content-Type"] = "application/json";
   // A file goes as its raw bytes under its own type (the logo upload).

@@ -2801,6 +2801,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/partner/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The ledger: every movement through the payment addresses in a range, with its evidence and kind */
+        get: operations["getApiPartnerLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/reports/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance */
+        get: operations["getApiPartnerReportsReconciliation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/refunds/{id}/validate": {
         parameters: {
             query?: never;
@@ -27517,6 +27551,201 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "refund_not_ready";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerLedger: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries (or, with `Accept: text/csv`, the whole range as CSV) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        fromBlock: string;
+                        toBlock: string;
+                        data: components["schemas"]["LedgerEntry"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerReportsReconciliation: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per payment address */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reconciliation"];
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };

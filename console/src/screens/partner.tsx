@@ -19,6 +19,7 @@ import {
   When,
 } from "../ui";
 import { Refunds } from "./partner-refunds";
+import { Auditor } from "./partner-auditor";
 import { Rewards } from "./partner-rewards";
 
 export const partnerNav: NavItem[] = [
@@ -31,6 +32,7 @@ export const partnerNav: NavItem[] = [
   { path: "branding", label: "Branding" },
   { path: "rewards", label: "Rewards" },
   { path: "refunds", label: "Refunds" },
+  { path: "auditor", label: "Auditor" },
 ];
 
 export function PartnerScreens({ sub }: { sub: string[] }) {
@@ -51,6 +53,8 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
       return <Rewards />;
     case "refunds":
       return <Refunds orderId={sub[1]} />;
+    case "auditor":
+      return <Auditor />;
     default:
       return <Sessions />;
   }

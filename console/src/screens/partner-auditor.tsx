@@ -1,0 +1,318 @@
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { api } from "../api";
+import { formatUsdc } from "../money";
+import { useSession } from "../session";
+import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList } from "../ui";
+
+/** A period as the accounting routes take it (docs/accounting.md, "Ranges"). */
+type Period = { kind: "dates"; from: string; to: string } | { kind: "blocks"; fromBlock: string; toBlock: string };
+
+type ReconciliationRow = {
+  chainId: number;
+  paymentAddress: string;
+  openingBalance: string;
+  closingBalance: string;
+  chainBalance: string;
+  difference: string;
+  reconciled: boolean;
+  sums: Record<string, string>;
+};
+type Reconciliation = { fromBlock: string; toBlock: string; data: ReconciliationRow[] };
+
+type LedgerEntry = {
+  kind: string;
+  reason?: string;
+  chainId: number;
+  blockNumber: string;
+  transactionHash: string;
+  logIndex: number;
+  from: string;
+  to: string;
+  value: string;
+  paymentAddress: string;
+  orderId?: string;
+};
+
+const SUM_KINDS = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out"] as const;
+
+const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+
+/** The query string of a period; dates are UTC days, `to` is the day after the last one (exclusive). */
+export function periodQuery(period: Period): string {
+  const params =
+    period.kind === "dates"
+      ? new URLSearchParams({ from: period.from, to: nextDay(period.to) })
+      : new URLSearchParams({ fromBlock: period.fromBlock, toBlock: period.toBlock });
+  return params.toString();
+}
+
+function nextDay(date: string): string {
+  const time = Date.parse(`${date}T00:00:00Z`);
+  return Number.isNaN(time) ? date : new Date(time + 86_400_000).toISOString().slice(0, 10);
+}
+
+function periodLabel(period: Period): string {
+  return period.kind === "dates"
+    ? `${period.from}_${period.to}`
+    : `blocks-${period.fromBlock}-${period.toBlock}`.replace(/[^\w.-]/g, "");
+}
+
+/**
+ * The Auditor view (docs/console.md): a period's reconciliation, ledger and CSV exports,
+ * read-only. Every read goes through the member's session to `/api/partner/...`, the
+ * same handlers as `/v1/ledger`, `/v1/reports/reconciliation` and `/v1/orders`.
+ */
+export function Auditor() {
+  const [period, setPeriod] = useState<Period>({ kind: "dates", from: day(-30), to: day(0) });
+  const query = periodQuery(period);
+  return (
+    <section aria-labelledby="h-auditor">
+      <h1 id="h-auditor">Auditor</h1>
+      <p className="hint">
+        Your books for a period, tied to the chain: every figure names its block and transaction, and each payment address's
+        closing balance is compared with the balance read from the chain. Nothing here changes anything.
+      </p>
+      <PeriodPicker current={period} onChange={setPeriod} />
+      <Downloads query={query} label={periodLabel(period)} />
+      <ReconciliationTable query={query} />
+      <LedgerTable query={query} />
+    </section>
+  );
+}
+
+function PeriodPicker({ current, onChange }: { current: Period; onChange: (period: Period) => void }) {
+  const [kind, setKind] = useState<Period["kind"]>(current.kind);
+  const [from, setFrom] = useState(current.kind === "dates" ? current.from : day(-30));
+  const [to, setTo] = useState(current.kind === "dates" ? current.to : day(0));
+  const [fromBlock, setFromBlock] = useState("");
+  const [toBlock, setToBlock] = useState("");
+  return (
+    <form
+      className="inline"
+      aria-label="Period"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onChange(kind === "dates" ? { kind, from, to } : { kind, fromBlock: fromBlock.trim(), toBlock: toBlock.trim() });
+      }}
+    >
+      <Field label="Period by">
+        {(id) => (
+          <select id={id} value={kind} onChange={(event) => setKind(event.target.value as Period["kind"])}>
+            <option value="dates">Dates (UTC)</option>
+            <option value="blocks">Block numbers</option>
+          </select>
+        )}
+      </Field>
+      {kind === "dates" ? (
+        <>
+          <Field label="From (first day)">
+            {(id) => <input id={id} type="date" value={from} required onChange={(event) => setFrom(event.target.value)} />}
+          </Field>
+          <Field label="To (last day)">
+            {(id) => <input id={id} type="date" value={to} required onChange={(event) => setTo(event.target.value)} />}
+          </Field>
+        </>
+      ) : (
+        <>
+          <Field label="From block">
+            {(id) => (
+              <input
+                id={id}
+                inputMode="numeric"
+                value={fromBlock}
+                required
+                onChange={(event) => setFromBlock(event.target.value)}
+              />
+            )}
+          </Field>
+          <Field label="To block (inclusive)">
+            {(id) => (
+              <input id={id} inputMode="numeric" value={toBlock} required onChange={(event) => setToBlock(event.target.value)} />
+            )}
+          </Field>
+        </>
+      )}
+      <button type="submit" className="primary">
+        Show period
+      </button>
+    </form>
+  );
+}
+
+/** A CSV export fetched with the session's bearer token (a plain link cannot carry it) and saved as a file. */
+function Downloads({ query, label }: { query: string; label: string }) {
+  const { token } = useSession();
+  const download = useMutation({
+    mutationFn: async ({ name, path }: { name: string; path: string }) => {
+      const text = await api<string>(`${path}?${query}`, { token, accept: "text/csv", raw: true });
+      const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+      const anchor = document.createElement("a");
+      anchor.href = url;
+      const filename = `${name}-${label}.csv`;
+      anchor.download = filename;
+      document.body.append(anchor);
+      anchor.click();
+      anchor.remove();
+      window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      return filename;
+    },
+  });
+  const exports = [
+    { name: "ledger", path: "/api/partner/ledger", text: "Download ledger (CSV)" },
+    { name: "reconciliation", path: "/api/partner/reports/reconciliation", text: "Download reconciliation (CSV)" },
+    { name: "orders", path: "/api/partner/orders", text: "Download orders (CSV)" },
+  ];
+  return (
+    <div className="downloads">
+      <h2>Exports for this period</h2>
+      <div className="row">
+        {exports.map((item) => (
+          <button
+            key={item.name}
+            type="button"
+            disabled={download.isPending}
+            onClick={() => download.mutate({ name: item.name, path: item.path })}
+          >
+            {item.text}
+          </button>
+        ))}
+      </div>
+      {download.isSuccess && <p role="status">Saved {download.data}. Columns are listed in the accounting guide.</p>}
+      <ProblemBox error={download.error} />
+    </div>
+  );
+}
+
+/** "+1.00 USDC" / "−1.00 USDC": chain − books. */
+function signed(value: string): string {
+  const difference = BigInt(value);
+  return `${difference < 0n ? "−" : "+"}${formatUsdc(difference < 0n ? -difference : difference)}`;
+}
+
+/** A signed difference written plainly: "+1.00 USDC, more on chain than in the books", or "none". */
+function Difference({ value }: { value: string }) {
+  const difference = BigInt(value);
+  if (difference === 0n) return <span>none</span>;
+  return (
+    <span title={`${value} base units (chain − books)`}>
+      <strong className="difference">{signed(value)}</strong>
+      <small className="difference-note">
+        {difference > 0n ? "more on chain than in the books" : "less on chain than in the books"}
+      </small>
+    </span>
+  );
+}
+
+function ReconciliationTable({ query }: { query: string }) {
+  const { token } = useSession();
+  const report = useQuery({
+    queryKey: ["partner-reconciliation", query, token],
+    queryFn: () => api<Reconciliation>(`/api/partner/reports/reconciliation?${query}`, { token }),
+  });
+  // Mismatches first: an unreconciled address is never below the fold.
+  const rows = [...(report.data?.data ?? [])].sort((a, b) => Number(a.reconciled) - Number(b.reconciled));
+  const unreconciled = rows.filter((row) => !row.reconciled).length;
+  return (
+    <>
+      <h2>Reconciliation</h2>
+      <ListState list={report} what="the reconciliation" />
+      {report.data && (
+        <p className="hint">
+          Blocks {report.data.fromBlock} to {report.data.toBlock} (inclusive).{" "}
+          {unreconciled > 0 ? (
+            <strong role="alert">
+              {unreconciled} payment address{unreconciled === 1 ? " does" : "es do"} not reconcile:{" "}
+              {rows
+                .filter((row) => !row.reconciled)
+                .map((row) => `${row.paymentAddress.slice(0, 6)}…${row.paymentAddress.slice(-4)} (${signed(row.difference)})`)
+                .join(", ")}
+              .
+            </strong>
+          ) : (
+            "Every payment address reconciles to the base unit."
+          )}
+        </p>
+      )}
+      {!report.error && (
+        <Table
+          caption="Per payment address, unreconciled first"
+          head={["Payment address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"]}
+        >
+          {report.data && rows.length === 0 && <Empty colSpan={7}>No payment address in this period.</Empty>}
+          {rows.map((row) => (
+            <tr key={`${row.chainId}-${row.paymentAddress}`} className={row.reconciled ? undefined : "unreconciled"}>
+              <td>
+                <Address value={row.paymentAddress} />
+              </td>
+              <td>
+                <Status value={row.reconciled ? "reconciled" : "unreconciled"} />
+              </td>
+              <td>
+                <Difference value={row.difference} />
+              </td>
+              <td>
+                <Money value={row.closingBalance} />
+              </td>
+              <td>
+                <Money value={row.chainBalance} />
+              </td>
+              <td>
+                <Money value={row.openingBalance} />
+              </td>
+              <td>
+                <ul className="sums">
+                  {SUM_KINDS.filter((kind) => row.sums[kind] !== undefined && row.sums[kind] !== "0").map((kind) => (
+                    <li key={kind}>
+                      {kind.replaceAll("_", " ")}: <Money value={row.sums[kind]} />
+                    </li>
+                  ))}
+                </ul>
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
+    </>
+  );
+}
+
+function LedgerTable({ query }: { query: string }) {
+  const list = usePagedList<LedgerEntry>(["partner-ledger", query], `/api/partner/ledger?${query}&limit=50`);
+  return (
+    <>
+      <h2>Ledger</h2>
+      <ListState list={list} what="the ledger" />
+      {!list.error && (
+        <Table caption="Every movement, oldest first" head={["Block", "Kind", "Amount", "Transaction", "From", "To"]}>
+          {!list.isLoading && list.rows.length === 0 && <Empty colSpan={6}>No movement in this period.</Empty>}
+          {list.rows.map((entry) => (
+            <tr key={`${entry.chainId}-${entry.transactionHash}-${entry.logIndex}-${entry.paymentAddress}`}>
+              <td>{entry.blockNumber}</td>
+              <td>
+                <Status value={entry.kind} />
+                {entry.reason && entry.reason !== entry.kind && <small> {entry.reason.replaceAll("_", " ")}</small>}
+              </td>
+              <td>
+                <Money value={entry.value} />
+              </td>
+              <td>
+                <code className="hash" title={entry.transactionHash}>
+                  {`${entry.transactionHash.slice(0, 10)}…${entry.transactionHash.slice(-6)}`}
+                </code>
+                <small> log {entry.logIndex}</small>
+              </td>
+              <td>
+                <Address value={entry.from} />
+              </td>
+              <td>
+                <Address value={entry.to} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <MoreButton list={list} />
+    </>
+  );
+}

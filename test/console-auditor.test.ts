@@ -1,0 +1,272 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { type Address, encodeAbiParameters, erc20Abi, type Hex, isAddressEqual, keccak256, pad, toHex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
+import { type CreatedSession, createSession } from "./support/checkout-helpers.js";
+import { adminWallet, api, signIn as apiSignIn, expectJson, portalWallet } from "./support/portal-client.js";
+import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
+
+// The console's Auditor view (docs/console.md) in headless Chromium: a partner member
+// signs in with SIWE, picks a period, sees the payment address reconciled to the chain
+// after a real payment on Anvil, the payment in the ledger, and downloads the CSVs.
+
+const ARTIFACTS = freshArtifacts("console-auditor");
+const CUSTOMER_ACCOUNT = 2;
+const LEDGER_HEADER =
+  "kind,reason,chain_id,block_number,block_hash,transaction_hash,log_index,from,to,value,payment_address,order_id,refund_id,reward_id";
+const RECONCILIATION_HEADER =
+  "chain_id,partner_id,payment_address,from_block,to_block,opening_balance,closing_balance,chain_balance,difference,reconciled,settled,underpaid,overpaid,late,unmatched_in,refund,unmatched_out,reward_claim";
+const ORDERS_HEADER =
+  "id,external_order_id,status,network,chain_id,total_price_usdc,amount_paid,transaction_hash,log_index,block_number,payer,payment_address,created_at,updated_at,metadata";
+
+let stack: TestStack;
+let context: BrowserContext;
+let chromium: Chromium | undefined;
+const requestedUrls: string[] = [];
+const memberKey = generatePrivateKey();
+let session: CreatedSession;
+let paymentHash: string;
+
+beforeAll(async () => {
+  requireChromium();
+  stack = await startTestStack();
+  // A member of the local partner, and a real payment on Anvil that settles its order.
+  await expectJson(
+    await stack.partnerFetch("/v1/members", {
+      method: "POST",
+      json: { address: privateKeyToAccount(memberKey).address },
+    }),
+    201,
+  );
+  session = await createSession(stack, { externalOrderId: "auditor-order-1", idempotencyKey: "auditor-order-1" });
+  const paid = await stack.payUsdc({
+    from: CUSTOMER_ACCOUNT,
+    to: session.payment.recipient as Address,
+    amount: BigInt(session.payment.amount),
+  });
+  paymentHash = paid.hash.toLowerCase();
+  await waitFor(
+    async () => {
+      const order = await (await stack.partnerFetch(`/v1/orders/${session.orderId}`)).json();
+      return order.status === "paid" || order.status === "fulfilled" ? true : undefined;
+    },
+    { timeoutMs: 60_000, what: "the order to be paid" },
+  );
+  chromium = await launchChromium("console-auditor", { width: 1280, height: 900 });
+  context = chromium.context;
+  context.on("request", (request) => requestedUrls.push(request.url()));
+  await injectSigningWallet(context);
+}, 240_000);
+
+afterAll(async () => {
+  await chromium?.close();
+  await stack?.stop();
+});
+
+/** `window.ethereum` that signs the SIWE message with the member's key, in this process. */
+async function injectSigningWallet(browser: BrowserContext) {
+  const account = privateKeyToAccount(memberKey);
+  const chainIdHex = `0x${stack.chain.id.toString(16)}`;
+  await browser.exposeFunction("__testWalletRequest", async (method: string, params: unknown[]) => {
+    switch (method) {
+      case "eth_requestAccounts":
+      case "eth_accounts":
+        return [account.address];
+      case "eth_chainId":
+        return chainIdHex;
+      case "personal_sign": {
+        const [message, from] = params as [Hex, Address];
+        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
+        return account.signMessage({ message: { raw: message } });
+      }
+      default:
+        return stack.publicClient.request({ method, params } as never);
+    }
+  });
+  await browser.addInitScript(() => {
+    const target = window as unknown as Record<string, unknown>;
+    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
+    target.ethereum = {
+      isTestWallet: true,
+      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
+      on: () => undefined,
+      removeListener: () => undefined,
+    };
+  });
+}
+
+/** A screen at 1280 px and at 390 px: a full-page screenshot of each and axe-core on each. */
+async function capture(page: Page, name: string) {
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
+    const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}-${width}.json`), { blockingOnly: true });
+    expect(blocking, `${name} at ${width} px: accessibility violations`).toEqual([]);
+    // Nothing wider than the viewport except inside a table's own scrolling box.
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow, `${name} at ${width} px: the page scrolls sideways`).toBeLessThanOrEqual(0);
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+async function download(page: Page, button: string): Promise<{ name: string; text: string }> {
+  const [file] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: button }).click()]);
+  const path = await file.path();
+  return { name: file.suggestedFilename(), text: readFileSync(path, "utf8") };
+}
+
+describe("the console's Auditor view for a partner's members", () => {
+  it("refuses the member routes without a session, has no write method, and another partner's member sees only its own books", async () => {
+    const anonymous = await api(stack, "GET", "/api/partner/reports/reconciliation?fromBlock=1&toBlock=2");
+    expect(anonymous.status).toBe(401);
+    // The ledger behind a member session is read-only: no write method answers.
+    const token = await apiSignIn(stack, "partner", portalWallet(memberKey));
+    const post = await api(stack, "POST", "/api/partner/ledger?fromBlock=1&toBlock=2", { token, json: {} });
+    expect([404, 405]).toContain(post.status);
+
+    // A member of another partner reads that partner's books: neither our address nor our payment.
+    const adminToken = await apiSignIn(stack, "admin", adminWallet(stack));
+    const rival = await expectJson(
+      await api(stack, "POST", "/api/admin/partners", { token: adminToken, json: { name: "Rival shop" } }),
+      201,
+    );
+    const rivalMember = portalWallet(generatePrivateKey());
+    await expectJson(
+      await api(stack, "POST", `/api/admin/partners/${rival.partner.id}/members`, {
+        token: adminToken,
+        json: { address: rivalMember.address },
+      }),
+      201,
+    );
+    const rivalToken = await apiSignIn(stack, "partner", rivalMember);
+    const { blockNumber } = await stack.publicClient.getTransactionReceipt({ hash: paymentHash as Hex });
+    const range = `fromBlock=1&toBlock=${blockNumber}`;
+    const theirs = await expectJson(
+      await api(stack, "GET", `/api/partner/reports/reconciliation?${range}`, { token: rivalToken }),
+      200,
+    );
+    const ours = await expectJson(await api(stack, "GET", `/api/partner/reports/reconciliation?${range}`, { token }), 200);
+    const addresses = (body: { data: { paymentAddress: string }[] }) => body.data.map((row) => row.paymentAddress.toLowerCase());
+    expect(addresses(ours)).toContain(session.payment.recipient.toLowerCase());
+    expect(addresses(theirs)).not.toContain(session.payment.recipient.toLowerCase());
+    const theirLedger = await api(stack, "GET", `/api/partner/ledger?${range}`, {
+      token: rivalToken,
+      headers: { Accept: "text/csv" },
+    });
+    expect(theirLedger.status).toBe(200);
+    expect((await theirLedger.text()).toLowerCase()).not.toContain(paymentHash);
+  });
+
+  it("shows the payment address reconciled after a real payment, the payment in the ledger, and downloads the CSVs", {
+    timeout: 180_000,
+  }, async () => {
+    const page = await context.newPage();
+    await page.goto(`${stack.local.baseUrl}/console`);
+    await page.getByRole("heading", { name: "Sign in to the console" }).waitFor();
+    await page.getByRole("radio", { name: /^Partner/ }).check();
+    await page.getByRole("button", { name: "Sign in with wallet" }).click();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+
+    await page.getByRole("navigation").getByRole("link", { name: "Auditor" }).click();
+    await page.getByRole("heading", { name: "Auditor", level: 1 }).waitFor();
+
+    // The default period (the last 30 days to today, UTC) covers the payment.
+    const recipient = session.payment.recipient.toLowerCase();
+    const reconciliation = page.getByRole("region", { name: "Per payment address, unreconciled first" });
+    const addressRow = reconciliation.getByRole("row").filter({ has: page.locator(`code[title="${recipient}" i]`) });
+    await addressRow.getByText("reconciled", { exact: true }).waitFor({ timeout: 30_000 });
+    await expect(addressRow.getByText("none", { exact: true }).count()).resolves.toBe(1);
+    await page.getByText("Every payment address reconciles to the base unit.").waitFor();
+    await expect(
+      addressRow
+        .locator(".sums")
+        .textContent()
+        .then((text) => text ?? ""),
+    ).resolves.toContain("settled:");
+
+    const ledger = page.getByRole("region", { name: "Every movement, oldest first" });
+    const paymentRow = ledger.getByRole("row").filter({ has: page.locator(`code[title="${paymentHash}" i]`) });
+    await paymentRow.waitFor();
+    await expect(paymentRow.locator(".status").textContent()).resolves.toBe("settled");
+    await expect(paymentRow.locator(".money").getAttribute("data-base-units")).resolves.toBe(session.payment.amount);
+
+    // No write button on this screen: the period's submit and the three downloads only.
+    const buttons = await page.locator("main button").allTextContents();
+    expect(buttons.sort()).toEqual(
+      ["Download ledger (CSV)", "Download orders (CSV)", "Download reconciliation (CSV)", "Show period"].sort(),
+    );
+    await capture(page, "auditor");
+
+    const ledgerCsv = await download(page, "Download ledger (CSV)");
+    expect(ledgerCsv.name).toMatch(/^ledger-.+\.csv$/);
+    expect(ledgerCsv.text.startsWith(`${LEDGER_HEADER}\r\n`)).toBe(true);
+    expect(ledgerCsv.text.toLowerCase()).toContain(paymentHash);
+    const reconciliationCsv = await download(page, "Download reconciliation (CSV)");
+    expect(reconciliationCsv.text.startsWith(`${RECONCILIATION_HEADER}\r\n`)).toBe(true);
+    expect(reconciliationCsv.text.toLowerCase()).toContain(recipient);
+    const ordersCsv = await download(page, "Download orders (CSV)");
+    expect(ordersCsv.text.startsWith(`${ORDERS_HEADER}\r\n`)).toBe(true);
+    expect(ordersCsv.text).toContain(session.orderId);
+
+    // A block range: the payment's own block alone still shows it, and a reversed range is refused plainly.
+    const receipt = await stack.publicClient.getTransactionReceipt({ hash: paymentHash as Hex });
+    await page.getByLabel("Period by").selectOption("blocks");
+    await page.getByLabel("From block").fill(String(receipt.blockNumber));
+    await page.getByLabel("To block (inclusive)").fill(String(receipt.blockNumber));
+    await page.getByRole("button", { name: "Show period" }).click();
+    await page.getByText(`Blocks ${receipt.blockNumber} to ${receipt.blockNumber} (inclusive).`).waitFor();
+    await paymentRow.waitFor();
+    await page.getByLabel("From block").fill(String(receipt.blockNumber + 1n));
+    await page.getByLabel("To block (inclusive)").fill(String(receipt.blockNumber));
+    await page.getByRole("button", { name: "Show period" }).click();
+    await page.getByRole("alert").filter({ hasText: "invalid_range" }).first().waitFor();
+    // Under a refused range no table claims the period is empty.
+    await expect(page.getByText("No movement in this period.").count()).resolves.toBe(0);
+    await capture(page, "auditor-reversed-range");
+
+    // A mismatch is never hidden: money that reaches the address without a Transfer log (its balance
+    // slot written straight on Anvil, as a faulty or rebasing token would) leaves the books short.
+    const usdc = stack.local.contracts.usdc as Address;
+    const balanceOf = () =>
+      stack.publicClient.readContract({ address: usdc, abi: erc20Abi, functionName: "balanceOf", args: [recipient as Address] });
+    const before = await balanceOf();
+    // TestUSDC is OpenZeppelin's ERC20: `_balances` is storage slot 0.
+    const slot = keccak256(encodeAbiParameters([{ type: "address" }, { type: "uint256" }], [recipient as Address, 0n]));
+    await stack.testClient.setStorageAt({ address: usdc, index: slot, value: pad(toHex(before + 1_000_000n)) });
+    await stack.testClient.mine({ blocks: 1 });
+    expect(await balanceOf()).toBe(before + 1_000_000n);
+    await page.getByLabel("Period by").selectOption("dates");
+    await page.getByRole("button", { name: "Show period" }).click();
+    await waitFor(
+      async () => {
+        await page.reload();
+        await page.getByRole("heading", { name: "Auditor", level: 1 }).waitFor();
+        await page.getByText(/^Blocks \d+ to \d+/).waitFor();
+        return (await page.getByText("1 payment address does not reconcile:").count()) > 0 ? true : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500, what: "the reconciliation to show the mismatch" },
+    );
+    await addressRow.getByText("unreconciled", { exact: true }).waitFor();
+    await addressRow.getByText("+1.00 USDC", { exact: true }).waitFor();
+    await addressRow.getByText("more on chain than in the books").waitFor();
+    await expect(reconciliation.getByRole("row").nth(1).getAttribute("class")).resolves.toBe("unreconciled");
+    await page
+      .getByRole("alert")
+      .filter({ hasText: `${recipient.slice(2, 6)}` })
+      .filter({ hasText: "(+1.00 USDC)" })
+      .first()
+      .waitFor();
+    await capture(page, "auditor-unreconciled");
+
+    // Every request the page made stayed on the service's origin.
+    const origin = new URL(stack.local.baseUrl).origin;
+    const foreign = requestedUrls.filter(
+      (url) => !url.startsWith(origin) && !url.startsWith("blob:") && !url.startsWith("data:"),
+    );
+    expect(foreign).toEqual([]);
+    await page.close();
+  });
+});
