@@ -63,7 +63,9 @@ export function problemTypeUri(code: ProblemCode): string {
 }
 
 export function problemResponse(c: Context, problem: ProblemError): Response {
+  // Extensions first: a problem's own members (RFC 9457 `status` is the HTTP status) cannot be replaced by one.
   const body = {
+    ...problem.extensions,
     type: problemTypeUri(problem.code),
     title: problem.title,
     status: problem.status,
@@ -71,7 +73,6 @@ export function problemResponse(c: Context, problem: ProblemError): Response {
     code: problem.code,
     instance: c.req.path,
     requestId: c.get("requestId" as never) as string | undefined,
-    ...problem.extensions,
   };
   return c.body(JSON.stringify(body), problem.status, { "Content-Type": "application/problem+json" });
 }

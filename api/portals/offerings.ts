@@ -225,7 +225,7 @@ async function refuseTransition(db: Kysely<Database>, offeringId: string, action
   throw problem(
     "invalid_offering_state",
     `The offering is ${offering.status}${offering.paused_by === "admin" && action === "resume" ? " by an admin" : ""}; it cannot ${action} now.`,
-    { status: offering.status },
+    { offeringStatus: offering.status },
   );
 }
 

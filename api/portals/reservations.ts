@@ -111,7 +111,7 @@ export function offeringNotOpen(status: string): ProblemError {
     code: status === "paused" ? "offering_paused" : "offering_not_open",
     title: "The offering is not open for purchases",
     detail: `The offering is ${status}.`,
-    extensions: { status },
+    extensions: { offeringStatus: status },
   });
 }
 

@@ -318,7 +318,7 @@ export async function setRefundDestination(
         refund.status === "cancelled"
           ? "The shop cancelled this refund; contact the shop."
           : "The receiving address of this refund is already set and cannot be changed; contact the shop if it is wrong.",
-        { status: refund.status },
+        { refundStatus: refund.status },
       );
     if (refund.status !== "awaiting_destination") throw locked();
     const network = networkByChainId(context, refund.chainId);
