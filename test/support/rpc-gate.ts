@@ -15,19 +15,12 @@ export type RpcGate = {
   url: string;
   hold: () => Promise<void>;
   release: () => void;
-  /**
-   * The next `eth_getLogs` for one block (by `blockHash`, how Ponder fetches a new
-   * head's logs) answers a JSON-RPC error Ponder does not retry: the indexer gives
-   * that head up. Resolves with the block hash once it happened.
-   */
-  refuseNextBlockLogs: () => Promise<string>;
   stop: () => Promise<void>;
 };
 
 export async function startRpcGate(target: () => string): Promise<RpcGate> {
   /** The latest block when the hold began, without and with full transactions. */
   let heldLatest: Map<boolean, unknown> | undefined;
-  let refuseBlockLogs: ((blockHash: string) => void) | undefined;
 
   const forward = async (request: JsonRpcRequest): Promise<unknown> => {
     const response = await fetch(target(), {
@@ -41,17 +34,6 @@ export async function startRpcGate(target: () => string): Promise<RpcGate> {
     const asksLatest = request.method === "eth_getBlockByNumber" && request.params?.[0] === "latest";
     if (asksLatest && heldLatest !== undefined) {
       return Promise.resolve({ jsonrpc: "2.0", id: request.id, result: heldLatest.get(request.params?.[1] === true) });
-    }
-    const blockHash = (request.params?.[0] as { blockHash?: string } | undefined)?.blockHash;
-    if (request.method === "eth_getLogs" && blockHash !== undefined && refuseBlockLogs !== undefined) {
-      refuseBlockLogs(blockHash);
-      refuseBlockLogs = undefined;
-      // -32601 (method not found) is one of the errors Ponder does not retry.
-      return Promise.resolve({
-        jsonrpc: "2.0",
-        id: request.id,
-        error: { code: -32601, message: "refused once by the test gate" },
-      });
     }
     return forward(request);
   };
@@ -88,11 +70,6 @@ export async function startRpcGate(target: () => string): Promise<RpcGate> {
     },
     release() {
       heldLatest = undefined;
-    },
-    refuseNextBlockLogs() {
-      return new Promise<string>((resolve) => {
-        refuseBlockLogs = resolve;
-      });
     },
     stop: () =>
       new Promise<void>((resolve) => {
