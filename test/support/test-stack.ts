@@ -119,7 +119,14 @@ async function describeLiveStacks(): Promise<string> {
       .slice(-25)
       .map((line) => line.slice(0, 400))
       .join("\n");
-    parts.push(`chain head ${chainHead}\nhealth ${health.slice(0, 3_000)}\nservice log (last lines):\n${log}`);
+    // How the service decided the latest transfers it recorded (a settlement that never came shows here).
+    const payments = await stack
+      .partnerFetch("/v1/payments?limit=10")
+      .then((response) => response.text())
+      .catch((error: Error) => `unreadable (${error.message})`);
+    parts.push(
+      `chain head ${chainHead}\nhealth ${health.slice(0, 3_000)}\npayments ${payments.slice(0, 3_000)}\nservice log (last lines):\n${log}`,
+    );
   }
   return parts.join("\n---\n");
 }
