@@ -1,10 +1,17 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { type Address, encodeAbiParameters, erc20Abi, type Hex, isAddressEqual, keccak256, pad, toHex } from "viem";
+import { type Address, encodeAbiParameters, erc20Abi, type Hex, keccak256, pad, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
+import {
+  axeFindings,
+  type Chromium,
+  freshArtifacts,
+  injectTestWallet,
+  launchChromium,
+  requireChromium,
+} from "./support/browser.js";
 import { type CreatedSession, createSession } from "./support/checkout-helpers.js";
 import { adminWallet, api, signIn as apiSignIn, expectJson, portalWallet } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
@@ -58,45 +65,13 @@ beforeAll(async () => {
   chromium = await launchChromium("console-auditor", { width: 1280, height: 900 });
   context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
-  await injectSigningWallet(context);
+  await injectTestWallet(context, { chain: stack.chain, rpcUrl: stack.local.rpcUrl, key: () => memberKey });
 }, 240_000);
 
 afterAll(async () => {
   await chromium?.close();
   await stack?.stop();
 });
-
-/** `window.ethereum` that signs the SIWE message with the member's key, in this process. */
-async function injectSigningWallet(browser: BrowserContext) {
-  const account = privateKeyToAccount(memberKey);
-  const chainIdHex = `0x${stack.chain.id.toString(16)}`;
-  await browser.exposeFunction("__testWalletRequest", async (method: string, params: unknown[]) => {
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        return [account.address];
-      case "eth_chainId":
-        return chainIdHex;
-      case "personal_sign": {
-        const [message, from] = params as [Hex, Address];
-        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
-        return account.signMessage({ message: { raw: message } });
-      }
-      default:
-        return stack.publicClient.request({ method, params } as never);
-    }
-  });
-  await browser.addInitScript(() => {
-    const target = window as unknown as Record<string, unknown>;
-    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
-    target.ethereum = {
-      isTestWallet: true,
-      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
-      on: () => undefined,
-      removeListener: () => undefined,
-    };
-  });
-}
 
 /** A screen at 1280 px and at 390 px: a full-page screenshot of each and axe-core on each. */
 async function capture(page: Page, name: string) {

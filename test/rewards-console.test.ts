@@ -1,9 +1,16 @@
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { type Address, createWalletClient, erc20Abi, type Hex, http, isAddressEqual } from "viem";
+import { type Address, erc20Abi, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
+import {
+  axeFindings,
+  type Chromium,
+  freshArtifacts,
+  injectTestWallet,
+  launchChromium,
+  requireChromium,
+} from "./support/browser.js";
 import { createSession, submitHash } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
@@ -31,46 +38,6 @@ async function partner(path: string, init: RequestInit & { json?: unknown } = {}
   return body;
 }
 
-/** `window.ethereum` forwarding each request to a key in this process (reads go to Anvil). */
-async function injectTestWallet(browser: BrowserContext) {
-  const chainIdHex = `0x${stack.chain.id.toString(16)}`;
-  await browser.exposeFunction("__testWalletRequest", async (method: string, params: unknown[]) => {
-    const account = privateKeyToAccount(walletKey);
-    const wallet = createWalletClient({ account, chain: stack.chain, transport: http(stack.local.rpcUrl) });
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        return [account.address];
-      case "eth_chainId":
-        return chainIdHex;
-      case "wallet_switchEthereumChain":
-        return null;
-      case "personal_sign": {
-        const [message, from] = params as [Hex, Address];
-        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
-        return account.signMessage({ message: { raw: message } });
-      }
-      case "eth_sendTransaction": {
-        const transaction = params[0] as { from: Address; to: Address; data: Hex };
-        if (!isAddressEqual(transaction.from, account.address)) throw new Error("unknown sender");
-        return wallet.sendTransaction({ account, chain: stack.chain, to: transaction.to, data: transaction.data });
-      }
-      default:
-        return stack.publicClient.request({ method, params } as never);
-    }
-  });
-  await browser.addInitScript(() => {
-    const target = window as unknown as Record<string, unknown>;
-    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
-    target.ethereum = {
-      isTestWallet: true,
-      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
-      on: () => undefined,
-      removeListener: () => undefined,
-    };
-  });
-}
-
 async function capture(page: Page, name: string) {
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
@@ -96,7 +63,7 @@ beforeAll(async () => {
   chromium = await launchChromium("rewards-console", { width: 1280, height: 900 });
   context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
-  await injectTestWallet(context);
+  await injectTestWallet(context, { chain: stack.chain, rpcUrl: stack.local.rpcUrl, key: () => walletKey });
 }, 420_000);
 
 afterAll(async () => {

@@ -3,6 +3,8 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Frame, type Page } from "playwright-core";
+import { type Address, type Chain, createPublicClient, createWalletClient, type Hex, http, isAddressEqual } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 
 // What every page test shares: Debian's Chromium with the flags of this closed
 // network, a folder of artefacts (screenshots, axe-core reports; not committed), and
@@ -92,4 +94,61 @@ export async function axeFindings(
       (violation) =>
         `${violation.id} (${violation.impact}): ${violation.help} at ${JSON.stringify(violation.nodes.map((node) => node.target))}`,
     );
+}
+
+/**
+ * `window.ethereum` in every page of `browser`, forwarding each request to a key held
+ * in this process: accounts, chain id, `personal_sign` (SIWE), `eth_signTypedData_v4`
+ * (EIP-3009, reward vouchers) and `eth_sendTransaction` are answered with that key;
+ * everything else (reads) goes to the chain. `key` is read at each request, so a test
+ * may change wallets between steps.
+ */
+export async function injectTestWallet(
+  browser: BrowserContext,
+  params: { chain: Chain; rpcUrl: string; key: () => Hex },
+): Promise<void> {
+  const chainIdHex = `0x${params.chain.id.toString(16)}`;
+  const reader = createPublicClient({ chain: params.chain, transport: http(params.rpcUrl) });
+  await browser.exposeFunction("__testWalletRequest", async (method: string, args: unknown[]) => {
+    const account = privateKeyToAccount(params.key());
+    switch (method) {
+      case "eth_requestAccounts":
+      case "eth_accounts":
+        return [account.address];
+      case "eth_chainId":
+        return chainIdHex;
+      case "wallet_switchEthereumChain":
+        return null;
+      case "personal_sign": {
+        const [message, from] = args as [Hex, Address];
+        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
+        return account.signMessage({ message: { raw: message } });
+      }
+      case "eth_signTypedData_v4": {
+        const [from, typed] = args as [Address, string];
+        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
+        const { domain, types, primaryType, message } = JSON.parse(typed);
+        delete types.EIP712Domain;
+        return account.signTypedData({ domain, types, primaryType, message });
+      }
+      case "eth_sendTransaction": {
+        const transaction = args[0] as { from: Address; to: Address; data: Hex };
+        if (!isAddressEqual(transaction.from, account.address)) throw new Error("unknown sender");
+        const wallet = createWalletClient({ account, chain: params.chain, transport: http(params.rpcUrl) });
+        return wallet.sendTransaction({ account, chain: params.chain, to: transaction.to, data: transaction.data });
+      }
+      default:
+        return reader.request({ method, params: args } as never);
+    }
+  });
+  await browser.addInitScript(() => {
+    const target = window as unknown as Record<string, unknown>;
+    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
+    target.ethereum = {
+      isTestWallet: true,
+      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
+      on: () => undefined,
+      removeListener: () => undefined,
+    };
+  });
 }
