@@ -9,16 +9,10 @@ import { findOrCreateOrder, getOrder } from "../orders/order-record.js";
 import type { Database } from "../store/database.js";
 import { reserveAmount } from "./amount-reference.js";
 import { issueClientToken } from "./client-tokens.js";
+import { expireSession } from "./expire-session.js";
 import { type HostedOptions, savePresentation } from "./hosted-options.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "./idempotency.js";
-import {
-  type CheckoutSession,
-  expireSession,
-  findSession,
-  insertSession,
-  openSessionsOfOrder,
-  otherKindOfOrder,
-} from "./session-record.js";
+import { type CheckoutSession, findSession, insertSession, openSessionsOfOrder, otherKindOfOrder } from "./session-record.js";
 
 /** Sessions stay open 30 minutes unless the partner asks for 5 minutes to 24 hours. */
 export const DEFAULT_SESSION_SECONDS = 1_800;

@@ -2,10 +2,8 @@ import type { Kysely } from "kysely";
 import type { Address } from "viem";
 import { checksum, checksumOrNull } from "../checksum-address.js";
 import { getOrder, type Order, orderIsCredited } from "../orders/order-record.js";
-import { recordEvent } from "../outbox/record-event.js";
 import type { CheckoutSessionTable, Database, SessionStatus } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
-import { releaseUnusedReference } from "./amount-reference.js";
 
 /**
  * The checkout session record: every write of `checkout_session` goes through this
@@ -388,39 +386,6 @@ export async function saveCustomerDetails(
     .where("id", "=", params.sessionId)
     .where("status", "=", "awaiting_payment")
     .execute();
-}
-
-/** Closes an open session (at its expiry, or when a newer session replaces it) and tells the partner. */
-export async function expireSession(
-  trx: Kysely<Database>,
-  params: { session: CheckoutSession; now: number; reason: "expired" | "superseded" | "order_settled" },
-): Promise<boolean> {
-  const { session, now } = params;
-  if (session.status !== "awaiting_payment") return false;
-  const moved = await moveSession(trx, { session, transition: "expire", now, endNow: params.reason !== "expired" });
-  if (!moved) return false;
-  await releaseUnusedReference(trx, {
-    sessionId: session.id,
-    endedAt: params.reason === "expired" ? Math.min(session.expiresAt, now) : now,
-  });
-  const order = await getOrder(trx, session.orderId);
-  await recordEvent(trx, {
-    partnerId: session.partnerId,
-    type: "session.expired",
-    orderingKey: session.orderId,
-    now,
-    data: {
-      externalOrderId: session.externalOrderId,
-      orderId: session.orderId,
-      purchaseId: order.purchaseId,
-      sessionId: session.id,
-      reason: params.reason,
-      totalPriceUsdc: session.totalPriceUsdc.toString(),
-      amount: session.amountDue.toString(),
-      expiresAt: new Date(Math.min(session.expiresAt, now)).toISOString(),
-    },
-  });
-  return true;
 }
 
 // Reads used by the portals and the reorg watch.

@@ -2,9 +2,9 @@ import type { Kysely } from "kysely";
 import { type Address, isAddressEqual } from "viem";
 import { createCertificate } from "../certificates/certificate-record.js";
 import { findReservation, holdReferenceForLateWindow } from "../checkout/amount-reference.js";
+import { expireSession } from "../checkout/expire-session.js";
 import {
   type CheckoutSession,
-  expireSession,
   getSession,
   moveSession,
   openSessionsOfOrder,

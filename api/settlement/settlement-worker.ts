@@ -1,5 +1,6 @@
 import type { AppContext } from "../app-context.js";
-import { expireSession, sessionsDueForExpiry } from "../checkout/session-record.js";
+import { expireSession } from "../checkout/expire-session.js";
+import { sessionsDueForExpiry } from "../checkout/session-record.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { pendingPayments, recordedKeys } from "./payment-record.js";
