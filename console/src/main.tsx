@@ -4,11 +4,12 @@ import { createRoot } from "react-dom/client";
 import { type Chain, custom, defineChain } from "viem";
 import { createConfig, injected, WagmiProvider } from "wagmi";
 import { api } from "./api";
+import type { Answer } from "./api-types";
 import { App } from "./app";
 import { SessionProvider } from "./session";
 import "./console.css";
 
-type Health = { chains: { network: string; chainId: number }[] };
+type Health = Answer<"/v1/health">;
 
 /**
  * The chains come from the service's own health answer. The console never talks to

@@ -2,6 +2,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useChainId, useConnect, useConnection, useConnectors, useSignMessage } from "wagmi";
 import { api, type Role } from "./api";
+import type { RowOf } from "./api-types";
 import { type Session, useSession } from "./session";
 import { ProblemBox } from "./ui";
 
@@ -12,7 +13,7 @@ const PORTALS: { role: Role; name: string; who: string }[] = [
   { role: "admin", name: "Administrator", who: "The configured compliance wallets: reviews, eligibility, partners." },
 ];
 
-type TestAccount = { role: Role; address: string; anvilAccountIndex: number };
+type TestAccount = RowOf<"/api/local/test-accounts">;
 
 /**
  * Local mode only (`npm start`): the service lists one test account per role and signs

@@ -1,21 +1,10 @@
 import { useQuery } from "@tanstack/react-query";
 import { api } from "../api";
+import type { RowOf } from "../api-types";
 import { useSession } from "../session";
 import { Address, Empty, ListState, Money, Table, When } from "../ui";
 
-type UnknownClaim = {
-  chainId: number;
-  transactionHash: string;
-  logIndex: number;
-  onchainRewardId: string;
-  funder: string;
-  recipient: string;
-  amount: string;
-  blockNumber: string;
-  reason: string;
-  rewardId: string | null;
-  seenAt: string;
-};
+type UnknownClaim = RowOf<"/api/admin/reward-claims">;
 
 /** Admin console: reward claims the distributors paid that match no reward expecting one (docs/rewards.md). */
 export function UnknownRewardClaims() {

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "react";
 import { type Address as EvmAddress, type Hex, isAddressEqual, toHex } from "viem";
 import { useChains, useConnect, useConnection, useConnectors, useSignTypedData, useSwitchChain } from "wagmi";
 import { ApiProblem, api } from "../api";
+import type { Answer } from "../api-types";
 import { formatUsdc } from "../money";
 import { useSession } from "../session";
 import { Address, ProblemBox, When } from "../ui";
@@ -19,19 +20,7 @@ import { Address, ProblemBox, When } from "../ui";
 
 export type PurchasePayment = { tokenAddress: string; recipient: string; amount: string; chainId: number };
 
-type RelayView = {
-  id: string;
-  status: "queued" | "submitted" | "mined" | "failed";
-  transactionHash: string | null;
-  failure: { code: string; detail: string | null } | null;
-};
-
-type GaslessRead = {
-  purchaseId: string;
-  available: boolean;
-  domain: { name: string; version: string; chainId: number; verifyingContract: EvmAddress } | null;
-  authorization: RelayView | null;
-};
+type GaslessRead = Answer<"/api/rwa/settlements/authorization/{purchaseId}">;
 
 const transferWithAuthorizationTypes = {
   TransferWithAuthorization: [
@@ -246,7 +235,8 @@ export function GaslessPay({
       setPhase("signing");
       const signature = await signTypedData.mutateAsync({
         account: from,
-        domain,
+        // The document types an address as a string; the signer wants its 0x form.
+        domain: { ...domain, verifyingContract: domain.verifyingContract as EvmAddress },
         types: transferWithAuthorizationTypes,
         primaryType: "TransferWithAuthorization",
         message: authorization,

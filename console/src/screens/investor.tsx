@@ -3,6 +3,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { erc20Abi, type Hex } from "viem";
 import { useSendTransaction, useWriteContract } from "wagmi";
 import { api } from "../api";
+import type { Answer, RowOf } from "../api-types";
 import type { NavItem } from "../app";
 import { formatUsdc } from "../money";
 import { Link, navigate } from "../router";
@@ -30,25 +31,7 @@ export function InvestorScreens({ sub }: { sub: string[] }) {
   }
 }
 
-export type OfferingRow = {
-  id: string;
-  name: string;
-  description: string;
-  status: string;
-  issuer: { name: string };
-  network: string;
-  unitPriceUsdc: string;
-  minUnits: number;
-  maxUnitsPerInvestor: number;
-  totalUnits: number;
-  unitsAvailable: number;
-  opensAt: string;
-  closesAt: string;
-  settlementAddress: string;
-  certificate: { enabled: boolean };
-  eligibility: { requireKyc: boolean; jurisdictions: string[] | null; requireAccreditation: boolean };
-  reviewReason: string | null;
-};
+export type OfferingRow = RowOf<"/api/rwa/offerings">;
 
 function Offerings() {
   const list = usePagedList<OfferingRow>(["rwa-offerings"], "/api/rwa/offerings");
@@ -188,19 +171,7 @@ function Offering({ id }: { id: string }) {
   );
 }
 
-export type PurchaseRow = {
-  id: string;
-  status: string;
-  offering: { id: string; name: string };
-  units: number;
-  totalPriceUsdc: string;
-  expiresAt: string;
-  recipient: string;
-  payment: { tokenAddress: string; recipient: string; amount: string; chainId: number } | null;
-  settlement: { transactionHash: string; status: string } | null;
-  certificate: { status: string; tokenId: string | null; mintTransactionHash: string | null; frozen: boolean } | null;
-  createdAt: string;
-};
+export type PurchaseRow = RowOf<"/api/rwa/checkout">;
 
 function Purchases() {
   const list = usePagedList<PurchaseRow>(["rwa-purchases"], "/api/rwa/checkout");
@@ -438,12 +409,7 @@ function Purchase({ id }: { id: string }) {
   );
 }
 
-type CertificateRow = {
-  purchaseId: string;
-  offering: { name: string };
-  units: number;
-  certificate: { status: string; tokenId: string | null; mintTransactionHash: string | null; frozen: boolean } | null;
-};
+type CertificateRow = RowOf<"/api/rwa/certificates">;
 
 function Certificates() {
   const { token } = useSession();
@@ -480,15 +446,7 @@ function Certificates() {
   );
 }
 
-type ProfileRow = {
-  address: string;
-  kycStatus: string;
-  jurisdiction: string | null;
-  accredited: boolean;
-  accreditationExpiresAt: string | null;
-  frozen: boolean;
-  frozenReason: string | null;
-};
+type ProfileRow = Answer<"/api/investor/profile">;
 
 function Profile() {
   const { token } = useSession();

@@ -3,33 +3,14 @@ import { useState } from "react";
 import { erc20Abi, type Hex } from "viem";
 import { useConnect, useConnection, useConnectors, useWriteContract } from "wagmi";
 import { api } from "../api";
+import type { Answer, RowOf } from "../api-types";
 import { parseUsdc } from "../money";
 import { useSession } from "../session";
 import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList, When } from "../ui";
 
-type RewardSettings = {
-  fundingAddress: string | null;
-  cashbackBps: number;
-  distributor: { address: string; chainId: number } | null;
-  token: string | null;
-  allowance: string | null;
-  balance: string | null;
-  outstanding: string;
-  warnings: string[];
-};
+type RewardSettings = Answer<"/api/partner/rewards/settings">;
 
-type RewardRow = {
-  id: string;
-  status: string;
-  orderId: string;
-  externalOrderId: string;
-  amount: string;
-  recipient: string | null;
-  transactionHash: string | null;
-  expiresAt: string;
-  source: string;
-  createdAt: string;
-};
+type RewardRow = RowOf<"/api/partner/rewards">;
 
 const WARNINGS: Record<string, string> = {
   allowance_below_outstanding:

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api";
+import type { Answer, RowOf, SettlementEvent } from "../api-types";
 import type { NavItem } from "../app";
 import { Link } from "../router";
 import { useSession } from "../session";
@@ -18,8 +19,8 @@ import {
   usePagedList,
   When,
 } from "../ui";
-import { Refunds } from "./partner-refunds";
 import { Auditor } from "./partner-auditor";
+import { Refunds } from "./partner-refunds";
 import { Rewards } from "./partner-rewards";
 
 export const partnerNav: NavItem[] = [
@@ -60,16 +61,7 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
   }
 }
 
-type SessionRow = {
-  id: string;
-  kind: string;
-  status: string;
-  externalOrderId: string;
-  createdAt: string;
-  product: { name: string; quantity: number };
-  payment: { amount: string; totalPriceUsdc: string };
-  order: { id: string; status: string; fulfilledAt: string | null };
-};
+type SessionRow = RowOf<"/api/partner/checkout/sessions">;
 
 function Sessions() {
   const [status, setStatus] = useState("");
@@ -164,17 +156,7 @@ function Fulfil({ orderId }: { orderId: string }) {
   );
 }
 
-type PaymentRow = {
-  chainId: number;
-  transactionHash: string;
-  logIndex: number;
-  status: string;
-  reason: string | null;
-  sessionId: string | null;
-  from: string;
-  amount: string;
-  minedAt: string;
-};
+type PaymentRow = RowOf<"/api/partner/payments">;
 
 type ResolveAction = { key: string; action: "attach" | "refund-requested"; orderId?: string };
 
@@ -291,12 +273,7 @@ function Payments() {
   );
 }
 
-type EventRow = {
-  id: string;
-  type: string;
-  createdAt: string;
-  data: { orderId?: string; externalOrderId?: string; amountPaid?: string };
-};
+type EventRow = SettlementEvent;
 
 function Events() {
   const list = usePagedList<EventRow>(["partner-events"], "/api/partner/events?limit=50");
@@ -324,17 +301,7 @@ function Events() {
   );
 }
 
-type DeliveryRow = {
-  id: string;
-  endpointId: string;
-  url: string;
-  status: string;
-  attemptCount: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  deliveredAt: string | null;
-  attempts: { id: string; startedAt: string; statusCode: number | null; error: string | null }[];
-};
+type DeliveryRow = RowOf<"/api/partner/events/{id}/deliveries">;
 
 function EventDetail({ id }: { id: string }) {
   const { token } = useSession();
@@ -415,9 +382,9 @@ function EventDetail({ id }: { id: string }) {
   );
 }
 
-type Endpoint = { id: string; url: string; events: string[]; createdAt: string; previousSecretExpiresAt: string | null };
+type Endpoint = RowOf<"/api/partner/webhook-endpoints">;
 
-type TestResult = { eventId: string; ok: boolean; statusCode: number | null; durationMs: number; error: string | null };
+type TestResult = Answer<"/api/partner/webhook-endpoints/{id}/test", "post">;
 
 function Webhooks() {
   const { token } = useSession();
@@ -533,7 +500,7 @@ function Webhooks() {
   );
 }
 
-type KeyRow = { id: string; prefix: string; createdAt: string; revokedAt: string | null };
+type KeyRow = RowOf<"/api/partner/api-keys">;
 
 function ApiKeys() {
   const { token } = useSession();
@@ -594,7 +561,7 @@ function ApiKeys() {
   );
 }
 
-type MemberRow = { address: string; role: string; createdAt: string };
+type MemberRow = RowOf<"/api/partner/members">;
 
 function Members() {
   const { token } = useSession();
@@ -659,13 +626,7 @@ function Members() {
   );
 }
 
-type BrandingData = {
-  displayName: string;
-  logoUrl: string | null;
-  accentColor: string | null;
-  supportUrl: string | null;
-  supportEmail: string | null;
-};
+type BrandingData = Answer<"/api/partner/branding">;
 
 /** What the hosted checkout and claim pages show of the partner (docs/deploy.md). */
 function Branding() {
