@@ -1,8 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { type Address, erc20Abi, type Hex, isAddressEqual } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { createClient, SettlementApiError } from "../client/src/index.js";
+import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
 import {
   accountWallet,
   adminWallet,
@@ -24,6 +27,7 @@ let stack: TestStack;
 let store: Store;
 let adminToken: string;
 let issuerToken: string;
+let issuerPartnerId: string;
 let rivalToken: string;
 let offeringId: string;
 const investorTokens: Record<number, string> = {};
@@ -55,7 +59,9 @@ beforeAll(async () => {
   stack = await startTestStack();
   store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
   adminToken = await signIn(stack, "admin", adminWallet(stack));
-  issuerToken = (await registerIssuer(stack, adminToken, portalWallet(), "Harbour Capital")).token;
+  const harbour = await registerIssuer(stack, adminToken, portalWallet(), "Harbour Capital");
+  issuerToken = harbour.token;
+  issuerPartnerId = harbour.issuer.partnerId;
   rivalToken = (await registerIssuer(stack, adminToken, portalWallet(), "Rival Estates")).token;
   offeringId = await openOffering(
     stack,
@@ -315,5 +321,93 @@ describe("a partial refund", () => {
       isAddressEqual(item.investor as Address, stack.local.accounts[2]?.address as Address),
     );
     expect(holder?.units).toBe(2);
+  });
+});
+
+// The client library's refund sending methods, against the same stack: the issuer's
+// partner holds an API key like any partner, and its refunds are an RWA purchase's.
+describe("client library: sending a refund", () => {
+  let client: ReturnType<typeof createClient>;
+  let purchase: Purchase;
+  const refusal = (promise: Promise<unknown>) =>
+    promise.then(
+      () => {
+        throw new Error("expected a refusal");
+      },
+      (error: unknown) => {
+        if (!(error instanceof SettlementApiError)) throw error;
+        return error;
+      },
+    );
+  const succeeded = (id: string) =>
+    waitFor(
+      async () => {
+        const read = await client.refunds.retrieve(id);
+        return read.status === "succeeded" ? read : undefined;
+      },
+      { what: `refund ${id} succeeded`, timeoutMs: 30_000 },
+    );
+
+  beforeAll(async () => {
+    const key = await expectJson<{ apiKey: string }>(
+      await api(stack, "POST", `/api/admin/partners/${issuerPartnerId}/api-keys`, { token: adminToken }),
+      201,
+    );
+    client = createClient({ apiKey: key.apiKey, network: "local", baseUrl: stack.local.baseUrl });
+    purchase = await settledPurchase(2, 1);
+  });
+
+  it("qrSvg, authorizationRequest and relayAuthorization: the relayer sends the settlement address's signed refund", async () => {
+    const refund = await expectJson<Refund>(await refundPurchase(purchase.id, { amount: "500000" }), 201);
+    const svg = await client.refunds.qrSvg(refund.id);
+    expect(svg).toContain("<svg");
+    const request = await client.refunds.authorizationRequest(refund.id);
+    expect(request.message.value).toBe("500000");
+    expect(isAddressEqual(request.message.to as Address, stack.local.accounts[2]?.address as Address)).toBe(true);
+    expect(isAddressEqual(request.message.from as Address, purchase.payment.recipient)).toBe(true);
+    // The settlement address is a local payment address: its key is the stack's.
+    const secrets = loadOrCreateLocalSecrets(stack.dataDir);
+    const signer = secrets.paymentPrivateKeys
+      .map((key) => privateKeyToAccount(key))
+      .find((account) => isAddressEqual(account.address, purchase.payment.recipient));
+    if (signer === undefined) throw new Error("the settlement address is not a local payment address");
+    const { message } = request;
+    const signature = await signer.signTypedData({
+      domain: { ...request.domain, verifyingContract: request.domain.verifyingContract as Address },
+      types: request.types,
+      primaryType: "TransferWithAuthorization",
+      message: {
+        ...message,
+        from: message.from as Address,
+        to: message.to as Address,
+        nonce: message.nonce as Hex,
+        value: BigInt(message.value),
+        validAfter: BigInt(message.validAfter),
+        validBefore: BigInt(message.validBefore),
+      },
+    });
+    const relayed = await client.refunds.relayAuthorization(refund.id, {
+      authorization: message,
+      signature,
+      domain: { chainId: request.domain.chainId },
+    });
+    expect(relayed.refund.status).toBe("ready");
+    const done = await succeeded(refund.id);
+    expect(done.transactionHash).toBe(relayed.transactionHash);
+    // A succeeded refund has nothing left to send nor to scan.
+    expect((await refusal(client.refunds.qrSvg(refund.id))).code).toBe("refund_not_ready");
+    expect((await refusal(client.refunds.authorizationRequest(refund.id))).code).toBe("refund_not_ready");
+  });
+
+  it("testSend sends with the test account; another partner's key finds nothing", async () => {
+    const refund = await expectJson<Refund>(await refundPurchase(purchase.id, { amount: "500000" }), 201);
+    const demo = createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.local.baseUrl });
+    expect((await refusal(demo.refunds.testSend(refund.id))).code).toBe("not_found");
+    expect((await refusal(demo.refunds.qrSvg(refund.id))).code).toBe("not_found");
+    const sent = await client.refunds.testSend(refund.id);
+    expect(sent.refund.id).toBe(refund.id);
+    const done = await succeeded(refund.id);
+    expect(done.transactionHash).toBe(sent.transactionHash);
+    expect((await refusal(client.refunds.testSend(refund.id))).code).toBe("refund_not_ready");
   });
 });
