@@ -1,11 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
+import type { Page } from "playwright-core";
 import { type Address, erc20Abi, type Hex, isAddressEqual } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createClient, SettlementApiError } from "../client/src/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
+import {
+  axeFindings,
+  type Chromium,
+  freshArtifacts,
+  injectTestWallet,
+  launchChromium,
+  requireChromium,
+} from "./support/browser.js";
 import {
   accountWallet,
   adminWallet,
@@ -27,6 +36,7 @@ let stack: TestStack;
 let store: Store;
 let adminToken: string;
 let issuerToken: string;
+let issuerKey: Hex;
 let issuerPartnerId: string;
 let rivalToken: string;
 let offeringId: string;
@@ -59,7 +69,9 @@ beforeAll(async () => {
   stack = await startTestStack();
   store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
   adminToken = await signIn(stack, "admin", adminWallet(stack));
-  const harbour = await registerIssuer(stack, adminToken, portalWallet(), "Harbour Capital");
+  const issuerWallet = portalWallet();
+  issuerKey = issuerWallet.privateKey;
+  const harbour = await registerIssuer(stack, adminToken, issuerWallet, "Harbour Capital");
   issuerToken = harbour.token;
   issuerPartnerId = harbour.issuer.partnerId;
   rivalToken = (await registerIssuer(stack, adminToken, portalWallet(), "Rival Estates")).token;
@@ -409,5 +421,86 @@ describe("client library: sending a refund", () => {
     const done = await succeeded(refund.id);
     expect(done.transactionHash).toBe(sent.transactionHash);
     expect((await refusal(client.refunds.testSend(refund.id))).code).toBe("refund_not_ready");
+  });
+});
+
+// The console's issuer screen in headless Chromium at 1280 and 390 px: screenshots in
+// test-artifacts/rwa-refunds/ (not committed), axe-core clean, every request to the
+// service's origin. The issuer refunds a purchase in full from the offering's purchase
+// list and sends it with the test account; the index completes it and the units return.
+describe("the console: an issuer refunds a purchase (Chromium)", () => {
+  const ARTIFACTS = freshArtifacts("rwa-refunds");
+  let chromium: Chromium | undefined;
+  let page: Page;
+  const requestedUrls: string[] = [];
+
+  async function capture(name: string) {
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.screenshot({ path: join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
+      const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}-${width}.json`), { blockingOnly: true });
+      expect(blocking, `${name} at ${width} px: accessibility violations`).toEqual([]);
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
+  }
+
+  beforeAll(async () => {
+    requireChromium();
+    chromium = await launchChromium("rwa-refunds", { width: 1280, height: 900 });
+    chromium.context.on("request", (request) => requestedUrls.push(request.url()));
+    await injectTestWallet(chromium.context, { chain: stack.chain, rpcUrl: stack.local.rpcUrl, key: () => issuerKey });
+  }, 120_000);
+  afterAll(async () => {
+    const foreign = requestedUrls.filter((url) => new URL(url).origin !== stack.local.baseUrl);
+    expect(foreign).toEqual([]);
+    await chromium?.close();
+  });
+
+  it("Refund… on a settled purchase, sent with the test account: the purchase shows full and the units come back", {
+    timeout: 240_000,
+  }, async () => {
+    const purchase = await settledPurchase(3, 2);
+    const unitsBefore = await unitsAvailable();
+    page = await (chromium as Chromium).context.newPage();
+    await page.goto(`${stack.local.baseUrl}/console`);
+    await page.getByRole("heading", { name: "Sign in to the console" }).waitFor();
+    await page.getByRole("radio", { name: /^Issuer/ }).check();
+    await page.getByRole("button", { name: "Sign in with wallet" }).click();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    await page.goto(`${stack.local.baseUrl}/console/issuer/offerings/${offeringId}`);
+    await page.getByRole("heading", { name: "Harbour Logistics Note 2031", level: 1 }).waitFor();
+    // A purchase refunded in full earlier offers no Refund… any more; this one does.
+    await page.getByRole("button", { name: `Refund purchase ${purchase.id}` }).click();
+    await page.getByRole("heading", { name: `Refund purchase ${purchase.id}` }).waitFor();
+    await capture("01-issuer-refund-form");
+
+    await page.getByRole("button", { name: "Create refund" }).click();
+    const created = page.getByRole("status").filter({ hasText: "created: ready" });
+    await created.waitFor();
+    const refundId = (await created.locator("code").first().textContent()) as string;
+    const refund = await readRefund(refundId);
+    expect(refund).toMatchObject({ status: "ready", amount: purchase.payment.amount });
+    // The send panel opens on the new refund, with the API's exact instructions and the QR code.
+    await page.getByRole("heading", { name: `Send refund ${refundId}` }).waitFor();
+    expect(await page.getByTestId("refund-calldata").textContent()).toBe(refund.instructions?.transaction.data);
+    expect(await page.getByRole("link", { name: "payment link (EIP-681)" }).getAttribute("href")).toBe(refund.instructions?.uri);
+    await page.getByRole("img", { name: "QR code of the refund's payment link" }).waitFor();
+    await capture("02-issuer-refund-send");
+
+    await page.getByRole("button", { name: "Send with the test account" }).click();
+    const sent = page.getByRole("status").filter({ hasText: "Sent:" });
+    await sent.waitFor({ timeout: 30_000 });
+    const done = await refundIn(refundId, "succeeded");
+    expect(await sent.locator("code").textContent()).toBe(done.transactionHash);
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    const row = page
+      .getByRole("row")
+      .filter({ hasText: `${purchase.units}` })
+      .filter({ has: page.locator(".status-full") });
+    await row.first().waitFor({ timeout: 15_000 });
+    expect(await unitsAvailable()).toBe(unitsBefore + 2);
+    await page.getByText(`${unitsBefore + 2} of 50 available`).waitFor({ timeout: 15_000 });
+    await expect.poll(async () => page.getByRole("button", { name: `Refund purchase ${purchase.id}` }).count()).toBe(0);
+    await capture("03-issuer-refunded");
   });
 });
