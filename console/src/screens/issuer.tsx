@@ -323,7 +323,10 @@ function OfferingDetail({ id }: { id: string }) {
             Download purchases (CSV)
           </button>
           <ListState list={purchases} what="purchases" />
-          <Table caption="Purchases of this offering" head={["Investor", "Units", "Total", "Status", "Refunded", "Created", ""]}>
+          <Table
+            caption="Purchases of this offering"
+            head={["Investor", "Units", "Total", "Status", "Refunded", "Created", "Actions"]}
+          >
             {purchases.rows.length === 0 && !purchases.isLoading ? <Empty colSpan={7}>No purchases yet.</Empty> : null}
             {purchases.rows.map((row) => (
               <tr key={row.id}>

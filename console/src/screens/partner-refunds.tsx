@@ -258,7 +258,7 @@ export function RefundTable({
       <ProblemBox error={cancel.error} />
       <Table
         caption="Refunds, newest first"
-        head={["Refund", ...(showOrder ? ["Order"] : []), "Amount", "Status", "To, transaction", ""]}
+        head={["Refund", ...(showOrder ? ["Order"] : []), "Amount", "Status", "To, transaction", "Actions"]}
       >
         {rows.length === 0 && <Empty colSpan={showOrder ? 6 : 5}>No refunds yet.</Empty>}
         {rows.map((row) => (
