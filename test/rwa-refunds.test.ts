@@ -309,6 +309,18 @@ describe("an issuer refunds a whole purchase", () => {
       200,
     );
     expect(holders.data.some((holder) => isAddressEqual(holder.investor as Address, investor()))).toBe(false);
+    // The purchases CSV says it too.
+    const csv = await (
+      await api(stack, "GET", `/api/issuer/offerings/${offeringId}/purchases.csv`, { token: issuerToken })
+    ).text();
+    const [header, ...lines] = csv.trim().split(/\r?\n/);
+    expect(header?.split(",").slice(-2)).toEqual(["amountRefundedUsdc", "refundStatus"]);
+    expect(
+      lines
+        .find((line) => line.startsWith(purchase.id))
+        ?.split(",")
+        .slice(-2),
+    ).toEqual([purchase.payment.amount, "full"]);
     // Nothing remains to refund.
     await expectProblem(await refundPurchase(purchase.id), 409, "refund_exceeds_remaining");
   });
