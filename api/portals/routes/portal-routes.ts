@@ -11,7 +11,6 @@ import { authRoutes } from "./auth-routes.js";
 import { gaslessPurchaseRoutes } from "./gasless-purchase-routes.js";
 import { investorRoutes } from "./investor-routes.js";
 import { issuerNetworkRoutes } from "./issuer-network-routes.js";
-import { issuerPurchaseRefundRoutes, issuerRefundsAsPartner } from "./issuer-refund-routes.js";
 import { issuerRoutes } from "./issuer-routes.js";
 import { offeringRoutes } from "./offering-routes.js";
 import { purchaseRoutes } from "./purchase-routes.js";
@@ -32,26 +31,21 @@ export function portalRoutes(context: AppContext, portal: PortalSettings = conte
   });
   // Local mode only: "Sign in with a test account" (absent, so 404, everywhere else).
   if (context.settings.localMode) app.route("/", testAccountRoutes(context));
-  return (
-    app
-      .route("/investor/auth", authRoutes(context, portal, "investor"))
-      .route("/issuer/auth", authRoutes(context, portal, "issuer"))
-      .route("/admin/auth", authRoutes(context, portal, "admin"))
-      .route("/partner/auth", authRoutes(context, portal, "partner"))
-      .route("/investor", investorRoutes(context))
-      .route("/rwa/offerings", offeringRoutes(context, portal))
-      .route("/rwa/verify", verifyRoutes(context, portal))
-      .route("/rwa", purchaseRoutes(context, portal))
-      .route("/rwa/settlements", gaslessPurchaseRoutes(context))
-      .route("/issuer", issuerNetworkRoutes(context))
-      .route("/issuer", issuerRoutes(context, portal))
-      .route("/admin/payments", adminPaymentRoutes(context))
-      .route("/admin/partners", adminMemberRoutes(context))
-      .route("/admin/relayed-authorizations", adminRelayRoutes(context))
-      .route("/admin/reward-claims", adminRewardRoutes(context))
-      .route("/admin", adminRoutes(context))
-      // RWA refunds by the issuer (issue 26, docs/refunds.md "Issuers")
-      .route("/issuer", issuerPurchaseRefundRoutes(context))
-      .route("/issuer/refunds", issuerRefundsAsPartner(context))
-  );
+  return app
+    .route("/investor/auth", authRoutes(context, portal, "investor"))
+    .route("/issuer/auth", authRoutes(context, portal, "issuer"))
+    .route("/admin/auth", authRoutes(context, portal, "admin"))
+    .route("/partner/auth", authRoutes(context, portal, "partner"))
+    .route("/investor", investorRoutes(context))
+    .route("/rwa/offerings", offeringRoutes(context, portal))
+    .route("/rwa/verify", verifyRoutes(context, portal))
+    .route("/rwa", purchaseRoutes(context, portal))
+    .route("/rwa/settlements", gaslessPurchaseRoutes(context))
+    .route("/issuer", issuerNetworkRoutes(context))
+    .route("/issuer", issuerRoutes(context, portal))
+    .route("/admin/payments", adminPaymentRoutes(context))
+    .route("/admin/partners", adminMemberRoutes(context))
+    .route("/admin/relayed-authorizations", adminRelayRoutes(context))
+    .route("/admin/reward-claims", adminRewardRoutes(context))
+    .route("/admin", adminRoutes(context));
 }
