@@ -14,6 +14,7 @@ import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-p
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
 import { requireAdminMemberToChange, requirePartnerMember } from "./portals/partner-portal.js";
+import { issuerPurchaseRefundRoutes, issuerRefundsAsPartner } from "./portals/routes/issuer-refund-routes.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
 import { ledgerRoutes, reportRoutes } from "./routes/accounting.js";
@@ -179,6 +180,10 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   memberPortalRoutes("/api/partner/ledger", ledgerRoutes(context));
   memberPortalRoutes("/api/partner/reports", reportRoutes(context));
   app.route("/v1/public/refunds", publicRefundRoutes(context));
+  // RWA refunds by the issuer (issue 26, docs/refunds.md "Issuers"): a purchase's refunds, and the
+  // partner's refund routes behind the issuer's session, as its own partner.
+  app.route("/api/issuer", issuerPurchaseRefundRoutes(context));
+  app.route("/api/issuer/refunds", issuerRefundsAsPartner(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   registerEventWebhooks(app);

@@ -157,7 +157,9 @@ export function finishOpenApiDocument(raw: OpenApiDocument, publicBaseUrl: strin
       operation.operationId = operationIdOf(method, path);
       // Routes that group themselves keep their tags; the audience is the document's split (`/openapi/<audience>.json`).
       operation.tags = operation.tags?.length ? operation.tags : [AUDIENCES[audienceOf(path)].tag];
-      if (path.startsWith("/api/partner/") && operation.security?.some((requirement) => "apiKey" in requirement)) {
+      // The partner's refund routes are mounted for issuers too, as their partner (api/portals/routes/issuer-refund-routes.ts).
+      const portalMount = path.startsWith("/api/partner/") || path.startsWith("/api/issuer/refunds");
+      if (portalMount && operation.security?.some((requirement) => "apiKey" in requirement)) {
         operation.security = [{ portalSession: [] }];
       }
       if (operation.security === undefined) operation.security = [];

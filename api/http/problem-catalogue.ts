@@ -700,6 +700,13 @@ export const PROBLEM_REGISTRY = {
     title: "The range is not indexed",
     meaning: "An accounting block range that starts before the indexer's start block or ends after the indexed head.",
   },
+  // RWA refunds by the issuer (issue 26, docs/refunds.md "Issuers")
+  purchase_not_paid: {
+    status: 409,
+    title: "The purchase is not paid",
+    meaning:
+      "An issuer refunds only a settled RWA purchase; one awaiting payment, confirming or expired has nothing to give back (`purchaseStatus` says which). Nothing was created.",
+  },
 } as const satisfies Record<string, ProblemDefinition>;
 
 export type ProblemCode = keyof typeof PROBLEM_REGISTRY;

@@ -29,7 +29,7 @@ export type Purchase = {
   /** The payment engine's checkout session; null only for purchases of an earlier version whose session failed. */
   sessionId: string | null;
   expiresAt: number;
-  /** When the reserved units went back to the offering (purchase expired or failed). */
+  /** When the reserved units went back to the offering (purchase expired or failed, or its order fully refunded). */
   releasedAt: number | null;
   createdAt: number;
 };
@@ -97,6 +97,16 @@ export const purchaseTransitions = {
     to: "held",
     guard: "released_at IS NOT NULL; the offering's units were taken again in the same transaction",
   },
+  /**
+   * A paid purchase whose order became fully refunded gives its units back to the
+   * offering, once, in the transaction of the refund that made it so (see
+   * `returnRefundedPurchaseUnits`). A partial refund keeps the units.
+   */
+  refund: {
+    from: ["held"],
+    to: "released",
+    guard: "released_at IS NULL; the purchase's order is fully refunded (succeeded refunds reach what was paid)",
+  },
 } as const satisfies TransitionTable<ReservationState>;
 
 /** A purchase is created with its checkout session, in the transaction that reserved its units. */
@@ -123,12 +133,15 @@ export async function findInvestorPurchase(
   return row === undefined ? undefined : toPurchase(row);
 }
 
-/** Marks the reservation released; answers false when it already was (the guard). Throws from an illegal state. */
+/**
+ * Marks the reservation released (`release`, or `refund` for a fully refunded purchase);
+ * answers false when it already was (the guard). Throws from an illegal state.
+ */
 export async function releasePurchase(
   trx: Kysely<Database>,
-  params: { purchase: Pick<Purchase, "id" | "releasedAt">; now: number },
+  params: { purchase: Pick<Purchase, "id" | "releasedAt">; now: number; transition?: "release" | "refund" },
 ): Promise<boolean> {
-  ruleFor("RWA purchase", purchaseTransitions, "release", reservationOf(params.purchase));
+  ruleFor("RWA purchase", purchaseTransitions, params.transition ?? "release", reservationOf(params.purchase));
   const released = await trx
     .updateTable("rwa_purchase")
     .set({ released_at: params.now })
@@ -151,6 +164,17 @@ export async function reholdPurchase(
     .where("released_at", "is not", null)
     .executeTakeFirst();
   return held.numUpdatedRows === 1n;
+}
+
+/** The purchase an order pays for (through its checkout session), if the order is an RWA purchase's. */
+export async function purchaseOfOrder(db: Kysely<Database>, orderId: string): Promise<Purchase | undefined> {
+  const row = await db
+    .selectFrom("rwa_purchase")
+    .innerJoin("checkout_session", "checkout_session.id", "rwa_purchase.session_id")
+    .selectAll("rwa_purchase")
+    .where("checkout_session.order_id", "=", orderId)
+    .executeTakeFirst();
+  return row === undefined ? undefined : toPurchase(row);
 }
 
 /** The purchase a checkout session pays, if the session is an RWA purchase's. */
@@ -176,7 +200,7 @@ export async function listPurchases(
   return (await query.execute()).map(toPurchase);
 }
 
-/** Settled purchases of an offering, by investor (the holder register). */
+/** Settled purchases of an offering still holding their units (not fully refunded), by investor (the holder register). */
 export async function settledPurchasesOfOffering(db: Kysely<Database>, offeringId: string): Promise<Purchase[]> {
   const rows = await db
     .selectFrom("rwa_purchase")
@@ -184,6 +208,7 @@ export async function settledPurchasesOfOffering(db: Kysely<Database>, offeringI
     .selectAll("rwa_purchase")
     .where("rwa_purchase.offering_id", "=", offeringId)
     .where("checkout_session.status", "=", "settled")
+    .where("rwa_purchase.released_at", "is", null)
     .orderBy("rwa_purchase.investor")
     .execute();
   return rows.map(toPurchase);
@@ -270,6 +295,7 @@ export async function settledUnitsOfExhaustedOfferings(
     .where("offering.status", "in", ["open", "paused"])
     .where("offering.units_available", "=", 0)
     .where("checkout_session.status", "=", "settled")
+    .where("rwa_purchase.released_at", "is", null)
     .groupBy(["offering.id", "offering.total_units"]);
   if (offeringIds !== undefined) query = query.where("offering.id", "in", offeringIds);
   const rows = await query.execute();

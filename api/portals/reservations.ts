@@ -11,6 +11,8 @@ import { closeSoldOutOffering, findOffering, returnOfferingUnits, takeOfferingUn
 import {
   countUnpaidPurchases,
   findPurchase,
+  type Purchase,
+  purchaseOfOrder,
   purchaseOfSession,
   reholdPurchase,
   releaseCandidates,
@@ -118,8 +120,33 @@ export function offeringNotOpen(status: string): ProblemError {
 /** Gives a purchase's units back to its offering, once (the guarded UPDATE on `released_at`). */
 export async function releasePurchaseUnits(trx: Kysely<Database>, purchaseId: string, now = Date.now()): Promise<boolean> {
   const purchase = await findPurchase(trx, purchaseId);
-  if (purchase === undefined || purchase.releasedAt !== null) return false;
-  if (!(await releasePurchase(trx, { purchase, now }))) return false;
+  if (purchase === undefined) return false;
+  return givePurchaseUnitsBack(trx, { purchase, now, transition: "release" });
+}
+
+/**
+ * A fully refunded RWA purchase gives its units back to its offering (SPEC 15,
+ * docs/refunds.md), once, in the refund's transaction: the offering can sell them
+ * again (a closed offering stays closed), the investor's position shrinks and the
+ * purchase leaves the holder register. False when the order is no RWA purchase's or
+ * its units were already returned.
+ */
+export async function returnRefundedPurchaseUnits(
+  trx: Kysely<Database>,
+  params: { orderId: string; now: number },
+): Promise<boolean> {
+  const purchase = await purchaseOfOrder(trx, params.orderId);
+  if (purchase === undefined) return false;
+  return givePurchaseUnitsBack(trx, { purchase, now: params.now, transition: "refund" });
+}
+
+async function givePurchaseUnitsBack(
+  trx: Kysely<Database>,
+  params: { purchase: Purchase; now: number; transition: "release" | "refund" },
+): Promise<boolean> {
+  const { purchase, now, transition } = params;
+  if (purchase.releasedAt !== null) return false;
+  if (!(await releasePurchase(trx, { purchase, now, transition }))) return false;
   await returnOfferingUnits(trx, { offeringId: purchase.offeringId, units: purchase.units });
   await trx
     .updateTable("offering_position")

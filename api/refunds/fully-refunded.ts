@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { returnRefundedPurchaseUnits } from "../portals/reservations.js";
 import { revokeUnclaimedRewardsOfOrder } from "../rewards/revoke-reward.js";
 import type { Database } from "../store/database.js";
 import { markFullyRefunded, type PaymentRef } from "./refund-record.js";
@@ -11,7 +12,9 @@ import { markFullyRefunded, type PaymentRef } from "./refund-record.js";
  * - its certificate can no longer be claimed, and a minted one verifies `revoked`
  *   (the claim and the verification read `fullyRefundedOrderIds`, which this mark answers);
  * - its rewards that were not claimed are revoked (SPEC 16). One whose voucher is still
- *   out stays: the customer may claim it until the voucher's deadline, as for any revoke.
+ *   out stays: the customer may claim it until the voucher's deadline, as for any revoke;
+ * - an RWA purchase's units go back to its offering (the purchase's `refund` transition).
+ *   A partial refund keeps them: units are not split by money.
  */
 export async function onOrderFullyRefunded(
   trx: Kysely<Database>,
@@ -19,4 +22,5 @@ export async function onOrderFullyRefunded(
 ): Promise<void> {
   if (!(await markFullyRefunded(trx, { payment: params.payment, now: params.now }))) return;
   await revokeUnclaimedRewardsOfOrder(trx, { orderId: params.orderId, reason: "order_refunded", now: params.now });
+  await returnRefundedPurchaseUnits(trx, { orderId: params.orderId, now: params.now });
 }

@@ -1,5 +1,5 @@
 import { baseUnitsString } from "./amounts.js";
-import { type Query, request, requestCsv, type Transport } from "./http.js";
+import { type Query, request, requestCsv, requestText, type Transport } from "./http.js";
 import { DEFAULT_BASE_URLS, type NetworkName } from "./networks.js";
 import type {
   ApiKey,
@@ -35,7 +35,11 @@ import type {
   RangeParams,
   Reconciliation,
   Refund,
+  RefundAuthorizationRequest,
   RefundRequestParams,
+  RefundTestSend,
+  RelayedRefund,
+  RelayRefundAuthorizationParams,
   RequestBody,
   ResponseBody,
   Reward,
@@ -188,6 +192,24 @@ export function createClient(options: ClientOptions) {
     retrieve: (refundId: string) => get<Refund>(path`/v1/refunds/${refundId}`),
     /** Cancels a refund no money moved for yet (`awaiting_destination` or `ready`). */
     cancel: (refundId: string) => post<Refund>(path`/v1/refunds/${refundId}/cancel`),
+    /**
+     * Local mode only: sends a `ready` refund from its payment address with the test
+     * account. The refund completes once the index shows the transfer (poll `retrieve`).
+     */
+    testSend: (refundId: string) => post<RefundTestSend>(path`/v1/refunds/${refundId}/test-send`),
+    /**
+     * What the payment address signs to send a `ready` refund without ETH: the token's
+     * EIP-712 domain and a `TransferWithAuthorization` (EIP-3009) of exactly the refund.
+     */
+    authorizationRequest: (refundId: string) => get<RefundAuthorizationRequest>(path`/v1/refunds/${refundId}/authorization`),
+    /**
+     * Hands the payment address's signed authorization to the relayer, which submits it;
+     * the refund stays `ready` until the index shows the transfer.
+     */
+    relayAuthorization: (refundId: string, params: RelayRefundAuthorizationParams) =>
+      post<RelayedRefund>(path`/v1/refunds/${refundId}/authorization`, params),
+    /** A `ready` refund's EIP-681 link as an SVG QR code (the SVG's text), for the payment address's wallet to scan. */
+    qrSvg: (refundId: string) => requestText(transport, { path: path`/v1/refunds/${refundId}/qr`, accept: "image/svg+xml" }),
   };
 
   const branding = {

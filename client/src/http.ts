@@ -91,3 +91,24 @@ export async function requestCsv(
   if (!response.ok || response.body === null) throw problemOf(response, await response.text());
   return response.body;
 }
+
+/**
+ * A call answered with text rather than JSON (an SVG QR code): the body as a string,
+ * problems as `SettlementApiError` like every other call.
+ */
+export async function requestText(transport: Transport, params: { path: string; accept: string }): Promise<string> {
+  const url = new URL(params.path.replace(/^\//, ""), `${transport.baseUrl.replace(/\/+$/, "")}/`);
+  let response: Response;
+  try {
+    response = await transport.fetch(url, {
+      method: "GET",
+      headers: { Authorization: `Bearer ${transport.apiKey}`, Accept: `${params.accept}, application/problem+json` },
+      signal: AbortSignal.timeout(transport.timeoutMs),
+    });
+  } catch (cause) {
+    throw new SettlementConnectionError(`GET ${url.pathname} did not get an answer: ${String(cause)}`, { cause });
+  }
+  const text = await response.text();
+  if (response.ok) return text;
+  throw problemOf(response, text);
+}

@@ -209,6 +209,13 @@ export type RefundInstructions = NonNullable<Refund["instructions"]>;
 /** `amount` is a bigint or an integer string of base units; it is sent as a string. Name `orderId` or `payment`. */
 export type CreateRefundParams = Omit<RequestBody<"/v1/refunds", "post">, "amount"> & { amount?: bigint | string };
 export type ListRefundsParams = QueryParameters<"/v1/refunds", "get">;
+/** The test account's send (local mode): its transaction and the refund as it reads now. */
+export type RefundTestSend = ResponseBody<"/v1/refunds/{id}/test-send", "post">;
+/** What the payment address signs (EIP-712) to send a refund without ETH. */
+export type RefundAuthorizationRequest = ResponseBody<"/v1/refunds/{id}/authorization", "get">;
+/** The signed authorization: `authorization` (the request's `message`), `signature`, and the domain's chain. */
+export type RelayRefundAuthorizationParams = RequestBody<"/v1/refunds/{id}/authorization", "post">;
+export type RelayedRefund = ResponseBody<"/v1/refunds/{id}/authorization", "post">;
 
 // Accounting (docs/accounting.md): ranges, the ledger, reconciliation, order evidence, read-only keys.
 

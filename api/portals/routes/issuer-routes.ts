@@ -223,6 +223,8 @@ export function issuerRoutes(context: AppContext, portal: PortalSettings) {
             "amountPaidUsdc",
             "transactionHash",
             "createdAt",
+            "amountRefundedUsdc",
+            "refundStatus",
           ],
           records.map((record) => {
             const view = purchaseView(record);
@@ -236,6 +238,8 @@ export function issuerRoutes(context: AppContext, portal: PortalSettings) {
               view.settlement === null ? null : (view.payment?.amount ?? null),
               view.settlement?.transactionHash ?? null,
               view.createdAt,
+              view.amountRefunded,
+              view.refundStatus,
             ];
           }),
         );

@@ -7,6 +7,7 @@ import { Link, navigate } from "../router";
 import { useSession } from "../session";
 import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList, When } from "../ui";
 import type { OfferingRow, PurchaseRow } from "./investor";
+import { PurchaseRefunds, type RefundablePurchase } from "./issuer-refunds";
 
 export const issuerNav: NavItem[] = [
   { path: "offerings", label: "Offerings" },
@@ -219,10 +220,22 @@ function OfferingDetail({ id }: { id: string }) {
     queryKey: ["issuer-offering", id],
     queryFn: () => api<OfferingRow>(`/api/issuer/offerings/${id}`, { token }),
   });
-  const purchases = usePagedList<PurchaseRow & { investor: string }>(
+  const purchases = usePagedList<PurchaseRow & RefundablePurchase & { refundStatus: string }>(
     ["issuer-purchases", id],
     `/api/issuer/offerings/${id}/purchases`,
   );
+  const [refunding, setRefunding] = useState<string | null>(null);
+  const refundingRow = purchases.rows.find((row) => row.id === refunding);
+  /** A refund changes the purchase's refund totals, and a full one the offering's units and holders. */
+  const refundChanged = () => {
+    for (const key of [
+      ["issuer-purchases", id],
+      ["issuer-offering", id],
+      ["issuer-holders", id],
+    ]) {
+      void queryClient.invalidateQueries({ queryKey: key });
+    }
+  };
   const holders = useQuery({
     queryKey: ["issuer-holders", id],
     queryFn: () => api<{ data: HolderRow[] }>(`/api/issuer/offerings/${id}/holders`, { token }),
@@ -310,8 +323,11 @@ function OfferingDetail({ id }: { id: string }) {
             Download purchases (CSV)
           </button>
           <ListState list={purchases} what="purchases" />
-          <Table caption="Purchases of this offering" head={["Investor", "Units", "Total", "Status", "Created"]}>
-            {purchases.rows.length === 0 && !purchases.isLoading ? <Empty colSpan={5}>No purchases yet.</Empty> : null}
+          <Table
+            caption="Purchases of this offering"
+            head={["Investor", "Units", "Total", "Status", "Refunded", "Created", "Actions"]}
+          >
+            {purchases.rows.length === 0 && !purchases.isLoading ? <Empty colSpan={7}>No purchases yet.</Empty> : null}
             {purchases.rows.map((row) => (
               <tr key={row.id}>
                 <td>
@@ -325,12 +341,31 @@ function OfferingDetail({ id }: { id: string }) {
                   <Status value={row.status} />
                 </td>
                 <td>
+                  {row.refundStatus === "none" ? (
+                    "—"
+                  ) : (
+                    <>
+                      <Status value={row.refundStatus} /> <Money value={row.amountRefunded} />
+                    </>
+                  )}
+                </td>
+                <td>
                   <When value={row.createdAt} />
+                </td>
+                <td>
+                  {row.status === "settled" && row.refundStatus !== "full" && (
+                    <button type="button" aria-label={`Refund purchase ${row.id}`} onClick={() => setRefunding(row.id)}>
+                      Refund…
+                    </button>
+                  )}
                 </td>
               </tr>
             ))}
           </Table>
           <MoreButton list={purchases} />
+          {refundingRow && (
+            <PurchaseRefunds purchase={refundingRow} onChanged={refundChanged} onClose={() => setRefunding(null)} />
+          )}
           <h2>Holders</h2>
           <button type="button" onClick={() => void download("holders")}>
             Download holders (CSV)

@@ -51,7 +51,7 @@ export type RefundRow = {
   createdAt: string;
 };
 
-const REASONS: [string, string][] = [
+export const REASONS: [string, string][] = [
   ["requested_by_customer", "Requested by the customer"],
   ["duplicate", "Duplicate payment"],
   ["wrong_amount", "Wrong amount"],
@@ -59,7 +59,10 @@ const REASONS: [string, string][] = [
   ["other", "Other"],
 ];
 
-const IN_FLIGHT = new Set(["ready", "pending"]);
+export const IN_FLIGHT = new Set(["ready", "pending"]);
+
+/** Where a portal reaches its refunds: the partner member's, or the issuer's (as its partner). */
+const PARTNER_REFUNDS = "/api/partner/refunds";
 
 export function Refunds({ orderId }: { orderId?: string }) {
   const [status, setStatus] = useState("");
@@ -231,10 +234,23 @@ function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; o
   );
 }
 
-function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged: () => void; onSend: (id: string) => void }) {
+export function RefundTable({
+  rows,
+  onChanged,
+  onSend,
+  basePath = PARTNER_REFUNDS,
+  showOrder = true,
+}: {
+  rows: RefundRow[];
+  onChanged: () => void;
+  onSend: (id: string) => void;
+  basePath?: string;
+  /** Off where every row is of one order (an issuer's purchase): the column would repeat it. */
+  showOrder?: boolean;
+}) {
   const { token } = useSession();
   const cancel = useMutation({
-    mutationFn: (id: string) => api<RefundRow>(`/api/partner/refunds/${encodeURIComponent(id)}/cancel`, { token, json: {} }),
+    mutationFn: (id: string) => api<RefundRow>(`${basePath}/${encodeURIComponent(id)}/cancel`, { token, json: {} }),
     onSuccess: onChanged,
   });
   return (
@@ -242,9 +258,9 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
       <ProblemBox error={cancel.error} />
       <Table
         caption="Refunds, newest first"
-        head={["Refund", "Order", "Amount", "Status", "To, transaction", ""]}
+        head={["Refund", ...(showOrder ? ["Order"] : []), "Amount", "Status", "To, transaction", "Actions"]}
       >
-        {rows.length === 0 && <Empty colSpan={6}>No refunds yet.</Empty>}
+        {rows.length === 0 && <Empty colSpan={showOrder ? 6 : 5}>No refunds yet.</Empty>}
         {rows.map((row) => (
           <tr key={row.id}>
             <td>
@@ -254,17 +270,19 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
                 <When value={row.createdAt} />
               </small>
             </td>
-            <td>
-              {row.externalOrderId ?? "—"}
-              {row.orderId && (
-                <>
-                  <br />
-                  <small>
-                    <code className="break">{row.orderId}</code>
-                  </small>
-                </>
-              )}
-            </td>
+            {showOrder && (
+              <td>
+                {row.externalOrderId ?? "—"}
+                {row.orderId && (
+                  <>
+                    <br />
+                    <small>
+                      <code className="break">{row.orderId}</code>
+                    </small>
+                  </>
+                )}
+              </td>
+            )}
             <td>
               <Money value={row.amount} />
             </td>
@@ -301,7 +319,19 @@ function RefundTable({ rows, onChanged, onSend }: { rows: RefundRow[]; onChanged
 }
 
 /** Sending one `ready` refund: the connected wallet, the test account (local mode), or any wallet by its instructions. */
-function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: () => void; onClose: () => void }) {
+export function SendRefund({
+  refund,
+  onSent,
+  onClose,
+  basePath = PARTNER_REFUNDS,
+  fromLabel = "From (your payment address)",
+}: {
+  refund: RefundRow;
+  onSent: () => void;
+  onClose: () => void;
+  basePath?: string;
+  fromLabel?: string;
+}) {
   const { token } = useSession();
   const instructions = refund.instructions;
   const connection = useConnection();
@@ -316,7 +346,7 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
     queryKey: ["refund-qr", refund.id, refund.status],
     enabled: refund.status === "ready",
     queryFn: async () => {
-      const svg = await api<string>(`/api/partner/refunds/${encodeURIComponent(refund.id)}/qr`, { token, raw: true });
+      const svg = await api<string>(`${basePath}/${encodeURIComponent(refund.id)}/qr`, { token, raw: true });
       return `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`;
     },
   });
@@ -351,7 +381,7 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
   });
   const gasless = useMutation({
     mutationFn: async () => {
-      const path = `/api/partner/refunds/${encodeURIComponent(refund.id)}/authorization`;
+      const path = `${basePath}/${encodeURIComponent(refund.id)}/authorization`;
       const request = await api<AuthorizationRequest>(path, { token });
       const account = await paymentAddressWallet(request.message.from);
       const { message } = request;
@@ -380,7 +410,7 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
   });
   const testAccount = useMutation({
     mutationFn: () =>
-      api<{ transactionHash: string }>(`/api/partner/refunds/${encodeURIComponent(refund.id)}/test-send`, { token, json: {} }),
+      api<{ transactionHash: string }>(`${basePath}/${encodeURIComponent(refund.id)}/test-send`, { token, json: {} }),
     onSuccess: onSent,
   });
   const sentHash = fromWallet.data ?? gasless.data?.transactionHash ?? testAccount.data?.transactionHash;
@@ -392,7 +422,7 @@ function SendRefund({ refund, onSent, onClose }: { refund: RefundRow; onSent: ()
       ) : (
         <>
           <dl className="facts" aria-label="The refund's transfer">
-            <dt>From (your payment address)</dt>
+            <dt>{fromLabel}</dt>
             <dd>
               <code>{instructions.from}</code>
             </dd>
