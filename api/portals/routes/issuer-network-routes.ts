@@ -24,7 +24,16 @@ export function issuerNetworkRoutes(context: AppContext) {
         200: jsonResponse(
           "Networks",
           z.object({
-            data: z.array(z.object({ network: z.string(), chainId: z.number().int(), watchedAddresses: z.array(z.string()) })),
+            data: z.array(
+              z.object({
+                network: z.string(),
+                chainId: z.number().int(),
+                watchedAddresses: z.array(z.string()),
+                availableAddresses: z
+                  .array(z.string())
+                  .openapi({ description: "Watched addresses no other partner holds: the ones an offering may use" }),
+              }),
+            ),
           }),
         ),
         ...problemResponses,

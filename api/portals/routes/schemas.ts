@@ -186,6 +186,9 @@ export const PurchaseSchema = z
         mintTransactionHash: z.string().nullable(),
       })
       .nullable(),
+    amountRefunded: z.string().openapi({ description: "succeeded refunds, base units (docs/refunds.md)" }),
+    amountRefundPending: z.string().openapi({ description: "ready and pending refunds, base units" }),
+    refundStatus: z.enum(["none", "partial", "full"]).openapi({ description: "`full`: the units went back to the offering" }),
     createdAt: z.string(),
   })
   .openapi("RwaPurchase");

@@ -4516,6 +4516,15 @@ export interface components {
                 owner: string | null;
                 mintTransactionHash: string | null;
             } | null;
+            /** @description succeeded refunds, base units (docs/refunds.md) */
+            amountRefunded: string;
+            /** @description ready and pending refunds, base units */
+            amountRefundPending: string;
+            /**
+             * @description `full`: the units went back to the offering
+             * @enum {string}
+             */
+            refundStatus: "none" | "partial" | "full";
             createdAt: string;
         };
         CertificateClaim: {
@@ -19520,6 +19529,8 @@ export interface operations {
                             network: string;
                             chainId: number;
                             watchedAddresses: string[];
+                            /** @description Watched addresses no other partner holds: the ones an offering may use */
+                            availableAddresses: string[];
                         }[];
                     };
                 };

@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api } from "../api";
+import type { RowOf } from "../api-types";
 import { parseUsdc } from "../money";
 import { useSession } from "../session";
 import { Field, ListState, Money, MoreButton, ProblemBox, usePagedList } from "../ui";
@@ -15,15 +16,7 @@ import { IN_FLIGHT, REASONS, type RefundRow, RefundTable, SendRefund } from "./p
 
 const ISSUER_REFUNDS = "/api/issuer/refunds";
 
-export type RefundablePurchase = {
-  id: string;
-  investor: string;
-  units: number;
-  totalPriceUsdc: string;
-  payment: { amount: string } | null;
-  amountRefunded: string;
-  amountRefundPending: string;
-};
+export type RefundablePurchase = RowOf<"/api/issuer/offerings/{id}/purchases">;
 
 export function PurchaseRefunds({
   purchase,

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api";
+import type { RowOf } from "../api-types";
 import type { NavItem } from "../app";
 import { parseUsdc } from "../money";
 import { Link, navigate } from "../router";
@@ -56,7 +57,7 @@ function Offerings() {
   );
 }
 
-type NetworkRow = { network: string; chainId: number; watchedAddresses: string[]; availableAddresses: string[] };
+type NetworkRow = RowOf<"/api/issuer/networks">;
 
 const isoIn = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 16);
 
@@ -211,7 +212,7 @@ function Draft() {
   );
 }
 
-type HolderRow = { investor: string; units: number; totalPaidUsdc?: string; kycStatus?: string; jurisdiction?: string | null };
+type HolderRow = RowOf<"/api/issuer/offerings/{id}/holders">;
 
 function OfferingDetail({ id }: { id: string }) {
   const { token } = useSession();

@@ -3,6 +3,7 @@ import { useEffect, useState } from "react";
 import { erc20Abi, type Hex, isAddressEqual } from "viem";
 import { useConnect, useConnection, useConnectors, useSignTypedData, useWriteContract } from "wagmi";
 import { api } from "../api";
+import type { Answer, RowOf } from "../api-types";
 import { parseUsdc } from "../money";
 import { useSession } from "../session";
 import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList, When } from "../ui";
@@ -18,38 +19,11 @@ import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status
  */
 
 /** What the payment address signs for a gasless send (`GET …/authorization`). */
-type AuthorizationRequest = {
-  relayer: string;
-  domain: { name: string; version: string; chainId: number; verifyingContract: Hex };
-  types: { TransferWithAuthorization: { name: string; type: string }[] };
-  primaryType: "TransferWithAuthorization";
-  message: { from: Hex; to: Hex; value: string; validAfter: string; validBefore: string; nonce: Hex };
-};
+type AuthorizationRequest = Answer<"/api/partner/refunds/{id}/authorization">;
 
-type Instructions = {
-  chainId: number;
-  tokenAddress: string;
-  from: string;
-  to: string;
-  amount: string;
-  uri: string;
-  transaction: { to: string; data: string; chainId: number };
-};
+type Instructions = NonNullable<RefundRow["instructions"]>;
 
-export type RefundRow = {
-  id: string;
-  status: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
-  orderId: string | null;
-  externalOrderId: string | null;
-  paymentId?: string;
-  amount: string;
-  reason: string;
-  destination: string | null;
-  customerUrl: string | null;
-  instructions: Instructions | null;
-  transactionHash: string | null;
-  createdAt: string;
-};
+export type RefundRow = RowOf<"/api/partner/refunds">;
 
 export const REASONS: [string, string][] = [
   ["requested_by_customer", "Requested by the customer"],
@@ -387,7 +361,8 @@ export function SendRefund({
       const { message } = request;
       const signature = await signTypedDataAsync({
         account,
-        domain: request.domain,
+        // The document types an address as a string; the signer wants its 0x form.
+        domain: { ...request.domain, verifyingContract: request.domain.verifyingContract as Hex },
         types: request.types,
         primaryType: request.primaryType,
         message: {
