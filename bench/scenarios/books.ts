@@ -4,8 +4,11 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type Address, numberToHex } from "viem";
 import { startLocalStack } from "../../local/local-stack.js";
+import { spawnPonder } from "../../local/ponder-process.js";
+import { findFreePort } from "../../local/ports.js";
 import { jsonRpc } from "../support/json-rpc.js";
 import type { MemorySampler } from "../support/memory.js";
+import { PROJECT_ROOT } from "../support/processes.js";
 import { round, sleep } from "../support/stats.js";
 import { countIndexed, sprayTransfers } from "./indexer.js";
 
@@ -38,8 +41,10 @@ export type BooksResult = {
 
 /**
  * The books over 100,000 indexed transfers (issue 27): the indexer scenario's transfers
- * (sprayTransfers) made to the demo partner's payment address on a running local stack,
- * indexed as they are mined; then the partner's reconciliation and a full-period CSV
+ * (sprayTransfers) made to the demo partner's payment address on a local stack whose
+ * service is stopped meanwhile (indexing them live, block by block, runs at about a
+ * hundred a second here), then the service started again on the same data directory
+ * catches up as a backfill; then the partner's reconciliation and a full-period CSV
  * export of its ledger, timed, with the service's resident memory during the export.
  */
 export async function measureBooks(params: {
@@ -52,12 +57,15 @@ export async function measureBooks(params: {
 }): Promise<BooksResult> {
   const { log } = params;
   const dataDir = mkdtempSync(join(tmpdir(), "settlement-bench-books-"));
-  // The workers stay off: with them on, the settlement worker would record 100,000
-  // unresolved payments while the figures are taken; the ledger reads its facts
-  // (payments, refunds, rewards) by key either way.
-  const stack = await startLocalStack({ dataDir, env: { WORKERS: "off" } });
+  const stack = await startLocalStack({ dataDir });
+  // As in the indexer scenario: a restart that cannot start stops the stack's service on
+  // purpose (stopping it directly would have the stack's supervisor start it again).
+  await stack.restartService({ NETWORKS: "bench-stopped" }).then(
+    (service) => service.stop(),
+    () => undefined,
+  );
+  let service: ReturnType<typeof spawnPonder> | undefined;
   try {
-    const baseUrl = stack.local.baseUrl;
     const authorization = `Bearer ${stack.local.partner.apiKey}`;
     const recipient = stack.local.partner.paymentAddress as Address;
     const { blocks } = await sprayTransfers({
@@ -68,23 +76,43 @@ export async function measureBooks(params: {
       gapBlocks: params.gapBlocks,
       log,
     });
-    // A few blocks on top so that the last transfer is confirmed in the index's eyes.
-    await jsonRpc(stack.anvil.rpcUrl)("anvil_mine", [numberToHex(4)]);
+    // Blocks on top so that the whole range is final, a backfill for the service.
+    await jsonRpc(stack.anvil.rpcUrl)("anvil_mine", [numberToHex(64)]);
     const fromBlock = stack.deployment.deployBlock;
     const toBlock = Math.max(...blocks);
-    log(`  waiting for the service to index ${params.transfers.toLocaleString("en")} transfers...`);
+    // The service again, on the same data directory (the store holds the demo partner and
+    // its key). The workers stay off: with them on, the settlement worker would record
+    // 100,000 unresolved payments while the figures are taken; the ledger reads its facts
+    // (payments, refunds, rewards) by key either way.
+    log(`  starting the service; waiting for it to index ${params.transfers.toLocaleString("en")} transfers...`);
+    const running = spawnPonder({
+      root: PROJECT_ROOT,
+      port: await findFreePort(),
+      env: { ...stack.serviceEnv, WORKERS: "off" },
+    });
+    service = running;
+    const baseUrl = () => `http://127.0.0.1:${running.port()}`;
     const deadline = performance.now() + params.timeoutMs;
     for (;;) {
-      const count = await countIndexed(baseUrl).catch(() => 0);
+      if (running.process.exitCode !== null)
+        throw new Error(`the service exited with ${running.process.exitCode}:\n${running.output().slice(-3000)}`);
+      const ready = await fetch(`${baseUrl()}/ready`).then(
+        async (response) => {
+          await response.arrayBuffer();
+          return response.status === 200;
+        },
+        () => false,
+      );
+      const count = ready ? await countIndexed(baseUrl()).catch(() => 0) : 0;
       if (count >= params.transfers) break;
       if (performance.now() > deadline) throw new Error(`the index holds ${count} transfers after the timeout`);
-      await sleep(500);
+      await sleep(1_000);
     }
 
     const range = `fromBlock=${fromBlock}&toBlock=${toBlock}`;
     const reconcile = async () => {
       const started = performance.now();
-      const response = await fetch(`${baseUrl}/v1/reports/reconciliation?${range}`, {
+      const response = await fetch(`${baseUrl()}/v1/reports/reconciliation?${range}`, {
         headers: { Authorization: authorization },
       });
       const body = (await response.json()) as { data?: { reconciled: boolean; sums: Record<string, string> }[] };
@@ -99,7 +127,7 @@ export async function measureBooks(params: {
     if (!first.reconciled) log("  (the reconciliation does not reconcile: the figure is still the time)");
     log(`  reconciliation: ${round(first.ms)} ms, again ${round(second.ms)} ms (${first.rows} addresses)`);
 
-    const pid = stack.ponder.process.pid;
+    const pid = running.process.pid;
     params.memory.watch(pid);
     params.memory.begin("books-idle");
     await sleep(1_000);
@@ -107,7 +135,7 @@ export async function measureBooks(params: {
     params.memory.begin("books-export");
     log("  full-period ledger export (CSV)...");
     const started = performance.now();
-    const response = await fetch(`${baseUrl}/v1/ledger?${range}`, {
+    const response = await fetch(`${baseUrl()}/v1/ledger?${range}`, {
       headers: { Authorization: authorization, Accept: "text/csv" },
     });
     if (response.status !== 200 || response.body === null) throw new Error(`the ledger export answered ${response.status}`);
@@ -125,7 +153,7 @@ export async function measureBooks(params: {
     const peakDuringExportBytes = await params.memory.end("books-export");
     params.memory.watch(undefined);
     const rows = lines - 1;
-    if (rows !== params.transfers) throw new Error(`the export held ${rows} rows, expected ${params.transfers}`);
+    if (rows < params.transfers) throw new Error(`the export held ${rows} rows, expected ${params.transfers}`);
     const rowsPerS = Math.round(rows / (exportMs / 1000));
     const peakGrowthBytes =
       beforeExportBytes === undefined || peakDuringExportBytes === undefined
@@ -143,10 +171,11 @@ export async function measureBooks(params: {
       reconciliationRows: first.rows,
       export: { ms: round(exportMs), rows, bytes, rowsPerS, firstByteMs: round(firstByteMs ?? exportMs) },
       rss: { beforeExportBytes, peakDuringExportBytes, peakGrowthBytes },
-      note: `the indexer scenario's transfers (${params.transfersPerTransaction} per transaction) to the demo partner's payment address, indexed live by the stack's service (workers off); the partner's API key; range = deploy block .. last transfer`,
+      note: `the indexer scenario's transfers (${params.transfersPerTransaction} per transaction) to the demo partner's payment address, indexed by the service started after they were made (a backfill; workers off); the partner's API key; range = deploy block .. last transfer`,
     };
   } finally {
     params.memory.watch(undefined);
+    await service?.stop();
     await stack.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
