@@ -13,6 +13,7 @@ import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
+import { adminBooksAccess } from "./portals/admin-books-access.js";
 import { requireAdminMemberToChange, requirePartnerMember } from "./portals/partner-portal.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
 import { portalRoutes } from "./portals/routes/portal-routes.js";
@@ -27,7 +28,7 @@ import { eventsRoutes, registerEventWebhooks } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { hostedPageRoutes } from "./routes/hosted-pages.js";
 import { memberRoutes } from "./routes/members.js";
-import { orderRoutes } from "./routes/orders.js";
+import { orderReadRoutes, orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
@@ -178,6 +179,19 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   // session, read-only (these routers have GET routes only); the orders list is /api/partner/orders.
   memberPortalRoutes("/api/partner/ledger", ledgerRoutes(context));
   memberPortalRoutes("/api/partner/reports", reportRoutes(context));
+  // The operator's books across partners (issue 27, docs/accounting.md): the same read handlers
+  // behind an admin portal session; `partnerId=` narrows to one partner, as for an auditor key.
+  const adminBooks = adminBooksAccess(context);
+  // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
+  const adminBooksRoutes: [string, Hono<any, any, any>][] = [
+    ["/api/admin/ledger", ledgerRoutes(context)],
+    ["/api/admin/reports", reportRoutes(context)],
+    ["/api/admin/orders", orderReadRoutes(context)],
+  ];
+  for (const [prefix, routes] of adminBooksRoutes) {
+    for (const path of [prefix, `${prefix}/*`]) app.use(path, ...adminBooks);
+    app.route(prefix, routes);
+  }
   app.route("/v1/public/refunds", publicRefundRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });

@@ -130,6 +130,9 @@ export function mountProblems(path: string, method: string, operation: Operation
   // `partnerId=` names a partner that must exist (and a partner's key only its own), or is asked for.
   if (secured && path.startsWith("/v1/") && method !== "get") codes.push("read_only_key");
   if (secured && path.startsWith("/v1/") && method === "get") codes.push("invalid_request", "not_found");
+  // The operator's books (api/portals/admin-books-access.ts): `partnerId=` names a partner that must exist.
+  if (secured && path.startsWith("/api/admin/") && parameters.some((parameter) => parameter.name === "partnerId"))
+    codes.push("not_found");
   if (RATE_LIMITED.some((pattern) => pattern.test(path))) codes.push("rate_limited");
   return codes;
 }
@@ -157,7 +160,8 @@ export function finishOpenApiDocument(raw: OpenApiDocument, publicBaseUrl: strin
       operation.operationId = operationIdOf(method, path);
       // Routes that group themselves keep their tags; the audience is the document's split (`/openapi/<audience>.json`).
       operation.tags = operation.tags?.length ? operation.tags : [AUDIENCES[audienceOf(path)].tag];
-      if (path.startsWith("/api/partner/") && operation.security?.some((requirement) => "apiKey" in requirement)) {
+      // The same handlers mounted for the operator behind an admin session (the books across partners).
+      if (/^\/api\/(partner|admin)\//.test(path) && operation.security?.some((requirement) => "apiKey" in requirement)) {
         operation.security = [{ portalSession: [] }];
       }
       if (operation.security === undefined) operation.security = [];
