@@ -45,7 +45,7 @@ export function AdminAuditor() {
         Every partner's books for a period, tied to the chain: each payment address's closing balance from the index is compared
         with the balance read from the chain, unreconciled addresses first. Nothing here changes anything.
       </p>
-      <div className="inline">
+      <div className="partner-filter">
         <Field label="Partner">
           {(id) => (
             <select id={id} value={partnerId} onChange={(event) => setPartnerId(event.target.value)}>

@@ -226,7 +226,7 @@ export function ReconciliationTable({ base, query, partners }: { base: BooksBase
     queryFn: () => api<Reconciliation>(`${base}/reports/reconciliation?${query}`, { token }),
   });
   const partnerOf = (row: ReconciliationRow) => partners?.byId.get(row.partnerId) ?? row.partnerId;
-  const head = ["Payment address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"];
+  const head = ["Address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"];
   if (partners) head.splice(1, 0, "Partner");
   // Mismatches first: an unreconciled address is never below the fold.
   const rows = [...(report.data?.data ?? [])].sort((a, b) => Number(a.reconciled) - Number(b.reconciled));
@@ -265,7 +265,7 @@ export function ReconciliationTable({ base, query, partners }: { base: BooksBase
               </td>
               {partners && (
                 <td>
-                  {partnerOf(row)} <small>{row.partnerId}</small>
+                  <span title={row.partnerId}>{partnerOf(row)}</span>
                 </td>
               )}
               <td>
@@ -315,7 +315,7 @@ export function LedgerTable({ base, query, partners }: { base: BooksBase; query:
           {list.rows.map((entry) => (
             <tr key={`${entry.chainId}-${entry.transactionHash}-${entry.logIndex}-${entry.paymentAddress}`}>
               <td>{entry.blockNumber}</td>
-              {partners && <td>{partners.byAddress.get(entry.paymentAddress.toLowerCase())?.name ?? "unknown"}</td>}
+              {partners && <td>{partnerCell(partners, entry.paymentAddress)}</td>}
               <td>
                 <Status value={entry.kind} />
                 {entry.reason && entry.reason !== entry.kind && <small> {entry.reason.replaceAll("_", " ")}</small>}
@@ -342,4 +342,10 @@ export function LedgerTable({ base, query, partners }: { base: BooksBase; query:
       <MoreButton list={list} />
     </>
   );
+}
+
+/** The partner owning a payment address, named (its id on hover), across partners. */
+function partnerCell(partners: PartnerNames, paymentAddress: string) {
+  const owner = partners.byAddress.get(paymentAddress.toLowerCase());
+  return owner === undefined ? "unknown" : <span title={owner.id}>{owner.name}</span>;
 }
