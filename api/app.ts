@@ -13,6 +13,7 @@ import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
+import { adminBooksAccess } from "./portals/admin-books-access.js";
 import { requireAdminMemberToChange, requirePartnerMember } from "./portals/partner-portal.js";
 import { issuerPurchaseRefundRoutes, issuerRefundsAsPartner } from "./portals/routes/issuer-refund-routes.js";
 import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
@@ -28,7 +29,7 @@ import { eventsRoutes, registerEventWebhooks } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { hostedPageRoutes } from "./routes/hosted-pages.js";
 import { memberRoutes } from "./routes/members.js";
-import { orderRoutes } from "./routes/orders.js";
+import { orderReadRoutes, orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
@@ -179,6 +180,19 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   // session, read-only (these routers have GET routes only); the orders list is /api/partner/orders.
   memberPortalRoutes("/api/partner/ledger", ledgerRoutes(context));
   memberPortalRoutes("/api/partner/reports", reportRoutes(context));
+  // The operator's books across partners (issue 27, docs/accounting.md): the same read handlers
+  // behind an admin portal session; `partnerId=` narrows to one partner, as for an auditor key.
+  const adminBooks = adminBooksAccess(context);
+  // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
+  const adminBooksRoutes: [string, Hono<any, any, any>][] = [
+    ["/api/admin/ledger", ledgerRoutes(context)],
+    ["/api/admin/reports", reportRoutes(context)],
+    ["/api/admin/orders", orderReadRoutes(context)],
+  ];
+  for (const [prefix, routes] of adminBooksRoutes) {
+    for (const path of [prefix, `${prefix}/*`]) app.use(path, ...adminBooks);
+    app.route(prefix, routes);
+  }
   app.route("/v1/public/refunds", publicRefundRoutes(context));
   // RWA refunds by the issuer (issue 26, docs/refunds.md "Issuers"): a purchase's refunds, and the
   // partner's refund routes behind the issuer's session, as its own partner.

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { DEFAULT_RPC_DELAY_MS } from "./rpc-delay-proxy.js";
+import { type BooksResult, measureBooks } from "./scenarios/books.js";
 import { type GaslessResult, measureGaslessPayment } from "./scenarios/gasless-payment.js";
 import { type HashSubmissionResult, measureHashSubmission } from "./scenarios/hash-submission.js";
 import { type IndexerResult, measureIndexer } from "./scenarios/indexer.js";
@@ -66,6 +67,8 @@ export type BenchResults = {
   hashSubmission?: HashSubmissionResult;
   sessionCreation?: SessionCreationResult;
   indexer?: IndexerResult;
+  /** Issue 27: reconciliation and the full-period CSV export over 100,000 indexed transfers (BENCH_ONLY=books). */
+  books?: BooksResult;
   /** Issue 30's goals, one entry each, beside the figure before it. */
   goals?: Goal[];
   errors: { scenario: string; message: string }[];
@@ -219,6 +222,21 @@ async function main(): Promise<number> {
       log("indexer");
       results.indexer = await measureIndexer({
         indexDatabaseUrl: postgres ? await postgres.createDatabase("bench_cold_index") : undefined,
+        transfers: config.transfers,
+        transfersPerTransaction: config.transfersPerTransaction,
+        gapBlocks: config.gapBlocks,
+        timeoutMs: config.indexerTimeoutMs,
+        memory,
+        log,
+      });
+    });
+  }
+
+  // Issue 27's books: not in the default run (it builds its own 100,000 transfers); BENCH_ONLY=books.
+  if (config.only.includes("books")) {
+    await scenario("books", async () => {
+      log("books (reconciliation and CSV export)");
+      results.books = await measureBooks({
         transfers: config.transfers,
         transfersPerTransaction: config.transfersPerTransaction,
         gapBlocks: config.gapBlocks,

@@ -13,7 +13,7 @@ import {
   requireChromium,
 } from "./support/browser.js";
 import { type CreatedSession, createSession } from "./support/checkout-helpers.js";
-import { adminWallet, api, signIn as apiSignIn, expectJson, portalWallet } from "./support/portal-client.js";
+import { adminWallet, api, signIn as apiSignIn, expectJson, portalWallet, registerIssuer } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // The console's Auditor view (docs/console.md) in headless Chromium: a partner member
@@ -34,8 +34,12 @@ let context: BrowserContext;
 let chromium: Chromium | undefined;
 const requestedUrls: string[] = [];
 const memberKey = generatePrivateKey();
+/** The key the page's injected wallet signs with: the member's, then the admin's (the operator's view). */
+let walletKey: Hex = memberKey;
 let session: CreatedSession;
 let paymentHash: string;
+/** The second partner test 1 makes (through the admin portal); the admin's view reads both. */
+let rivalId: string;
 
 beforeAll(async () => {
   requireChromium();
@@ -65,7 +69,7 @@ beforeAll(async () => {
   chromium = await launchChromium("console-auditor", { width: 1280, height: 900 });
   context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
-  await injectTestWallet(context, { chain: stack.chain, rpcUrl: stack.local.rpcUrl, key: () => memberKey });
+  await injectTestWallet(context, { chain: stack.chain, rpcUrl: stack.local.rpcUrl, key: () => walletKey });
 }, 240_000);
 
 afterAll(async () => {
@@ -108,6 +112,7 @@ describe("the console's Auditor view for a partner's members", () => {
       await api(stack, "POST", "/api/admin/partners", { token: adminToken, json: { name: "Rival shop" } }),
       201,
     );
+    rivalId = rival.partner.id;
     const rivalMember = portalWallet(generatePrivateKey());
     await expectJson(
       await api(stack, "POST", `/api/admin/partners/${rival.partner.id}/members`, {
@@ -241,6 +246,183 @@ describe("the console's Auditor view for a partner's members", () => {
     const foreign = requestedUrls.filter(
       (url) => !url.startsWith(origin) && !url.startsWith("blob:") && !url.startsWith("data:"),
     );
+    expect(foreign).toEqual([]);
+    await page.close();
+  });
+});
+
+// The operator's view across partners (docs/accounting.md, "The operator's books"): the same
+// handlers behind an admin session at /api/admin/ledger, /api/admin/reports and /api/admin/orders.
+describe("the console's Auditor view for the operator, across partners", () => {
+  const rivalAddress = privateKeyToAccount(generatePrivateKey()).address;
+  let adminToken: string;
+  let range: string;
+
+  beforeAll(async () => {
+    adminToken = await apiSignIn(stack, "admin", adminWallet(stack));
+    // The rival partner (test 1) gets a payment address of its own: two partners' addresses to reconcile.
+    await expectJson(
+      await api(stack, "POST", `/api/admin/partners/${rivalId}/payment-addresses`, {
+        token: adminToken,
+        json: { network: stack.local.network, address: rivalAddress },
+      }),
+      201,
+    );
+    const { blockNumber } = await stack.publicClient.getTransactionReceipt({ hash: paymentHash as Hex });
+    range = `fromBlock=1&toBlock=${blockNumber}`;
+  });
+
+  it("refuses an anonymous visitor, an investor's, an issuer's and a partner member's session, and a partner's API key", async () => {
+    const paths = [
+      `/api/admin/reports/reconciliation?${range}`,
+      `/api/admin/ledger?${range}`,
+      `/api/admin/orders?${range}`,
+      `/api/admin/orders/${session.orderId}/evidence`,
+    ];
+    const investor = await apiSignIn(stack, "investor", portalWallet(generatePrivateKey()));
+    const issuerWallet = portalWallet(generatePrivateKey());
+    await registerIssuer(stack, adminToken, issuerWallet, "Books issuer");
+    const issuer = await apiSignIn(stack, "issuer", issuerWallet);
+    const member = await apiSignIn(stack, "partner", portalWallet(memberKey));
+    for (const path of paths) {
+      const anonymous = await api(stack, "GET", path);
+      expect(anonymous.status, path).toBe(401);
+      expect((await anonymous.json()).code, path).toBe("unauthenticated");
+      for (const [who, token] of [
+        ["investor", investor],
+        ["issuer", issuer],
+        ["partner member", member],
+      ] as const) {
+        const refused = await api(stack, "GET", path, { token, headers: { Accept: "text/csv" } });
+        expect(refused.status, `${who} ${path}`).toBe(403);
+        expect((await refused.json()).code, `${who} ${path}`).toBe("wrong_portal");
+      }
+      // A partner's API key is no portal session.
+      const keyed = await stack.partnerFetch(path);
+      expect(keyed.status, path).toBe(401);
+      await keyed.arrayBuffer();
+    }
+    // Nothing but reads is mounted there, even for the admin: fulfilling an order is not the operator's.
+    for (const path of [`/api/admin/ledger?${range}`, `/api/admin/orders/${session.orderId}/fulfil`]) {
+      const write = await api(stack, "POST", path, { token: adminToken, json: {} });
+      expect([404, 405], path).toContain(write.status);
+    }
+    const unknown = await api(stack, "GET", `/api/admin/ledger?${range}&partnerId=ptr_nobody`, { token: adminToken });
+    expect(unknown.status).toBe(404);
+    expect((await unknown.json()).code).toBe("not_found");
+    const reversed = await api(stack, "GET", "/api/admin/reports/reconciliation?fromBlock=9&toBlock=2", { token: adminToken });
+    expect(reversed.status).toBe(400);
+    expect((await reversed.json()).code).toBe("invalid_range");
+  });
+
+  it("reads every partner's books in one reconciliation, narrows to one with partnerId, and reads any partner's order", async () => {
+    const ours = session.payment.recipient.toLowerCase();
+    const all = await expectJson(
+      await api(stack, "GET", `/api/admin/reports/reconciliation?${range}`, { token: adminToken }),
+      200,
+    );
+    const rows = all.data as { partnerId: string; paymentAddress: string; reconciled: boolean }[];
+    const partnerOf = new Map(rows.map((row) => [row.paymentAddress.toLowerCase(), row.partnerId]));
+    expect(partnerOf.get(ours)).toBe(stack.local.partner.id);
+    expect(partnerOf.get(rivalAddress.toLowerCase())).toBe(rivalId);
+    // The same as a platform auditor key across partners would read: the same handler, the same rows.
+    const narrowed = await expectJson(
+      await api(stack, "GET", `/api/admin/reports/reconciliation?${range}&partnerId=${rivalId}`, { token: adminToken }),
+      200,
+    );
+    expect(narrowed.data.map((row: { paymentAddress: string }) => row.paymentAddress.toLowerCase())).toEqual([
+      rivalAddress.toLowerCase(),
+    ]);
+    const ledgerAll = await api(stack, "GET", `/api/admin/ledger?${range}`, {
+      token: adminToken,
+      headers: { Accept: "text/csv" },
+    });
+    expect(ledgerAll.status).toBe(200);
+    expect((await ledgerAll.text()).toLowerCase()).toContain(paymentHash);
+    const ledgerRival = await api(stack, "GET", `/api/admin/ledger?${range}&partnerId=${rivalId}`, {
+      token: adminToken,
+      headers: { Accept: "text/csv" },
+    });
+    expect((await ledgerRival.text()).toLowerCase()).not.toContain(paymentHash);
+    const order = await expectJson(await api(stack, "GET", `/api/admin/orders/${session.orderId}`, { token: adminToken }), 200);
+    expect(order.id).toBe(session.orderId);
+    const evidence = await expectJson(
+      await api(stack, "GET", `/api/admin/orders/${session.orderId}/evidence`, { token: adminToken }),
+      200,
+    );
+    expect(JSON.stringify(evidence).toLowerCase()).toContain(paymentHash);
+  });
+
+  it("shows both partners' addresses with a partner column, the mismatch first, filters by partner and downloads", {
+    timeout: 180_000,
+  }, async () => {
+    walletKey = stack.local.admin.privateKey as Hex;
+    const seen = requestedUrls.length;
+    const page = await context.newPage();
+    await page.goto(`${stack.local.baseUrl}/console`);
+    await page.getByRole("heading", { name: "Sign in to the console" }).waitFor();
+    await page.getByRole("radio", { name: /^Administrator/ }).check();
+    await page.getByRole("button", { name: "Sign in with wallet" }).click();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    await page.getByRole("navigation").getByRole("link", { name: "Auditor" }).click();
+    await page.getByRole("heading", { name: "Auditor", level: 1 }).waitFor();
+
+    const ours = session.payment.recipient.toLowerCase();
+    const ledger = page.getByRole("region", { name: "Every movement, oldest first" });
+    const paymentRow = ledger.getByRole("row").filter({ has: page.locator(`code[title="${paymentHash}" i]`) });
+    // The ledger's partner column: the partner owning the entry's payment address.
+    const paymentRowPartner = () => paymentRow.locator(`span[title="${stack.local.partner.id}"]`).textContent();
+    const reconciliation = page.getByRole("region", { name: "Per payment address, unreconciled first" });
+    const ourRow = reconciliation.getByRole("row").filter({ has: page.locator(`code[title="${ours}" i]`) });
+    const rivalRow = reconciliation.getByRole("row").filter({ has: page.locator(`code[title="${rivalAddress}" i]`) });
+    // Test 2 left our address a unit short in the books: it comes first, with its partner named.
+    await ourRow.getByText("unreconciled", { exact: true }).waitFor({ timeout: 30_000 });
+    await rivalRow.getByText("reconciled", { exact: true }).waitFor();
+    await expect(reconciliation.getByRole("row").nth(1).getAttribute("class")).resolves.toBe("unreconciled");
+    // The partner column names each address's partner (its name from the partners list, and its id).
+    const partners = await expectJson(await api(stack, "GET", "/api/admin/partners?limit=200", { token: adminToken }), 200);
+    const demoName = partners.data.find((partner: { id: string }) => partner.id === stack.local.partner.id).name as string;
+    await ourRow.locator(`span[title="${stack.local.partner.id}"]`).filter({ hasText: demoName }).waitFor();
+    await rivalRow.locator(`span[title="${rivalId}"]`).filter({ hasText: "Rival shop" }).waitFor();
+    await expect(paymentRowPartner()).resolves.toBe(demoName);
+    await page
+      .getByRole("alert")
+      .filter({ hasText: `of ${demoName} (+1.00 USDC)` })
+      .first()
+      .waitFor();
+
+    await paymentRow.waitFor();
+    await expect(paymentRow.locator(".status").textContent()).resolves.toBe("settled");
+    await capture(page, "admin-auditor");
+
+    const ledgerCsv = await download(page, "Download ledger (CSV)");
+    expect(ledgerCsv.name).toMatch(/^ledger-all-partners-.+\.csv$/);
+    expect(ledgerCsv.text.startsWith(`${LEDGER_HEADER}\r\n`)).toBe(true);
+    expect(ledgerCsv.text.toLowerCase()).toContain(paymentHash);
+    const reconciliationCsv = await download(page, "Download reconciliation (CSV)");
+    expect(reconciliationCsv.text.startsWith(`${RECONCILIATION_HEADER}\r\n`)).toBe(true);
+    expect(reconciliationCsv.text).toContain(rivalId);
+    expect(reconciliationCsv.text).toContain(stack.local.partner.id);
+    const ordersCsv = await download(page, "Download orders (CSV)");
+    expect(ordersCsv.text.startsWith(`${ORDERS_HEADER}\r\n`)).toBe(true);
+    expect(ordersCsv.text).toContain(session.orderId);
+
+    // One partner: the rival's books alone, in the tables and the downloads.
+    await page.getByLabel("Partner", { exact: true }).selectOption(rivalId);
+    await ourRow.waitFor({ state: "detached" });
+    await rivalRow.waitFor();
+    await page.getByText("Every payment address reconciles to the base unit.").waitFor();
+    await paymentRow.waitFor({ state: "detached" });
+    await ledger.getByText("No movement in this period.").waitFor();
+    const rivalLedger = await download(page, "Download ledger (CSV)");
+    expect(rivalLedger.name).toMatch(new RegExp(`^ledger-${rivalId}-.+\\.csv$`));
+    expect(rivalLedger.text.toLowerCase()).not.toContain(paymentHash);
+    await capture(page, "admin-auditor-one-partner");
+
+    const origin = new URL(stack.local.baseUrl).origin;
+    const foreign = requestedUrls
+      .slice(seen)
+      .filter((url) => !url.startsWith(origin) && !url.startsWith("blob:") && !url.startsWith("data:"));
     expect(foreign).toEqual([]);
     await page.close();
   });

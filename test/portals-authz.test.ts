@@ -94,6 +94,12 @@ const ACCESS: Record<string, Access> = {
   // The console's Auditor view (docs/console.md): the accounting reads behind the member session.
   "GET /api/partner/ledger": "partner",
   "GET /api/partner/reports/reconciliation": "partner",
+  // The operator's books across partners (docs/accounting.md): the same reads behind the admin session.
+  "GET /api/admin/ledger": "admin",
+  "GET /api/admin/reports/reconciliation": "admin",
+  "GET /api/admin/orders": "admin",
+  "GET /api/admin/orders/{orderId}": "admin",
+  "GET /api/admin/orders/{orderId}/evidence": "admin",
   "GET /api/partner/refunds": "partner",
   "GET /api/partner/refunds/{id}": "partner",
   "POST /api/partner/refunds": "partner",

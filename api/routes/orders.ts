@@ -152,6 +152,14 @@ export function orderRoutes(context: AppContext) {
     await fulfilOrder(context, { partnerId, orderId, ...c.req.valid("json") });
     return c.json(await readOrder(context, { partnerId, orderId }), 200);
   };
+  return orderReadRoutes(context).openapi(fulfilRoute, fulfil);
+}
+
+/**
+ * The order reads alone (list, evidence, one order), without fulfil: mounted as they are
+ * where only reading is allowed (the operator's books across partners, docs/accounting.md).
+ */
+export function orderReadRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(listRoute, async (c) => {
       const { status, cursor, limit, ...query } = c.req.valid("query");
@@ -173,6 +181,5 @@ export function orderRoutes(context: AppContext) {
       const partnerId = readScope(c).partnerId ?? (await findOrder(context.store, orderId))?.partnerId;
       if (partnerId === undefined) throw problems.notFound(`Order ${orderId}`);
       return c.json(await readOrder(context, { partnerId, orderId }), 200);
-    })
-    .openapi(fulfilRoute, fulfil);
+    });
 }

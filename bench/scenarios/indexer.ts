@@ -16,7 +16,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { testUsdcAbi } from "../../contracts/generated/index.js";
 import { localChain } from "../../local/deploy.js";
-import { startLocalStack } from "../../local/local-stack.js";
+import { type LocalStack, startLocalStack } from "../../local/local-stack.js";
 import { spawnPonder } from "../../local/ponder-process.js";
 import { findFreePort } from "../../local/ports.js";
 import { readProxyStats } from "../rpc-delay-proxy.js";
@@ -119,63 +119,14 @@ export async function measureIndexer(params: {
     // The payment address an operator adds at run time (the restart below watches it too).
     const addedAddress = privateKeyToAccount(generatePrivateKey()).address;
 
-    log(`  generating ${params.transfers.toLocaleString("en")} transfers (${params.transfersPerTransaction} per transaction)...`);
-    const generationStart = performance.now();
-    const spray = compileTransferSpray();
-    const deployHash = await wallet.deployContract({ abi: spray.abi, bytecode: spray.bytecode });
-    const sprayAddress = (await client.waitForTransactionReceipt({ hash: deployHash })).contractAddress as Address;
-    const mintHash = await wallet.writeContract({
-      address: usdc,
-      abi: testUsdcAbi,
-      functionName: "mint",
-      args: [sprayAddress, BigInt(params.transfers)],
+    const { blocks, generationStart } = await sprayTransfers({
+      stack,
+      recipient,
+      transfers: params.transfers,
+      transfersPerTransaction: params.transfersPerTransaction,
+      gapBlocks: params.gapBlocks,
+      log,
     });
-    await client.waitForTransactionReceipt({ hash: mintHash });
-
-    const batches: number[] = [];
-    for (let left = params.transfers; left > 0; left -= params.transfersPerTransaction) {
-      batches.push(Math.min(left, params.transfersPerTransaction));
-    }
-    const gas =
-      ((await client.estimateContractGas({
-        account: owner,
-        address: sprayAddress,
-        abi: spray.abi,
-        functionName: "spray",
-        args: [usdc, recipient, BigInt(params.transfersPerTransaction)],
-      })) *
-        13n) /
-      10n;
-    let nonce = await client.getTransactionCount({ address: owner.address, blockTag: "pending" });
-    const hashes: Hash[] = [];
-    for (const [index, count] of batches.entries()) {
-      if (index > 0 && index % Math.ceil(batches.length / 4) === 0) {
-        log(
-          `    ${index * params.transfersPerTransaction} transfers after ${((performance.now() - generationStart) / 1000).toFixed(1)} s`,
-        );
-      }
-      hashes.push(
-        await wallet.writeContract({
-          address: sprayAddress,
-          abi: spray.abi,
-          functionName: "spray",
-          args: [usdc, recipient, BigInt(count)],
-          gas,
-          nonce: nonce++,
-        }),
-      );
-      // Empty blocks between batches spread the transfers over a wider range, as on a real chain.
-      if (params.gapBlocks > 0) await rpc("anvil_mine", [numberToHex(params.gapBlocks)]);
-    }
-    const blocks = new Set<number>();
-    let made = 0;
-    for (const hash of hashes) {
-      const receipt = await client.waitForTransactionReceipt({ hash });
-      if (receipt.status !== "success") throw new Error(`spray transaction ${hash} reverted`);
-      blocks.add(Number(receipt.blockNumber));
-      made += receipt.logs.filter((entry) => entry.address.toLowerCase() === usdc.toLowerCase()).length;
-    }
-    if (made !== params.transfers) throw new Error(`made ${made} transfers, wanted ${params.transfers}`);
     // One transfer to the address added later: only an index that watches it holds this row.
     const addedMint = await wallet.writeContract({
       address: usdc,
@@ -294,7 +245,7 @@ export async function measureIndexer(params: {
 }
 
 /** Rows in `usdc_transfer`, read through the service's read-only GraphQL. */
-async function countIndexed(baseUrl: string): Promise<number> {
+export async function countIndexed(baseUrl: string): Promise<number> {
   const response = await fetch(`${baseUrl}/graphql`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -385,4 +336,86 @@ async function timeStart(params: {
     throw new Error(`the index holds ${indexedCount} transfers, expected ${params.expected}`);
   }
   return { serverUpMs, readyMs, indexedAllMs, indexedCount, ponderRpcCalls, timedOut, peakRssBytes };
+}
+
+/**
+ * The transfers both the indexer and the books scenarios measure: `transfers` real USDC
+ * transfers to `recipient`, `transfersPerTransaction` per transaction from TransferSpray
+ * (bench/contracts), `gapBlocks` empty blocks between transactions. Answers the blocks
+ * holding them and when generation began.
+ */
+export async function sprayTransfers(params: {
+  stack: LocalStack;
+  recipient: Address;
+  transfers: number;
+  transfersPerTransaction: number;
+  gapBlocks: number;
+  log: (line: string) => void;
+}): Promise<{ blocks: Set<number>; generationStart: number }> {
+  const { stack, recipient, log } = params;
+  const rpcUrl = stack.anvil.rpcUrl;
+  const chain = localChain({ rpcUrl, chainId: stack.local.chainId });
+  const owner = privateKeyToAccount(stack.local.accounts[0]!.privateKey as Hex);
+  const wallet = createWalletClient({ account: owner, chain, transport: http(rpcUrl) });
+  const client = createPublicClient({ chain, transport: http(rpcUrl), pollingInterval: 20 });
+  const rpc = jsonRpc(rpcUrl);
+  const usdc = stack.local.contracts.usdc as Address;
+  log(`  generating ${params.transfers.toLocaleString("en")} transfers (${params.transfersPerTransaction} per transaction)...`);
+  const generationStart = performance.now();
+  const spray = compileTransferSpray();
+  const deployHash = await wallet.deployContract({ abi: spray.abi, bytecode: spray.bytecode });
+  const sprayAddress = (await client.waitForTransactionReceipt({ hash: deployHash })).contractAddress as Address;
+  const mintHash = await wallet.writeContract({
+    address: usdc,
+    abi: testUsdcAbi,
+    functionName: "mint",
+    args: [sprayAddress, BigInt(params.transfers)],
+  });
+  await client.waitForTransactionReceipt({ hash: mintHash });
+
+  const batches: number[] = [];
+  for (let left = params.transfers; left > 0; left -= params.transfersPerTransaction) {
+    batches.push(Math.min(left, params.transfersPerTransaction));
+  }
+  const gas =
+    ((await client.estimateContractGas({
+      account: owner,
+      address: sprayAddress,
+      abi: spray.abi,
+      functionName: "spray",
+      args: [usdc, recipient, BigInt(params.transfersPerTransaction)],
+    })) *
+      13n) /
+    10n;
+  let nonce = await client.getTransactionCount({ address: owner.address, blockTag: "pending" });
+  const hashes: Hash[] = [];
+  for (const [index, count] of batches.entries()) {
+    if (index > 0 && index % Math.ceil(batches.length / 4) === 0) {
+      log(
+        `    ${index * params.transfersPerTransaction} transfers after ${((performance.now() - generationStart) / 1000).toFixed(1)} s`,
+      );
+    }
+    hashes.push(
+      await wallet.writeContract({
+        address: sprayAddress,
+        abi: spray.abi,
+        functionName: "spray",
+        args: [usdc, recipient, BigInt(count)],
+        gas,
+        nonce: nonce++,
+      }),
+    );
+    // Empty blocks between batches spread the transfers over a wider range, as on a real chain.
+    if (params.gapBlocks > 0) await rpc("anvil_mine", [numberToHex(params.gapBlocks)]);
+  }
+  const blocks = new Set<number>();
+  let made = 0;
+  for (const hash of hashes) {
+    const receipt = await client.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success") throw new Error(`spray transaction ${hash} reverted`);
+    blocks.add(Number(receipt.blockNumber));
+    made += receipt.logs.filter((entry) => entry.address.toLowerCase() === usdc.toLowerCase()).length;
+  }
+  if (made !== params.transfers) throw new Error(`made ${made} transfers, wanted ${params.transfers}`);
+  return { blocks, generationStart };
 }

@@ -50,6 +50,10 @@ export function goalsOf(results: BenchResults): Goal[] {
   const addedMs = indexer?.restartAddedAddress.indexedAllMs;
   const p99 = results.hashSubmission?.goal.p99At64;
   const overheadP50 = results.latency?.overhead.p50;
+  const books = results.books;
+  const reconciliationS = seconds(books?.reconciliationMs.first);
+  const exportRowsPerS = books?.export.rowsPerS ?? null;
+  const exportGrowth = mib(books?.rss.peakGrowthBytes);
   const installS = process.env.BENCH_INSTALL_S === undefined ? null : Number(process.env.BENCH_INSTALL_S);
   const size = nodeModulesMiB();
   return [
@@ -108,6 +112,31 @@ export function goalsOf(results: BenchResults): Goal[] {
       unit: "ms",
       baseline: 65,
       met: below(overheadP50 ?? null, 50),
+    },
+    // Issue 27 (BENCH_ONLY=books): no figure before it, so no baseline.
+    {
+      figure: "books: reconciliation over 100,000 indexed transfers (GET /v1/reports/reconciliation, first call)",
+      goal: "< 2 s",
+      value: reconciliationS,
+      unit: "s",
+      baseline: null,
+      met: below(reconciliationS, 2),
+    },
+    {
+      figure: "books: full-period CSV export of the ledger over 100,000 indexed transfers",
+      goal: "≥ 50,000 rows/s",
+      value: exportRowsPerS,
+      unit: "rows/s",
+      baseline: null,
+      met: exportRowsPerS === null ? null : exportRowsPerS >= 50_000,
+    },
+    {
+      figure: "books: peak RSS growth of the service during that export",
+      goal: "< 50 MiB",
+      value: exportGrowth,
+      unit: "MiB",
+      baseline: null,
+      met: below(exportGrowth, 50),
     },
     {
       figure: "npm install on a fresh clone (BENCH_INSTALL_S, not measured by the bench)",

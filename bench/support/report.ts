@@ -223,6 +223,30 @@ export function renderReport(results: BenchResults): string {
     );
   }
 
+  const books = results.books;
+  if (books !== undefined) {
+    out.push(
+      `## Books: ${books.transfers.toLocaleString("en")} indexed transfers to one payment address, blocks ${books.range.fromBlock}..${books.range.toBlock}`,
+      "",
+      table(
+        ["figure", "value"],
+        [
+          ["GET /v1/reports/reconciliation, first call", ms(books.reconciliationMs.first)],
+          ["GET /v1/reports/reconciliation, again", ms(books.reconciliationMs.second)],
+          [
+            "GET /v1/ledger, Accept: text/csv, whole range",
+            `${books.export.rows.toLocaleString("en")} rows in ${ms(books.export.ms)} (${books.export.rowsPerS.toLocaleString("en")} rows/s), first byte ${ms(books.export.firstByteMs)}`,
+          ],
+          ["service RSS before the export", mib(books.rss.beforeExportBytes)],
+          ["service RSS, peak during the export", mib(books.rss.peakDuringExportBytes)],
+          ["peak RSS growth during the export", mib(books.rss.peakGrowthBytes)],
+        ],
+      ),
+      `(${books.note})`,
+      "",
+    );
+  }
+
   const peaks: [string, number | undefined][] = [
     ["settlement latency", results.latency?.peakRssBytes],
     ["hash submission (service)", results.hashSubmission?.peakRssBytes.service],

@@ -17,6 +17,7 @@ import {
   usePagedList,
   When,
 } from "../ui";
+import { AdminAuditor } from "./admin-auditor";
 import { UnknownRewardClaims } from "./admin-rewards";
 import type { OfferingRow } from "./investor";
 
@@ -29,6 +30,7 @@ export const adminNav: NavItem[] = [
   { path: "deliveries", label: "Event deliveries" },
   { path: "audit", label: "Audit log" },
   { path: "reward-claims", label: "Unknown reward claims" },
+  { path: "auditor", label: "Auditor" },
 ];
 
 export function AdminScreens({ sub }: { sub: string[] }) {
@@ -47,6 +49,8 @@ export function AdminScreens({ sub }: { sub: string[] }) {
       return <Audit />;
     case "reward-claims":
       return <UnknownRewardClaims />;
+    case "auditor":
+      return <AdminAuditor />;
     default:
       return <Review />;
   }

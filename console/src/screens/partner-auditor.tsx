@@ -6,10 +6,11 @@ import { useSession } from "../session";
 import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList } from "../ui";
 
 /** A period as the accounting routes take it (docs/accounting.md, "Ranges"). */
-type Period = { kind: "dates"; from: string; to: string } | { kind: "blocks"; fromBlock: string; toBlock: string };
+export type Period = { kind: "dates"; from: string; to: string } | { kind: "blocks"; fromBlock: string; toBlock: string };
 
 type ReconciliationRow = {
   chainId: number;
+  partnerId: string;
   paymentAddress: string;
   openingBalance: string;
   closingBalance: string;
@@ -52,19 +53,32 @@ function nextDay(date: string): string {
   return Number.isNaN(time) ? date : new Date(time + 86_400_000).toISOString().slice(0, 10);
 }
 
-function periodLabel(period: Period): string {
+export function periodLabel(period: Period): string {
   return period.kind === "dates"
     ? `${period.from}_${period.to}`
     : `blocks-${period.fromBlock}-${period.toBlock}`.replace(/[^\w.-]/g, "");
 }
 
 /**
+ * Where a view's books come from: `/api/partner` (a member's own partner) or `/api/admin`
+ * (the operator, every partner); both mount the same handlers as `/v1/ledger`,
+ * `/v1/reports/reconciliation` and `/v1/orders`.
+ */
+export type BooksBase = "/api/partner" | "/api/admin";
+
+/** Across partners: who owns each payment address (lower case), to name the partner on each row. */
+export type PartnerNames = { byId: ReadonlyMap<string, string>; byAddress: ReadonlyMap<string, { id: string; name: string }> };
+
+export function defaultPeriod(): Period {
+  return { kind: "dates", from: day(-30), to: day(0) };
+}
+
+/**
  * The Auditor view (docs/console.md): a period's reconciliation, ledger and CSV exports,
- * read-only. Every read goes through the member's session to `/api/partner/...`, the
- * same handlers as `/v1/ledger`, `/v1/reports/reconciliation` and `/v1/orders`.
+ * read-only. Every read goes through the member's session to `/api/partner/...`.
  */
 export function Auditor() {
-  const [period, setPeriod] = useState<Period>({ kind: "dates", from: day(-30), to: day(0) });
+  const [period, setPeriod] = useState<Period>(defaultPeriod);
   const query = periodQuery(period);
   return (
     <section aria-labelledby="h-auditor">
@@ -74,14 +88,14 @@ export function Auditor() {
         closing balance is compared with the balance read from the chain. Nothing here changes anything.
       </p>
       <PeriodPicker current={period} onChange={setPeriod} />
-      <Downloads query={query} label={periodLabel(period)} />
-      <ReconciliationTable query={query} />
-      <LedgerTable query={query} />
+      <Downloads base="/api/partner" query={query} label={periodLabel(period)} />
+      <ReconciliationTable base="/api/partner" query={query} />
+      <LedgerTable base="/api/partner" query={query} />
     </section>
   );
 }
 
-function PeriodPicker({ current, onChange }: { current: Period; onChange: (period: Period) => void }) {
+export function PeriodPicker({ current, onChange }: { current: Period; onChange: (period: Period) => void }) {
   const [kind, setKind] = useState<Period["kind"]>(current.kind);
   const [from, setFrom] = useState(current.kind === "dates" ? current.from : day(-30));
   const [to, setTo] = useState(current.kind === "dates" ? current.to : day(0));
@@ -141,7 +155,7 @@ function PeriodPicker({ current, onChange }: { current: Period; onChange: (perio
 }
 
 /** A CSV export fetched with the session's bearer token (a plain link cannot carry it) and saved as a file. */
-function Downloads({ query, label }: { query: string; label: string }) {
+export function Downloads({ base, query, label }: { base: BooksBase; query: string; label: string }) {
   const { token } = useSession();
   const download = useMutation({
     mutationFn: async ({ name, path }: { name: string; path: string }) => {
@@ -159,9 +173,9 @@ function Downloads({ query, label }: { query: string; label: string }) {
     },
   });
   const exports = [
-    { name: "ledger", path: "/api/partner/ledger", text: "Download ledger (CSV)" },
-    { name: "reconciliation", path: "/api/partner/reports/reconciliation", text: "Download reconciliation (CSV)" },
-    { name: "orders", path: "/api/partner/orders", text: "Download orders (CSV)" },
+    { name: "ledger", path: `${base}/ledger`, text: "Download ledger (CSV)" },
+    { name: "reconciliation", path: `${base}/reports/reconciliation`, text: "Download reconciliation (CSV)" },
+    { name: "orders", path: `${base}/orders`, text: "Download orders (CSV)" },
   ];
   return (
     <div className="downloads">
@@ -204,12 +218,16 @@ function Difference({ value }: { value: string }) {
   );
 }
 
-function ReconciliationTable({ query }: { query: string }) {
+/** With `partners` (the operator's view across partners), each row also names its partner. */
+export function ReconciliationTable({ base, query, partners }: { base: BooksBase; query: string; partners?: PartnerNames }) {
   const { token } = useSession();
   const report = useQuery({
-    queryKey: ["partner-reconciliation", query, token],
-    queryFn: () => api<Reconciliation>(`/api/partner/reports/reconciliation?${query}`, { token }),
+    queryKey: ["books-reconciliation", base, query, token],
+    queryFn: () => api<Reconciliation>(`${base}/reports/reconciliation?${query}`, { token }),
   });
+  const partnerOf = (row: ReconciliationRow) => partners?.byId.get(row.partnerId) ?? row.partnerId;
+  const head = ["Address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"];
+  if (partners) head.splice(1, 0, "Partner");
   // Mismatches first: an unreconciled address is never below the fold.
   const rows = [...(report.data?.data ?? [])].sort((a, b) => Number(a.reconciled) - Number(b.reconciled));
   const unreconciled = rows.filter((row) => !row.reconciled).length;
@@ -225,7 +243,10 @@ function ReconciliationTable({ query }: { query: string }) {
               {unreconciled} payment address{unreconciled === 1 ? " does" : "es do"} not reconcile:{" "}
               {rows
                 .filter((row) => !row.reconciled)
-                .map((row) => `${row.paymentAddress.slice(0, 6)}…${row.paymentAddress.slice(-4)} (${signed(row.difference)})`)
+                .map(
+                  (row) =>
+                    `${row.paymentAddress.slice(0, 6)}…${row.paymentAddress.slice(-4)}${partners ? ` of ${partnerOf(row)}` : ""} (${signed(row.difference)})`,
+                )
                 .join(", ")}
               .
             </strong>
@@ -235,16 +256,18 @@ function ReconciliationTable({ query }: { query: string }) {
         </p>
       )}
       {!report.error && (
-        <Table
-          caption="Per payment address, unreconciled first"
-          head={["Payment address", "Status", "Difference", "Closing (books)", "On chain", "Opening", "Movements"]}
-        >
-          {report.data && rows.length === 0 && <Empty colSpan={7}>No payment address in this period.</Empty>}
+        <Table caption="Per payment address, unreconciled first" head={head}>
+          {report.data && rows.length === 0 && <Empty colSpan={head.length}>No payment address in this period.</Empty>}
           {rows.map((row) => (
             <tr key={`${row.chainId}-${row.paymentAddress}`} className={row.reconciled ? undefined : "unreconciled"}>
               <td>
                 <Address value={row.paymentAddress} />
               </td>
+              {partners && (
+                <td>
+                  <span title={row.partnerId}>{partnerOf(row)}</span>
+                </td>
+              )}
               <td>
                 <Status value={row.reconciled ? "reconciled" : "unreconciled"} />
               </td>
@@ -277,18 +300,22 @@ function ReconciliationTable({ query }: { query: string }) {
   );
 }
 
-function LedgerTable({ query }: { query: string }) {
-  const list = usePagedList<LedgerEntry>(["partner-ledger", query], `/api/partner/ledger?${query}&limit=50`);
+/** With `partners` (the operator's view across partners), each entry also names its payment address's partner. */
+export function LedgerTable({ base, query, partners }: { base: BooksBase; query: string; partners?: PartnerNames }) {
+  const list = usePagedList<LedgerEntry>(["books-ledger", base, query], `${base}/ledger?${query}&limit=50`);
+  const head = ["Block", "Kind", "Amount", "Transaction", "From", "To"];
+  if (partners) head.splice(1, 0, "Partner");
   return (
     <>
       <h2>Ledger</h2>
       <ListState list={list} what="the ledger" />
       {!list.error && (
-        <Table caption="Every movement, oldest first" head={["Block", "Kind", "Amount", "Transaction", "From", "To"]}>
-          {!list.isLoading && list.rows.length === 0 && <Empty colSpan={6}>No movement in this period.</Empty>}
+        <Table caption="Every movement, oldest first" head={head}>
+          {!list.isLoading && list.rows.length === 0 && <Empty colSpan={head.length}>No movement in this period.</Empty>}
           {list.rows.map((entry) => (
             <tr key={`${entry.chainId}-${entry.transactionHash}-${entry.logIndex}-${entry.paymentAddress}`}>
               <td>{entry.blockNumber}</td>
+              {partners && <td>{partnerCell(partners, entry.paymentAddress)}</td>}
               <td>
                 <Status value={entry.kind} />
                 {entry.reason && entry.reason !== entry.kind && <small> {entry.reason.replaceAll("_", " ")}</small>}
@@ -315,4 +342,10 @@ function LedgerTable({ query }: { query: string }) {
       <MoreButton list={list} />
     </>
   );
+}
+
+/** The partner owning a payment address, named (its id on hover), across partners. */
+function partnerCell(partners: PartnerNames, paymentAddress: string) {
+  const owner = partners.byAddress.get(paymentAddress.toLowerCase());
+  return owner === undefined ? "unknown" : <span title={owner.id}>{owner.name}</span>;
 }
