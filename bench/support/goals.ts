@@ -48,7 +48,7 @@ export function goalsOf(results: BenchResults): Goal[] {
   const restartMs = indexer?.restartSameAddresses.readyMs;
   const restartCalls = indexer?.restartSameAddresses.ponderRpcCalls.eth_getLogs;
   const addedMs = indexer?.restartAddedAddress.indexedAllMs;
-  const p99 = results.hashSubmission?.goal.p99At64;
+  const p99 = results.hashSubmission?.goals.p99At64;
   const overheadP50 = results.latency?.overhead.p50;
   const books = results.books;
   const reconciliationS = seconds(books?.reconciliationMs.first);

@@ -1,4 +1,4 @@
-import type { components, paths } from "../../client/src/generated/openapi.js";
+import type { paths } from "../../client/src/generated/openapi.js";
 
 /**
  * The console's view of the service's answers, taken from the types `npm run client:types`
@@ -33,9 +33,6 @@ export type Answer<path extends keyof paths, method extends Method = "get"> = Su
 /** One item of a list answer's `data`. */
 export type RowOf<path extends keyof paths, method extends Method = "get"> =
   Answer<path, method> extends { data: (infer row)[] } ? row : never;
-
-/** A schema the document names (components.schemas). */
-export type Schema<name extends keyof components["schemas"]> = components["schemas"][name];
 
 /** An event as the service records and sends it, typed per `type` (the client library's union). */
 export type { SettlementEvent } from "../../client/src/types.js";
