@@ -1,5 +1,5 @@
 import { existsSync, writeFileSync } from "node:fs";
-import { getAddress, isAddress } from "viem";
+import { isAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { AppContext } from "../api/app-context.js";
 import { ConfigError, type ServiceConfig } from "../api/config/config.js";
@@ -23,7 +23,7 @@ import {
 } from "../api/portals/partner-admin.js";
 import type { PartnerMemberRole } from "../api/store/member-tables.js";
 import { migrateStore, openStore, type Store } from "../api/store/open-store.js";
-import { type Command, type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
+import { type Command, type CommandContext, UsageError } from "./command-kit.js";
 import { deployServiceContracts } from "./deploy-contracts.js";
 import { reportCommand } from "./report.js";
 
@@ -181,16 +181,14 @@ export const commands: Record<string, Command> = {
     return withStore(context, async (store, config) => {
       const label = typeof context.options.name === "string" ? context.options.name : undefined;
       const key = await issueAuditorKey(store, { mode: mode(context, config), label });
-      await store
-        .transaction()
-        .execute((trx) =>
-          appendAudit(trx, {
-            actor: OPERATOR,
-            action: "auditor_key.create",
-            target: { type: "auditor_key", id: key.id },
-            details: { label },
-          }),
-        );
+      await store.transaction().execute((trx) =>
+        appendAudit(trx, {
+          actor: OPERATOR,
+          action: "auditor_key.create",
+          target: { type: "auditor_key", id: key.id },
+          details: { label },
+        }),
+      );
       return {
         text: `Auditor key ${key.id}: ${key.apiKey}\nIt reads every partner's books (GET only). The key is shown only now.`,
         json: { auditorKey: { id: key.id, apiKey: key.apiKey } },
@@ -202,16 +200,14 @@ export const commands: Record<string, Command> = {
     return withStore(context, async (store) => {
       const keyId = argument(context, 0, "The auditor key id (aud_…)");
       if (!(await revokeAuditorKey(store, { keyId }))) throw problems.notFound(`Auditor key ${keyId}`);
-      await store
-        .transaction()
-        .execute((trx) =>
-          appendAudit(trx, {
-            actor: OPERATOR,
-            action: "auditor_key.revoke",
-            target: { type: "auditor_key", id: keyId },
-            details: {},
-          }),
-        );
+      await store.transaction().execute((trx) =>
+        appendAudit(trx, {
+          actor: OPERATOR,
+          action: "auditor_key.revoke",
+          target: { type: "auditor_key", id: keyId },
+          details: {},
+        }),
+      );
       return { text: `Revoked ${keyId}.`, json: { keyId, revoked: true } };
     });
   },

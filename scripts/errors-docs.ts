@@ -6,13 +6,13 @@ export const TABLE_MARKER =
 
 /** One row per registered code, in the registry's order (grouped by status). */
 export function renderProblemTable(): string {
-  const escape = (text: string) => text.replaceAll("|", "\\|");
+  const escapeCell = (text: string) => text.replaceAll("|", "\\|");
   return [
     "| Code | Status | Title | When it happens |",
     "|---|---|---|---|",
     ...PROBLEM_CODES.map((code) => {
       const { title, meaning } = PROBLEM_REGISTRY[code];
-      return `| \`${code}\` | ${problemStatuses(code).join(", ")} | ${escape(title)} | ${escape(meaning)} |`;
+      return `| \`${code}\` | ${problemStatuses(code).join(", ")} | ${escapeCell(title)} | ${escapeCell(meaning)} |`;
     }),
   ].join("\n");
 }

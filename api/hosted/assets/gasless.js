@@ -124,10 +124,9 @@
      */
     offer(container, options) {
       const session = options.session;
-      const usable =
-        window.ethereum !== undefined && session.status === "awaiting_payment" && session.gasless && session.gasless.available;
+      const usable = window.ethereum !== undefined && session.status === "awaiting_payment" && session.gasless?.available;
       let state = mounted.get(container);
-      if (!usable && !(state && state.submitted)) {
+      if (!usable && !state?.submitted) {
         container.hidden = true;
         return;
       }

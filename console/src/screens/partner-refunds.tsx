@@ -21,8 +21,6 @@ import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status
 /** What the payment address signs for a gasless send (`GET …/authorization`). */
 type AuthorizationRequest = Answer<"/api/partner/refunds/{id}/authorization">;
 
-type Instructions = NonNullable<RefundRow["instructions"]>;
-
 export type RefundRow = RowOf<"/api/partner/refunds">;
 
 export const REASONS: [string, string][] = [
