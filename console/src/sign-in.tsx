@@ -2,7 +2,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { useChainId, useConnect, useConnection, useConnectors, useSignMessage } from "wagmi";
 import { api, type Role } from "./api";
-import type { RowOf } from "./api-types";
+import type { Answer, RowOf } from "./api-types";
 import { type Session, useSession } from "./session";
 import { ProblemBox } from "./ui";
 
@@ -25,7 +25,7 @@ function TestAccountSignIn({ onError }: { onError: (error: unknown) => void }) {
   const [busy, setBusy] = useState<Role | null>(null);
   const accounts = useQuery({
     queryKey: ["local-test-accounts"],
-    queryFn: () => api<{ data: TestAccount[] }>("/api/local/test-accounts"),
+    queryFn: () => api<Answer<"/api/local/test-accounts">>("/api/local/test-accounts"),
     retry: false,
   });
   if (!accounts.data) return null;
@@ -91,7 +91,7 @@ export function SignIn() {
         connectedChain = result.chainId;
       }
       if (!address) throw new Error("The wallet shared no account.");
-      const challenge = await api<{ message: string }>(`/api/${role}/auth/challenge`, {
+      const challenge = await api<Answer<"/api/investor/auth/challenge", "post">>(`/api/${role}/auth/challenge`, {
         json: { address, chainId: connectedChain },
       });
       const signature = await signMessageAsync({ message: challenge.message, account: address });

@@ -1,4 +1,5 @@
 import { useMemo, useState } from "react";
+import type { RowOf } from "../api-types";
 import { Field, MoreButton, usePagedList } from "../ui";
 import {
   Downloads,
@@ -12,7 +13,7 @@ import {
   ReconciliationTable,
 } from "./partner-auditor";
 
-type PartnerRow = { id: string; name: string; paymentAddresses: { network: string; address: string }[] };
+type PartnerRow = RowOf<"/api/admin/partners">;
 
 /**
  * The operator's Auditor view (docs/console.md): the partner members' Auditor view

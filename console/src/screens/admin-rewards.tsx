@@ -1,17 +1,15 @@
 import { useQuery } from "@tanstack/react-query";
 import { api } from "../api";
-import type { RowOf } from "../api-types";
+import type { Answer } from "../api-types";
 import { useSession } from "../session";
 import { Address, Empty, ListState, Money, Table, When } from "../ui";
-
-type UnknownClaim = RowOf<"/api/admin/reward-claims">;
 
 /** Admin console: reward claims the distributors paid that match no reward expecting one (docs/rewards.md). */
 export function UnknownRewardClaims() {
   const { token } = useSession();
   const query = useQuery({
     queryKey: ["admin-reward-claims"],
-    queryFn: () => api<{ data: UnknownClaim[] }>("/api/admin/reward-claims?limit=200", { token }),
+    queryFn: () => api<Answer<"/api/admin/reward-claims">>("/api/admin/reward-claims?limit=200", { token }),
   });
   const rows = query.data?.data ?? [];
   return (

@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api";
+import type { RowOf } from "../api-types";
 import type { NavItem } from "../app";
 import { useSession } from "../session";
 import {
@@ -162,15 +163,7 @@ function Review() {
   );
 }
 
-type InvestorRow = {
-  address: string;
-  kycStatus: string;
-  jurisdiction: string | null;
-  accredited: boolean;
-  frozen: boolean;
-  frozenReason: string | null;
-  updatedAt: string | null;
-};
+type InvestorRow = RowOf<"/api/admin/investors">;
 
 function Investors() {
   const list = usePagedList<InvestorRow>(["admin-investors"], "/api/admin/investors");
@@ -283,7 +276,7 @@ function Investors() {
   );
 }
 
-type IssuerRow = { id: string; address: string; name: string; partnerId: string; status: string; createdAt: string };
+type IssuerRow = RowOf<"/api/admin/issuers">;
 
 function Issuers() {
   const list = usePagedList<IssuerRow>(["admin-issuers"], "/api/admin/issuers");
@@ -356,13 +349,7 @@ function Issuers() {
   );
 }
 
-type PartnerRow = {
-  id: string;
-  name: string;
-  issuerId: string | null;
-  apiKeys: { id: string; prefix: string; revokedAt: string | null }[];
-  paymentAddresses: { network: string; address: string }[];
-};
+type PartnerRow = RowOf<"/api/admin/partners">;
 
 function Partners() {
   const list = usePagedList<PartnerRow>(["admin-partners"], "/api/admin/partners");
@@ -474,18 +461,7 @@ function Partners() {
   );
 }
 
-type PaymentRow = {
-  chainId: number;
-  transactionHash: string;
-  logIndex: number;
-  partnerId: string | null;
-  status: string;
-  reason: string | null;
-  from: string;
-  to: string;
-  amount: string;
-  minedAt: string;
-};
+type PaymentRow = RowOf<"/api/admin/payments">;
 
 function Payments() {
   const list = usePagedList<PaymentRow>(["admin-payments"], "/api/admin/payments?status=unresolved");
@@ -550,15 +526,7 @@ function Payments() {
   );
 }
 
-type DeliveryRow = {
-  id: string;
-  eventId: string;
-  url: string;
-  status: string;
-  attemptCount: number;
-  lastStatusCode: number | null;
-  createdAt: string;
-};
+type DeliveryRow = RowOf<"/api/admin/event-deliveries">;
 
 function Deliveries() {
   const [status, setStatus] = useState("");
@@ -607,13 +575,7 @@ function Deliveries() {
   );
 }
 
-type AuditRow = {
-  id: string;
-  actor: { role: string; address: string };
-  action: string;
-  target: { type: string; id: string };
-  createdAt: string;
-};
+type AuditRow = RowOf<"/api/admin/audit-log">;
 
 function Audit() {
   const list = usePagedList<AuditRow>(["admin-audit"], "/api/admin/audit-log");

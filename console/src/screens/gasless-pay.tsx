@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { type Address as EvmAddress, type Hex, isAddressEqual, toHex } from "viem";
+import { type Address as EvmAddress, isAddressEqual, toHex } from "viem";
 import { useChains, useConnect, useConnection, useConnectors, useSignTypedData, useSwitchChain } from "wagmi";
 import { ApiProblem, api } from "../api";
 import type { Answer } from "../api-types";
@@ -242,7 +242,7 @@ export function GaslessPay({
         message: authorization,
       });
       setPhase("sending");
-      return api<{ transactionHash: Hex; authorizationId: string; status: string }>("/api/rwa/settlements/authorization", {
+      return api<Answer<"/api/rwa/settlements/authorization", "post">>("/api/rwa/settlements/authorization", {
         token,
         json: {
           purchaseId,

@@ -73,7 +73,7 @@ function Eligibility({ offeringId }: { offeringId: string }) {
   const { token } = useSession();
   const verdict = useQuery({
     queryKey: ["eligibility", offeringId],
-    queryFn: () => api<{ eligible: boolean; reasons: string[] }>(`/api/rwa/offerings/${offeringId}/eligibility`, { token }),
+    queryFn: () => api<Answer<"/api/rwa/offerings/{id}/eligibility">>(`/api/rwa/offerings/${offeringId}/eligibility`, { token }),
   });
   if (verdict.error) return <ProblemBox error={verdict.error} />;
   if (!verdict.data) return null;
@@ -98,7 +98,8 @@ function Offering({ id }: { id: string }) {
   });
   const [units, setUnits] = useState("1");
   const buy = useMutation({
-    mutationFn: () => api<{ id: string }>("/api/rwa/checkout", { token, json: { offeringId: id, units: Number(units) } }),
+    mutationFn: () =>
+      api<Answer<"/api/rwa/checkout", "post">>("/api/rwa/checkout", { token, json: { offeringId: id, units: Number(units) } }),
     onSuccess: (purchase) => navigate(`/investor/purchases/${purchase.id}`),
   });
   const data = offering.data;
@@ -409,13 +410,11 @@ function Purchase({ id }: { id: string }) {
   );
 }
 
-type CertificateRow = RowOf<"/api/rwa/certificates">;
-
 function Certificates() {
   const { token } = useSession();
   const certificates = useQuery({
     queryKey: ["rwa-certificates"],
-    queryFn: () => api<{ data: CertificateRow[] }>("/api/rwa/certificates", { token }),
+    queryFn: () => api<Answer<"/api/rwa/certificates">>("/api/rwa/certificates", { token }),
   });
   return (
     <section aria-labelledby="h-certificates">

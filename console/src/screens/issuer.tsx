@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api";
-import type { RowOf } from "../api-types";
+import type { Answer } from "../api-types";
 import type { NavItem } from "../app";
 import { parseUsdc } from "../money";
 import { Link, navigate } from "../router";
@@ -57,15 +57,13 @@ function Offerings() {
   );
 }
 
-type NetworkRow = RowOf<"/api/issuer/networks">;
-
 const isoIn = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 16);
 
 function Draft() {
   const { token } = useSession();
   const networks = useQuery({
     queryKey: ["issuer-networks"],
-    queryFn: () => api<{ data: NetworkRow[] }>("/api/issuer/networks", { token }),
+    queryFn: () => api<Answer<"/api/issuer/networks">>("/api/issuer/networks", { token }),
   });
   const [form, setForm] = useState({
     name: "",
@@ -93,7 +91,7 @@ function Draft() {
         .split(",")
         .map((code) => code.trim().toUpperCase())
         .filter(Boolean);
-      return api<{ id: string }>("/api/issuer/offerings", {
+      return api<Answer<"/api/issuer/offerings", "post">>("/api/issuer/offerings", {
         token,
         json: {
           name: form.name,
@@ -212,8 +210,6 @@ function Draft() {
   );
 }
 
-type HolderRow = RowOf<"/api/issuer/offerings/{id}/holders">;
-
 function OfferingDetail({ id }: { id: string }) {
   const { token } = useSession();
   const queryClient = useQueryClient();
@@ -239,7 +235,7 @@ function OfferingDetail({ id }: { id: string }) {
   };
   const holders = useQuery({
     queryKey: ["issuer-holders", id],
-    queryFn: () => api<{ data: HolderRow[] }>(`/api/issuer/offerings/${id}/holders`, { token }),
+    queryFn: () => api<Answer<"/api/issuer/offerings/{id}/holders">>(`/api/issuer/offerings/${id}/holders`, { token }),
   });
   const action = useMutation({
     mutationFn: (name: string) => api(`/api/issuer/offerings/${id}/${name}`, { token, json: {} }),

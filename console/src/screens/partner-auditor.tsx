@@ -1,6 +1,7 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api";
+import type { Answer, RowOf } from "../api-types";
 import { formatUsdc } from "../money";
 import { useSession } from "../session";
 import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status, Table, usePagedList } from "../ui";
@@ -8,32 +9,10 @@ import { Address, Empty, Field, ListState, Money, MoreButton, ProblemBox, Status
 /** A period as the accounting routes take it (docs/accounting.md, "Ranges"). */
 export type Period = { kind: "dates"; from: string; to: string } | { kind: "blocks"; fromBlock: string; toBlock: string };
 
-type ReconciliationRow = {
-  chainId: number;
-  partnerId: string;
-  paymentAddress: string;
-  openingBalance: string;
-  closingBalance: string;
-  chainBalance: string;
-  difference: string;
-  reconciled: boolean;
-  sums: Record<string, string>;
-};
-type Reconciliation = { fromBlock: string; toBlock: string; data: ReconciliationRow[] };
+type ReconciliationRow = RowOf<"/api/partner/reports/reconciliation">;
+type Reconciliation = Answer<"/api/partner/reports/reconciliation">;
 
-type LedgerEntry = {
-  kind: string;
-  reason?: string;
-  chainId: number;
-  blockNumber: string;
-  transactionHash: string;
-  logIndex: number;
-  from: string;
-  to: string;
-  value: string;
-  paymentAddress: string;
-  orderId?: string;
-};
+type LedgerEntry = RowOf<"/api/partner/ledger">;
 
 const SUM_KINDS = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out"] as const;
 

@@ -312,7 +312,7 @@ export function SendRefund({
   const { writeContractAsync } = useWriteContract();
   const local = useQuery({
     queryKey: ["local-test-accounts"],
-    queryFn: () => api<{ data: unknown[] }>("/api/local/test-accounts"),
+    queryFn: () => api<Answer<"/api/local/test-accounts">>("/api/local/test-accounts"),
   });
   const qr = useQuery({
     queryKey: ["refund-qr", refund.id, refund.status],
@@ -370,7 +370,7 @@ export function SendRefund({
           validBefore: BigInt(message.validBefore),
         },
       });
-      return api<{ transactionHash: string }>(path, {
+      return api<Answer<"/api/partner/refunds/{id}/authorization", "post">>(path, {
         token,
         json: {
           authorization: message,
@@ -383,7 +383,10 @@ export function SendRefund({
   });
   const testAccount = useMutation({
     mutationFn: () =>
-      api<{ transactionHash: string }>(`${basePath}/${encodeURIComponent(refund.id)}/test-send`, { token, json: {} }),
+      api<Answer<"/api/partner/refunds/{id}/test-send", "post">>(`${basePath}/${encodeURIComponent(refund.id)}/test-send`, {
+        token,
+        json: {},
+      }),
     onSuccess: onSent,
   });
   const sentHash = fromWallet.data ?? gasless.data?.transactionHash ?? testAccount.data?.transactionHash;

@@ -301,8 +301,6 @@ function Events() {
   );
 }
 
-type DeliveryRow = RowOf<"/api/partner/events/{id}/deliveries">;
-
 function EventDetail({ id }: { id: string }) {
   const { token } = useSession();
   const queryClient = useQueryClient();
@@ -312,7 +310,7 @@ function EventDetail({ id }: { id: string }) {
   });
   const deliveries = useQuery({
     queryKey: ["partner-event-deliveries", id],
-    queryFn: () => api<{ data: DeliveryRow[] }>(`/api/partner/events/${id}/deliveries`, { token }),
+    queryFn: () => api<Answer<"/api/partner/events/{id}/deliveries">>(`/api/partner/events/${id}/deliveries`, { token }),
     // A queued delivery is followed until the endpoint has answered.
     refetchInterval: (query) => (query.state.data?.data.some((delivery) => delivery.status === "pending") ? 1000 : false),
   });
@@ -394,7 +392,8 @@ function Webhooks() {
   const [secret, setSecret] = useState<{ label: string; value: string } | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["partner-webhooks"] });
   const create = useMutation({
-    mutationFn: () => api<{ secret: string; id: string }>("/api/partner/webhook-endpoints", { token, json: { url } }),
+    mutationFn: () =>
+      api<Answer<"/api/partner/webhook-endpoints", "post">>("/api/partner/webhook-endpoints", { token, json: { url } }),
     onSuccess: (created) => {
       setSecret({ label: `Signing secret of ${created.id}`, value: created.secret });
       setUrl("");
@@ -403,7 +402,10 @@ function Webhooks() {
   });
   const rotate = useMutation({
     mutationFn: (id: string) =>
-      api<{ secret: string; id: string }>(`/api/partner/webhook-endpoints/${id}/rotate-secret`, { token, json: {} }),
+      api<Answer<"/api/partner/webhook-endpoints/{id}/rotate-secret", "post">>(
+        `/api/partner/webhook-endpoints/${id}/rotate-secret`,
+        { token, json: {} },
+      ),
     onSuccess: (rotated, id) => {
       setSecret({ label: `New signing secret of ${id}`, value: rotated.secret });
       void refresh();
@@ -509,7 +511,7 @@ function ApiKeys() {
   const [secret, setSecret] = useState<string | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["partner-keys"] });
   const create = useMutation({
-    mutationFn: () => api<{ apiKey: string }>("/api/partner/api-keys", { token, method: "POST" }),
+    mutationFn: () => api<Answer<"/api/partner/api-keys", "post">>("/api/partner/api-keys", { token, method: "POST" }),
     onSuccess: (key) => {
       setSecret(key.apiKey);
       void refresh();
@@ -561,14 +563,12 @@ function ApiKeys() {
   );
 }
 
-type MemberRow = RowOf<"/api/partner/members">;
-
 function Members() {
   const { token } = useSession();
   const queryClient = useQueryClient();
   const members = useQuery({
     queryKey: ["partner-members"],
-    queryFn: () => api<{ data: MemberRow[] }>("/api/partner/members", { token }),
+    queryFn: () => api<Answer<"/api/partner/members">>("/api/partner/members", { token }),
   });
   const [address, setAddress] = useState("");
   const [role, setRole] = useState("member");
@@ -770,7 +770,7 @@ function AdminOnlyNotice() {
   const { token } = useSession();
   const profile = useQuery({
     queryKey: ["partner-profile"],
-    queryFn: () => api<{ memberRole: "admin" | "member" }>("/api/partner/profile", { token }),
+    queryFn: () => api<Answer<"/api/partner/profile">>("/api/partner/profile", { token }),
   });
   if (profile.data?.memberRole !== "member") return null;
   return (
