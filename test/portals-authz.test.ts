@@ -152,10 +152,24 @@ const ACCESS: Record<string, Access> = {
   "GET /api/admin/relayed-authorizations": "admin",
   "POST /api/admin/partners/{id}/members": "admin",
   "GET /api/issuer/networks": "issuer",
+  // An issuer refunds its RWA purchases (docs/refunds.md "Issuers") and sends them with its partner's refund routes.
+  "GET /api/issuer/purchases/{purchaseId}/refunds": "issuer",
+  "POST /api/issuer/purchases/{purchaseId}/refunds": "issuer",
+  "GET /api/issuer/refunds": "issuer",
+  "POST /api/issuer/refunds": "issuer",
+  "GET /api/issuer/refunds/{id}": "issuer",
+  "POST /api/issuer/refunds/{id}/cancel": "issuer",
+  "GET /api/issuer/refunds/{id}/qr": "issuer",
+  "POST /api/issuer/refunds/{id}/test-send": "issuer",
+  "GET /api/issuer/refunds/{id}/authorization": "issuer",
+  "POST /api/issuer/refunds/{id}/authorization": "issuer",
 };
 
 /** Routes on a resource that belongs to one issuer or one investor: others get 404, never the resource. */
-const OWNED_BY_ISSUER = Object.keys(ACCESS).filter((route) => route.includes("/api/issuer/offerings/{id}"));
+const OWNED_BY_ISSUER = [
+  ...Object.keys(ACCESS).filter((route) => route.includes("/api/issuer/offerings/{id}")),
+  "GET /api/issuer/purchases/{purchaseId}/refunds",
+];
 const OWNED_BY_INVESTOR = [
   "GET /api/rwa/checkout/{id}",
   "POST /api/rwa/certificates/{purchaseId}/claim",
