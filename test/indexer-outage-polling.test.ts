@@ -87,7 +87,7 @@ describe("a store locked by another process", () => {
       expect(response.status).toBe(503);
       expect(response.headers.get("content-type")).toContain("application/problem+json");
       expect(await response.json()).toMatchObject({ code: "store_unavailable", status: 503 });
-      const degraded = await waitFor(degradedBy("store_unavailable"), { timeoutMs: 15_000, what: "health to report the store" });
+      const degraded = await waitFor(degradedBy("store_unavailable"), { timeoutMs: 30_000, what: "health to report the store" });
       expect(degraded.status).toBe("degraded");
     } finally {
       other.exec("ROLLBACK");
