@@ -1,11 +1,10 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useRef, useState } from "react";
 import { api } from "../api";
 import type { RowOf } from "../api-types";
-import { parseUsdc } from "../money";
 import { useSession } from "../session";
 import { Field, ListState, Money, MoreButton, ProblemBox, usePagedList } from "../ui";
-import { IN_FLIGHT, REASONS, type RefundRow, RefundTable, SendRefund } from "./partner-refunds";
+import { optionalRefundAmount, ReasonField, type RefundRow, RefundTable, SendRefund, useFollowInFlight } from "./partner-refunds";
 
 /**
  * The issuer refunds one of its purchases (SPEC 15, docs/refunds.md "Issuers"): to the
@@ -41,19 +40,10 @@ export function PurchaseRefunds({
     void queryClient.invalidateQueries({ queryKey: ["issuer-purchase-refunds", purchase.id] });
     changed.current();
   }, [queryClient, purchase.id]);
-  // A sent refund completes when the index shows its transfer: follow it while one is in flight.
-  const inFlight = list.rows.some((row) => IN_FLIGHT.has(row.status));
-  useEffect(() => {
-    if (!inFlight) return;
-    const timer = setInterval(refresh, 2_000);
-    return () => clearInterval(timer);
-  }, [inFlight, refresh]);
+  useFollowInFlight(list.rows, refresh);
   const create = useMutation({
     mutationFn: () => {
-      const baseUnits = amount.trim() === "" ? undefined : parseUsdc(amount);
-      if (amount.trim() !== "" && (baseUnits === undefined || baseUnits <= 0n)) {
-        throw new Error("Enter a positive amount of USDC, for example 12.5, or leave it empty.");
-      }
+      const baseUnits = optionalRefundAmount(amount);
       return api<RefundRow>(path, {
         token,
         json: {
@@ -100,17 +90,7 @@ export function PurchaseRefunds({
               />
             )}
           </Field>
-          <Field label="Reason">
-            {(id) => (
-              <select id={id} value={reason} onChange={(event) => setReason(event.target.value)}>
-                {REASONS.map(([value, label]) => (
-                  <option key={value} value={value}>
-                    {label}
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <ReasonField reason={reason} onChange={setReason} />
           <div className="row">
             <button type="submit" className="primary" disabled={create.isPending}>
               Create refund

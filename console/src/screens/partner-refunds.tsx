@@ -1,5 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import { erc20Abi, type Hex, isAddressEqual } from "viem";
 import { useConnect, useConnection, useConnectors, useSignTypedData, useWriteContract } from "wagmi";
 import { api } from "../api";
@@ -31,7 +31,42 @@ export const REASONS: [string, string][] = [
   ["other", "Other"],
 ];
 
-export const IN_FLIGHT = new Set(["ready", "pending"]);
+const IN_FLIGHT = new Set(["ready", "pending"]);
+
+/** A sent refund completes when the index shows its transfer: `refresh` every 2 s while one of `rows` is in flight. */
+export function useFollowInFlight(rows: readonly RefundRow[], refresh: () => void) {
+  const inFlight = rows.some((row) => IN_FLIGHT.has(row.status));
+  useEffect(() => {
+    if (!inFlight) return;
+    const timer = setInterval(refresh, 2_000);
+    return () => clearInterval(timer);
+  }, [inFlight, refresh]);
+}
+
+/** A refund form's optional amount: empty asks for all that remains, anything else must be a positive USDC amount. */
+export function optionalRefundAmount(text: string): bigint | undefined {
+  if (text.trim() === "") return undefined;
+  const baseUnits = parseUsdc(text);
+  if (baseUnits === undefined) throw new Error("Enter an amount of USDC, for example 12.5.");
+  if (baseUnits <= 0n) throw new Error("Enter a positive amount of USDC, or leave it empty.");
+  return baseUnits;
+}
+
+export function ReasonField({ reason, onChange }: { reason: string; onChange: (reason: string) => void }) {
+  return (
+    <Field label="Reason">
+      {(id) => (
+        <select id={id} value={reason} onChange={(event) => onChange(event.target.value)}>
+          {REASONS.map(([value, label]) => (
+            <option key={value} value={value}>
+              {label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
 
 /** Where a portal reaches its refunds: the partner member's, or the issuer's (as its partner). */
 const PARTNER_REFUNDS = "/api/partner/refunds";
@@ -41,14 +76,8 @@ export function Refunds({ orderId }: { orderId?: string }) {
   const [selected, setSelected] = useState<string | null>(null);
   const queryClient = useQueryClient();
   const list = usePagedList<RefundRow>(["partner-refunds", status], `/api/partner/refunds${status ? `?status=${status}` : ""}`);
-  const refresh = () => void queryClient.invalidateQueries({ queryKey: ["partner-refunds"] });
-  // A sent refund completes when the index shows its transfer: follow it while one is in flight.
-  const inFlight = list.rows.some((row) => IN_FLIGHT.has(row.status));
-  useEffect(() => {
-    if (!inFlight) return;
-    const timer = setInterval(() => void queryClient.invalidateQueries({ queryKey: ["partner-refunds"] }), 2_000);
-    return () => clearInterval(timer);
-  }, [inFlight, queryClient]);
+  const refresh = useCallback(() => void queryClient.invalidateQueries({ queryKey: ["partner-refunds"] }), [queryClient]);
+  useFollowInFlight(list.rows, refresh);
   const chosen = list.rows.find((row) => row.id === selected);
   return (
     <section aria-labelledby="h-refunds">
@@ -87,9 +116,7 @@ function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; o
   const [reason, setReason] = useState("requested_by_customer");
   const create = useMutation({
     mutationFn: () => {
-      const baseUnits = amount.trim() === "" ? undefined : parseUsdc(amount);
-      if (baseUnits !== undefined && baseUnits <= 0n) throw new Error("Enter a positive amount of USDC, or leave it empty.");
-      if (amount.trim() !== "" && baseUnits === undefined) throw new Error("Enter an amount of USDC, for example 12.5.");
+      const baseUnits = optionalRefundAmount(amount);
       const destination = to === "payer" ? "payer" : to === "address" ? address : undefined;
       return api<RefundRow>("/api/partner/refunds", {
         token,
@@ -173,17 +200,7 @@ function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; o
           </Field>
         )}
       </fieldset>
-      <Field label="Reason">
-        {(id) => (
-          <select id={id} value={reason} onChange={(event) => setReason(event.target.value)}>
-            {REASONS.map(([value, label]) => (
-              <option key={value} value={value}>
-                {label}
-              </option>
-            ))}
-          </select>
-        )}
-      </Field>
+      <ReasonField reason={reason} onChange={setReason} />
       <button type="submit" className="primary" disabled={create.isPending || !orderId}>
         Create refund
       </button>
