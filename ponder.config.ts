@@ -1,6 +1,7 @@
 import { createConfig } from "ponder";
 import { erc20Abi } from "viem";
 import {
+  indexerCacheEnabled,
   pgliteIndexDirectory,
   prepareStart,
   rememberStartedConfig,
@@ -41,12 +42,10 @@ const chains = Object.fromEntries(
       // New blocks pushed by `eth_subscribe("newHeads")` rather than found by polling:
       // up to a polling interval sooner (Ponder polls again if the socket keeps failing).
       ws: network.wsUrl,
-      // Ponder's RPC cache (`ponder_sync`) is what lets a restart resume without fetching
-      // again the range it had indexed (issue 30). A local Anvil chain can be thrown away
-      // and rebuilt under the same chain id: its cache is trusted only where it lives in the
-      // data directory's embedded index, which the local stack deletes with a lost chain.
-      // A local index on a Postgres server (DATABASE_URL) outlives the chain: no cache there.
-      disableCache: network.name === "local",
+      // Ponder's RPC cache (`ponder_sync`) lets a restart resume without fetching again the
+      // range it had indexed (issue 30); checked against the node's chain before every start
+      // (api/indexed/sync-cache-guard.ts). See indexerCacheEnabled for where it stays off.
+      disableCache: !indexerCacheEnabled(network, config),
     },
   ]),
 );

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { type Address, getAddress } from "viem";
+import { guardSyncCache } from "../indexed/sync-cache-guard.js";
 import { migrateStore, openStore, type Store } from "../store/open-store.js";
 import { ConfigError, readConfig, type ServiceConfig } from "./config.js";
 import { envPrefix, type NetworkConfig } from "./networks.js";
@@ -55,8 +56,31 @@ export async function prepareStart(
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  if (role === "indexer") await recordIndexerStart(config);
+  if (role === "indexer") {
+    await guardSyncCache({
+      networks: config.networks.filter((network) => indexerCacheEnabled(network, config)),
+      databaseUrl: config.databaseUrl,
+      pgliteDirectory: pgliteIndexDirectory(config),
+      indexSchema: config.databaseSchema,
+      log: (entry) => console.warn(JSON.stringify(entry)),
+    });
+    await recordIndexerStart(config);
+  }
   return config;
+}
+
+/**
+ * Whether Ponder keeps its RPC cache (`ponder_sync`) for a network: what lets a restart
+ * with the same configuration resume without fetching again what it had indexed, and a
+ * re-index (a watched address added) read the old addresses' logs from the database.
+ * Before every indexer start `guardSyncCache` checks the cache against the node's chain
+ * (a local chain rebuilt under the same chain id, a fork gone) and deletes it if stale.
+ * Off only for a `local` index on a Postgres server (DATABASE_URL): that database outlives
+ * any one Anvil and may be shared by several local stacks at once, whose chains all have
+ * the same chain id; a check at start cannot protect one running stack from another.
+ */
+export function indexerCacheEnabled(network: Pick<NetworkConfig, "name">, config: Pick<ServiceConfig, "databaseUrl">): boolean {
+  return !(network.name === "local" && config.databaseUrl !== undefined);
 }
 
 /** Asks every network's RPC for its chain id, at once, each within a short timeout. */

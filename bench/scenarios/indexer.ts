@@ -72,6 +72,23 @@ export type StartFigures = {
   /** JSON-RPC calls by method, counted by a zero-delay proxy between Ponder and Anvil. */
   ponderRpcCalls: Record<string, number>;
   ponderRpcTotal: number;
+  /** Where Ponder's time went, from its own /metrics just before the stop (ms, summed). */
+  ponderTime?: PonderTime;
+};
+
+/**
+ * Ponder's metrics, summed per step (milliseconds of wall time inside each step; the
+ * sync's fetching overlaps indexing, so these do not add up to the elapsed time):
+ * extract (`build`: reading events back from its sync store, `decode`, `format`),
+ * transform (`index`: the indexing functions, ours; `load`/`commit`/`finalize`: writing the
+ * index), RPC request time by method, and the indexing functions by event.
+ */
+export type PonderTime = {
+  extract: Record<string, number>;
+  transform: Record<string, number>;
+  rpcMs: Record<string, number>;
+  indexingFunctionsMs: Record<string, number>;
+  databaseMs: Record<string, number>;
 };
 
 const TRANSFER_TOPIC = toEventSelector("Transfer(address,address,uint256)");
@@ -257,6 +274,36 @@ export async function countIndexed(baseUrl: string): Promise<number> {
 
 type StartRun = Omit<StartFigures, "ponderRpcTotal"> & { timedOut: boolean; peakRssBytes: number | undefined };
 
+/** Reads the sums of Ponder's timing metrics (Prometheus text format) by one label. */
+async function readPonderTime(baseUrl: string): Promise<PonderTime | undefined> {
+  const text = await fetch(`${baseUrl}/metrics`)
+    .then((response) => (response.ok ? response.text() : undefined))
+    .catch(() => undefined);
+  if (text === undefined) return undefined;
+  const pick = (name: string, label: string) => {
+    const out: Record<string, number> = {};
+    const pattern = new RegExp(`^${name}\\{([^}]*)\\} ([0-9.eE+-]+)$`, "gm");
+    for (const match of text.matchAll(pattern)) {
+      const key = new RegExp(`${label}="([^"]*)"`).exec(match[1] ?? "")?.[1] ?? "all";
+      out[key] = Math.round((out[key] ?? 0) + Number(match[2]));
+    }
+    return out;
+  };
+  const top = (values: Record<string, number>, n: number) =>
+    Object.fromEntries(
+      Object.entries(values)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, n),
+    );
+  return {
+    extract: pick("ponder_historical_extract_duration", "step"),
+    transform: pick("ponder_historical_transform_duration", "step"),
+    rpcMs: pick("ponder_rpc_request_duration_sum", "method"),
+    indexingFunctionsMs: pick("ponder_indexing_function_duration_sum", "event"),
+    databaseMs: top(pick("ponder_database_method_duration_sum", "method"), 8),
+  };
+}
+
 const secondsText = (ms: number | undefined) => (ms === undefined ? "-" : (ms / 1000).toFixed(1));
 
 function startFigures(run: StartRun): StartFigures {
@@ -268,6 +315,7 @@ function startFigures(run: StartRun): StartFigures {
     indexedCount: run.indexedCount,
     ponderRpcCalls: run.ponderRpcCalls,
     ponderRpcTotal: Object.values(run.ponderRpcCalls).reduce((sum, calls) => sum + calls, 0),
+    ...(run.ponderTime === undefined ? {} : { ponderTime: run.ponderTime }),
   };
 }
 
@@ -298,6 +346,7 @@ async function timeStart(params: {
   let timedOut = false;
   let peakRssBytes: number | undefined;
   let ponderRpcCalls: Record<string, number> = {};
+  let ponderTime: PonderTime | undefined;
   try {
     while (readyMs === undefined || indexedAllMs === undefined) {
       if (ponder.process.exitCode !== null)
@@ -328,6 +377,7 @@ async function timeStart(params: {
       peakRssBytes = await params.memory.end("indexer");
       params.memory.watch(undefined);
     }
+    ponderTime = await readPonderTime(`http://127.0.0.1:${ponder.port()}`);
     await ponder.stop();
     ponderRpcCalls = (await readProxyStats(counter.url)).calls;
     await counter.stop();
@@ -335,7 +385,7 @@ async function timeStart(params: {
   if (indexedCount !== params.expected && !timedOut) {
     throw new Error(`the index holds ${indexedCount} transfers, expected ${params.expected}`);
   }
-  return { serverUpMs, readyMs, indexedAllMs, indexedCount, ponderRpcCalls, timedOut, peakRssBytes };
+  return { serverUpMs, readyMs, indexedAllMs, indexedCount, ponderRpcCalls, ponderTime, timedOut, peakRssBytes };
 }
 
 /**
