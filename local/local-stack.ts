@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Address, createPublicClient, createTestClient, http, isAddressEqual, parseEther, parseUnits } from "viem";
@@ -92,6 +92,12 @@ export async function startLocalStack(options: {
   fork?: { url: string; blockNumber?: number };
   /** Called with the new service after it exited on its own and was started again. */
   onServiceRestart?: (ponder: PonderProcess) => void;
+  /**
+   * A directory holding a new, empty embedded index (what `new PGlite(dir)` creates, and
+   * nothing else): copied in when the data directory has no index yet. Creating a PGlite
+   * database takes seconds of CPU; the tests start dozens of stacks from one copy.
+   */
+  emptyIndexTemplate?: string;
 }): Promise<LocalStack> {
   const dataDir = resolve(options.dataDir);
   mkdirSync(dataDir, { recursive: true });
@@ -218,6 +224,15 @@ export async function startLocalStack(options: {
         }
       }
     };
+    const indexDirectory = join(serviceDataDir, "ponder");
+    if (
+      options.emptyIndexTemplate !== undefined &&
+      fork === undefined &&
+      (serviceEnv.DATABASE_URL ?? process.env.DATABASE_URL) === undefined &&
+      !existsSync(indexDirectory)
+    ) {
+      cpSync(options.emptyIndexTemplate, indexDirectory, { recursive: true });
+    }
     let ponder = await start();
     supervise(ponder);
 

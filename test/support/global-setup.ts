@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /**
  * Every process a test starts (Anvil, Ponder, a CLI, Postgres) inherits this run's
@@ -9,10 +11,26 @@ import { readdirSync, readFileSync } from "node:fs";
  */
 const MARK = "SETTLEMENT_TEST_RUN";
 
-export function setup(): () => void {
+/**
+ * Where this run's empty embedded index lies (test-stack.ts hands it to every stack). A
+ * new PGlite database costs seconds of CPU (its initdb); each stack copies this one instead.
+ */
+export const EMPTY_INDEX_TEMPLATE = "SETTLEMENT_TEST_EMPTY_INDEX";
+
+export async function setup(): Promise<() => void> {
   const run = randomUUID();
   process.env[MARK] = run;
-  return () => endMarkedProcesses(`${MARK}=${run}`);
+  const templateRoot = mkdtempSync(join(tmpdir(), "settlement-empty-index-"));
+  const template = join(templateRoot, "ponder");
+  const { PGlite } = await import("@electric-sql/pglite");
+  const database = new PGlite(template);
+  await database.waitReady;
+  await database.close();
+  process.env[EMPTY_INDEX_TEMPLATE] = template;
+  return () => {
+    endMarkedProcesses(`${MARK}=${run}`);
+    rmSync(templateRoot, { recursive: true, force: true });
+  };
 }
 
 function endMarkedProcesses(mark: string): void {

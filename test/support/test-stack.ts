@@ -13,6 +13,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type LocalStack, startLocalStack } from "../../local/local-stack.js";
+import { EMPTY_INDEX_TEMPLATE } from "./global-setup.js";
 
 export type TestStack = LocalStack & {
   chain: ReturnType<typeof defineChain>;
@@ -35,7 +36,12 @@ export async function startTestStack(
   options: { env?: NodeJS.ProcessEnv; blockTime?: number; genesisTimestamp?: number; dataDir?: string; anvilPort?: number } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? newDataDir();
-  const stack = await startLocalStack({ dataDir, ...options });
+  const stack = await startLocalStack({
+    dataDir,
+    // An empty embedded index made once for the run (global-setup.ts): PGlite's initdb, not repeated per stack.
+    emptyIndexTemplate: process.env[EMPTY_INDEX_TEMPLATE],
+    ...options,
+  });
   const chain = defineChain({
     id: stack.local.chainId,
     name: "Anvil",
