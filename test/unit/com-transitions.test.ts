@@ -211,23 +211,6 @@ describe("every (state, transition) pair: the documented target, or TransitionRe
   });
 });
 
-describe("terminal states: nothing leaves them", () => {
-  const TERMINAL: [string, string][] = [
-    ["order", "fulfilled"],
-    ["refund", "cancelled"],
-    ["relayed authorization", "mined"],
-    ["reward", "claimed"],
-    ["reward", "revoked"],
-    ["reward", "expired"],
-    ["certificate", "minted"],
-    ["certificate", "not_requested"],
-  ];
-  it.each(TERMINAL)("%s %s", (record, state) => {
-    const r = RECORDS.find((candidate) => candidate.record === record) as Record_;
-    for (const transition of Object.keys(r.expected)) expect(() => r.move(transition, state)).toThrow(TransitionRefused);
-  });
-});
-
 // ---------------------------------------------------------------------------------------------
 // docs/architecture.md prints the refund and outgoing-transfer tables too (the doc test in
 // architecture-doc.test.ts covers the other eight): the printed rows must be the code's.
