@@ -12,8 +12,10 @@ import { outgoingTransferTransitions } from "../../api/refunds/outgoing-transfer
 import { refundTransitions } from "../../api/refunds/refund-record.js";
 import { REWARD_TRANSITIONS, type Reward, rewardMayMove } from "../../api/rewards/reward-record.js";
 import { paymentTransitions } from "../../api/settlement/payment-record.js";
-import type { CertificateStatus, RewardStatus, WebhookDeliveryStatus } from "../../api/store/database.js";
+import type { CertificateStatus } from "../../api/store/database.js";
+import type { RewardStatus } from "../../api/store/reward-tables.js";
 import { ruleFor, TransitionRefused } from "../../api/store/transition-table.js";
+import type { WebhookDeliveryStatus } from "../../api/store/webhook-tables.js";
 
 /**
  * Every (state, transition) pair of every record's table, against the table written out
