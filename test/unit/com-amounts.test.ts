@@ -64,7 +64,6 @@ describe("client: parseUsdc (a decimal → base units, never rounded)", () => {
     ["no whole part", ".5"],
     ["a minus sign", "-1.5"],
     ["a decimal comma", "1,5"],
-    ["thousands separators", "1,000.00"],
     ["seven decimals of zeros (still more than six)", "1.0000000"],
     ["a currency sign", "$5"],
     ["exponent notation", "1e3"],
@@ -127,7 +126,6 @@ describe("API: totalPriceUsdc of a new checkout session", () => {
 
   it.each([
     ["one base unit", "1"],
-    ["25 USDC", "25000000"],
     ["the largest accepted (18 digits)", "999999999999999999"],
   ])("takes %s", (_case, total) => {
     const parsed = CreateSessionBody.safeParse(body(total));
