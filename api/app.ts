@@ -13,11 +13,6 @@ import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
-import { adminBooksAccess } from "./portals/admin-books-access.js";
-import { requireAdminMemberToChange, requirePartnerMember } from "./portals/partner-portal.js";
-import { issuerPurchaseRefundRoutes, issuerRefundsAsPartner } from "./portals/routes/issuer-refund-routes.js";
-import { partnerPortalRoutes } from "./portals/routes/partner-portal-routes.js";
-import { portalRoutes } from "./portals/routes/portal-routes.js";
 import { ledgerRoutes, reportRoutes } from "./routes/accounting.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
 import type { AppEnv } from "./routes/app-env.js";
@@ -31,6 +26,9 @@ import { hostedPageRoutes } from "./routes/hosted-pages.js";
 import { memberRoutes } from "./routes/members.js";
 import { orderReadRoutes, orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
+import { issuerPurchaseRefundRoutes, issuerRefundsAsPartner } from "./routes/portals/issuer-refund-routes.js";
+import { partnerPortalRoutes } from "./routes/portals/partner-portal-routes.js";
+import { portalRoutes } from "./routes/portals/portal-routes.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
 import { publicRefundRoutes } from "./routes/public-refunds.js";
@@ -38,6 +36,8 @@ import { refundRoutes } from "./routes/refunds.js";
 import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
+import { adminBooksAccess } from "./sign-in/admin-books-access.js";
+import { requireAdminMemberToChange, requirePartnerMember } from "./sign-in/partner-portal.js";
 
 /** Routes a browser reaches without a credential besides `/v1/public/*` and the three portals' sign-in. */
 const BROWSER_ROUTES_WITHOUT_CREDENTIAL = ["/api/partner/auth/*", "/checkout/*", "/claim/*", "/refund/*"];

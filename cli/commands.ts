@@ -2,6 +2,8 @@ import { existsSync, writeFileSync } from "node:fs";
 import { isAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { AppContext } from "../api/app-context.js";
+import { appendAudit, OPERATOR } from "../api/audit/audit-log.js";
+import { issuerView, registerIssuer } from "../api/compliance/issuers.js";
 import { ConfigError, type ServiceConfig } from "../api/config/config.js";
 import { envPrefix } from "../api/config/networks.js";
 import { redactUrl } from "../api/config/redact.js";
@@ -12,15 +14,13 @@ import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } fr
 import { sendTestEvent } from "../api/outbox/test-event.js";
 import { apiKeyModeFor, issueAuditorKey, revokeAuditorKey } from "../api/partners/api-keys.js";
 import { addMember, listMembers, MEMBER_ROLES, memberView } from "../api/partners/members.js";
-import { listPaymentAddresses } from "../api/partners/payment-addresses.js";
-import { appendAudit, OPERATOR } from "../api/portals/audit-log.js";
-import { issuerView, registerIssuer } from "../api/portals/issuers.js";
 import {
   addPartnerPaymentAddress,
   createPartnerKey,
   createPartnerWithKey,
   revokePartnerKey,
-} from "../api/portals/partner-admin.js";
+} from "../api/partners/partner-admin.js";
+import { listPaymentAddresses } from "../api/partners/payment-addresses.js";
 import type { PartnerMemberRole } from "../api/store/member-tables.js";
 import { migrateStore, openStore, type Store } from "../api/store/open-store.js";
 import { type Command, type CommandContext, UsageError } from "./command-kit.js";

@@ -1,9 +1,9 @@
 import { parseRange, type RangeQuery } from "../api/accounting/range.js";
+import { appendAudit, OPERATOR } from "../api/audit/audit-log.js";
 import { ConfigError } from "../api/config/config.js";
 import { ProblemError } from "../api/http/problem.js";
 import { PROBLEM_REGISTRY, type ProblemCode, problemStatuses } from "../api/http/problem-catalogue.js";
 import { apiKeyModeFor, issueAuditorKey, revokeAuditorKey } from "../api/partners/api-keys.js";
-import { appendAudit, OPERATOR } from "../api/portals/audit-log.js";
 import { migrateStore, openStore } from "../api/store/open-store.js";
 import { type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
 

@@ -2,6 +2,9 @@ import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Address, createPublicClient, createTestClient, http, isAddressEqual, parseEther, parseUnits } from "viem";
+import { OPERATOR } from "../api/audit/audit-log.js";
+import { findEligibility, setEligibility } from "../api/compliance/eligibility.js";
+import { listIssuers, registerIssuer } from "../api/compliance/issuers.js";
 import {
   envPrefix,
   KNOWN_NETWORKS,
@@ -13,10 +16,7 @@ import {
 import { createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
 import { addMember, listMembers } from "../api/partners/members.js";
 import { insertPaymentAddress } from "../api/partners/payment-addresses.js";
-import { OPERATOR } from "../api/portals/audit-log.js";
-import { findEligibility, setEligibility } from "../api/portals/eligibility.js";
-import { listIssuers, registerIssuer } from "../api/portals/issuers.js";
-import { testAccountAddress } from "../api/portals/test-accounts.js";
+import { testAccountAddress } from "../api/sign-in/test-accounts.js";
 import { migrateStore, openStore } from "../api/store/open-store.js";
 import { ensureConsoleBuilt } from "../console/build.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
@@ -427,7 +427,7 @@ async function seedDemoPartner(params: {
 }
 
 /**
- * The console's test accounts (api/portals/test-accounts.ts), each given its role once:
+ * The console's test accounts (api/sign-in/test-accounts.ts), each given its role once:
  * the partner account a member (role admin) of the demo partner, the issuer account a
  * registered issuer, the investor account an approved investor (KYC approved, US). The
  * admin account is an admin through ADMIN_ADDRESSES. Each step is skipped when done.

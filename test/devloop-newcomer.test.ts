@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TEST_ACCOUNT_INDEX, testAccountAddress } from "../api/portals/test-accounts.js";
+import { TEST_ACCOUNT_INDEX, testAccountAddress } from "../api/sign-in/test-accounts.js";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 import { createAppWithoutChain } from "../scripts/openapi-document.js";
 import { axeFindings, type Chromium, freshArtifacts, launchChromium } from "./support/browser.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { eligibilityView, ineligibilityReasons, jurisdictionList } from "../api/portals/eligibility.js";
+import { eligibilityView, ineligibilityReasons, jurisdictionList } from "../api/compliance/eligibility.js";
 import type { InvestorEligibilityTable, OfferingTable } from "../api/store/portal-tables.js";
 
 // Fast unit tests of the pure eligibility rules (no store, no chain).

@@ -200,13 +200,12 @@ describe("settlement report refuses", () => {
     expect(await liveAuditorKeys()).toBe(keysBefore);
   }
 
+  // One refusal per code: every rule of a range is a unit test of parseRange
+  // (test/unit/accounting-rules.test.ts) and an API test (accounting.test.ts); here the
+  // CLI must carry the service's code to its exit status and JSON, leaving no key behind.
   it("bad ranges, with the documented codes", async () => {
     await refused(["ledger", "--from-block", String(toBlock), "--to-block", "1"], "invalid_range");
-    await refused(["ledger", "--from-block", "abc", "--to-block", "5"], "invalid_range");
     await refused(["ledger", "--from-block", "1"], "invalid_range");
-    await refused(["reconciliation"], "invalid_range");
-    await refused(["reconciliation", "--from", "yesterday", "--to", "2026-01-01"], "invalid_range");
-    await refused(["ledger", "--from-block", "1", "--to-block", "99999999"], "range_too_wide");
     await refused(["reconciliation", "--from", "2020-01-01T00:00:00Z", "--to", "2026-12-31T00:00:00Z"], "range_too_wide");
     await refused(["ledger", "--from-block", "1", "--to-block", String(toBlock + 1000n)], "range_not_indexed");
     await refused(["orders", ...rangeArgs(), "--partner", "ptr_nobody"], "not_found");

@@ -15,7 +15,7 @@ const OWNERS: Record<string, string> = {
   checkout_session: "api/checkout/session-record.ts",
   orders: "api/orders/order-record.ts",
   payment: "api/settlement/payment-record.ts",
-  rwa_purchase: "api/portals/purchase-record.ts",
+  rwa_purchase: "api/purchases/purchase-record.ts",
   certificate: "api/certificates/certificate-record.ts",
   webhook_delivery: "api/outbox/deliveries.ts",
   reward: "api/rewards/reward-record.ts",

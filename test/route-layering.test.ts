@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 // Routes read input, call one domain function and shape output: no SQL in a route
 // file (docs/architecture.md, "Routes"). A grep over the source, no service needed.
 
-const ROUTE_FOLDERS = ["api/routes", "api/portals/routes"];
+const ROUTE_FOLDERS = ["api/routes", "api/routes/portals"];
 
 /** What a query in a route file would look like: Kysely imported, raw `sql`, a query builder or a transaction. */
 const SQL_IN_ROUTE: { name: string; pattern: RegExp }[] = [
@@ -44,7 +44,7 @@ describe("route files hold no SQL", () => {
     expect(sqlFindings("const page = await listPayments(context.store, query);")).toEqual([]);
   });
 
-  it("finds none in api/routes or api/portals/routes", () => {
+  it("finds none in api/routes or api/routes/portals", () => {
     const files = routeFiles();
     expect(files.length).toBeGreaterThan(20);
     const findings = files.flatMap((file) => sqlFindings(readFileSync(file, "utf8")).map((finding) => `${file}:${finding}`));

@@ -3,7 +3,7 @@ import type { RelayLimits } from "../gasless/relay-charges.js";
 import type { RequestLimits } from "../http/request-limits.js";
 import type { WatchdogSettings } from "../indexed/indexer-watchdog.js";
 import type { DispatcherOptions } from "../outbox/dispatcher.js";
-import type { PortalSettings } from "../portals/portal-settings.js";
+import type { PortalSettings } from "../sign-in/portal-settings.js";
 import type { ServiceConfig } from "./config.js";
 import type { NetworkName } from "./networks.js";
 

@@ -130,7 +130,7 @@ export function mountProblems(path: string, method: string, operation: Operation
   // `partnerId=` names a partner that must exist (and a partner's key only its own), or is asked for.
   if (secured && path.startsWith("/v1/") && method !== "get") codes.push("read_only_key");
   if (secured && path.startsWith("/v1/") && method === "get") codes.push("invalid_request", "not_found");
-  // The operator's books (api/portals/admin-books-access.ts): `partnerId=` names a partner that must exist.
+  // The operator's books (api/sign-in/admin-books-access.ts): `partnerId=` names a partner that must exist.
   if (secured && path.startsWith("/api/admin/") && parameters.some((parameter) => parameter.name === "partnerId"))
     codes.push("not_found");
   if (RATE_LIMITED.some((pattern) => pattern.test(path))) codes.push("rate_limited");
@@ -161,7 +161,7 @@ export function finishOpenApiDocument(raw: OpenApiDocument, publicBaseUrl: strin
       // Routes that group themselves keep their tags; the audience is the document's split (`/openapi/<audience>.json`).
       operation.tags = operation.tags?.length ? operation.tags : [AUDIENCES[audienceOf(path)].tag];
       // The partner's handlers mounted behind a portal session: the partner's own console, the
-      // refund routes for issuers as their partner (api/portals/routes/issuer-refund-routes.ts),
+      // refund routes for issuers as their partner (api/routes/portals/issuer-refund-routes.ts),
       // and the books across partners for the operator.
       const portalMount = /^\/api\/(partner|admin)\//.test(path) || path.startsWith("/api/issuer/refunds");
       if (portalMount && operation.security?.some((requirement) => "apiKey" in requirement)) {

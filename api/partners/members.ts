@@ -1,9 +1,9 @@
 import type { Kysely } from "kysely";
 import { getAddress } from "viem";
 import { z } from "zod";
+import { type AuditActor, appendAudit, type PortalActor } from "../audit/audit-log.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { problem, problems } from "../http/problem.js";
-import { type AuditActor, appendAudit, type PortalActor } from "../portals/audit-log.js";
 import type { Database } from "../store/database.js";
 import type { PartnerMemberRole, PartnerMemberTable } from "../store/member-tables.js";
 import type { Store } from "../store/open-store.js";

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { returnRefundedPurchaseUnits } from "../portals/reservations.js";
+import { returnRefundedPurchaseUnits } from "../purchases/reservations.js";
 import { revokeUnclaimedRewardsOfOrder } from "../rewards/revoke-reward.js";
 import type { Database } from "../store/database.js";
 import { markFullyRefunded, type PaymentRef } from "./refund-record.js";

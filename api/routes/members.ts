@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../app-context.js";
+import type { PortalActor } from "../audit/audit-log.js";
 import type { PartnerVariables } from "../http/partner-auth.js";
 import {
   addMember,
@@ -10,10 +11,9 @@ import {
   pageOfMembers,
   removeMember,
 } from "../partners/members.js";
-import type { PortalActor } from "../portals/audit-log.js";
-import type { PortalSession } from "../portals/portal-sessions.js";
-import { AddressSchema, jsonBody, jsonResponse, problemResponses } from "../portals/routes/schemas.js";
+import type { PortalSession } from "../sign-in/portal-sessions.js";
 import type { AppEnv } from "./app-env.js";
+import { AddressSchema, jsonBody, jsonResponse, problemResponses } from "./portals/schemas.js";
 
 const MemberSchema = z
   .object({ partnerId: z.string(), address: z.string(), role: z.enum(MEMBER_ROLES), createdAt: z.string() })

@@ -7,7 +7,7 @@ import { problem, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
-import { reserveForAttachedPayment } from "../portals/reservations.js";
+import { reserveForAttachedPayment } from "../purchases/reservations.js";
 import { refundUnresolvedPayment } from "../refunds/refunds.js";
 import type { Database } from "../store/database.js";
 import { allows } from "../store/transition-table.js";

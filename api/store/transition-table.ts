@@ -3,7 +3,7 @@
  * states it may start from, the state it ends in, and (in words) the extra condition
  * its guarded UPDATE checks. The record modules (api/checkout/session-record.ts,
  * api/settlement/payment-record.ts, api/orders/order-record.ts,
- * api/portals/purchase-record.ts) apply them; docs/architecture.md prints them.
+ * api/purchases/purchase-record.ts) apply them; docs/architecture.md prints them.
  */
 export type TransitionRule<state extends string> = {
   from: readonly state[];

@@ -3,7 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { mintConfirmer } from "../certificates/mint-confirmer.js";
 import { relayWorker } from "../gasless/relay-worker.js";
 import { webhookDispatcher } from "../outbox/dispatcher.js";
-import { reservationWorker } from "../portals/reservation-worker.js";
+import { reservationWorker } from "../purchases/reservation-worker.js";
 import { refundWorker } from "../refunds/refund-worker.js";
 import { rewardClaimWorker } from "../rewards/reward-claim-worker.js";
 import { settlementWorker } from "../settlement/settlement-worker.js";

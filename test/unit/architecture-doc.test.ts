@@ -6,7 +6,7 @@ import { sessionTransitions } from "../../api/checkout/session-record.js";
 import { RELAY_TRANSITIONS } from "../../api/gasless/relayed-authorization-record.js";
 import { orderTransitions } from "../../api/orders/order-record.js";
 import { DELIVERY_TRANSITIONS } from "../../api/outbox/deliveries.js";
-import { purchaseTransitions } from "../../api/portals/purchase-record.js";
+import { purchaseTransitions } from "../../api/purchases/purchase-record.js";
 import { REWARD_TRANSITIONS } from "../../api/rewards/reward-record.js";
 import { paymentTransitions } from "../../api/settlement/payment-record.js";
 
@@ -20,7 +20,7 @@ const RECORDS: { heading: string; table: Table }[] = [
   { heading: "## Checkout session (`api/checkout/session-record.ts`)", table: sessionTransitions },
   { heading: "## Payment (`api/settlement/payment-record.ts`)", table: paymentTransitions },
   { heading: "## Order (`api/orders/order-record.ts`)", table: orderTransitions },
-  { heading: "## RWA purchase (`api/portals/purchase-record.ts`)", table: purchaseTransitions },
+  { heading: "## RWA purchase (`api/purchases/purchase-record.ts`)", table: purchaseTransitions },
   { heading: "### Certificate (`api/certificates/certificate-record.ts`)", table: CERTIFICATE_TRANSITIONS },
   { heading: "### Webhook delivery (`api/outbox/deliveries.ts`)", table: DELIVERY_TRANSITIONS },
   { heading: "### Reward (`api/rewards/reward-record.ts`)", table: REWARD_TRANSITIONS },

@@ -3,8 +3,8 @@ import { checkHostedOptions, hostedCheckoutUrl, LineItemSchema, withSessionId } 
 import { eip681Uri } from "../../api/checkout/session-view.js";
 import { paymentQrSvg } from "../../api/hosted/payment-qr.js";
 import { ProblemError } from "../../api/http/problem.js";
-import { UsdcAmountSchema } from "../../api/portals/routes/schemas.js";
 import { CreateSessionBody } from "../../api/routes/checkout-sessions.js";
+import { UsdcAmountSchema } from "../../api/routes/portals/schemas.js";
 import { baseUnitsString, formatUsdc, parseUsdc, toBaseUnits } from "../../client/src/amounts.js";
 
 /**

@@ -7,7 +7,7 @@ import { sessionTransitions } from "../../api/checkout/session-record.js";
 import { RELAY_TRANSITIONS } from "../../api/gasless/relayed-authorization-record.js";
 import { orderTransitions } from "../../api/orders/order-record.js";
 import { DELIVERY_TRANSITIONS, deliveryMayMove } from "../../api/outbox/deliveries.js";
-import { purchaseTransitions } from "../../api/portals/purchase-record.js";
+import { purchaseTransitions } from "../../api/purchases/purchase-record.js";
 import { outgoingTransferTransitions } from "../../api/refunds/outgoing-transfer-record.js";
 import { refundTransitions } from "../../api/refunds/refund-record.js";
 import { REWARD_TRANSITIONS, type Reward, rewardMayMove } from "../../api/rewards/reward-record.js";

@@ -19,7 +19,7 @@ import {
   settledUnitsOfExhaustedOfferings,
   toPurchase,
   unpaidUnitsOfUnverified,
-} from "../../api/portals/purchase-record.js";
+} from "../../api/purchases/purchase-record.js";
 import {
   movePayment,
   type PaymentRow,

@@ -1,0 +1,80 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { getAddress } from "viem";
+import type { AppContext } from "../../app-context.js";
+import { errorResponses } from "../../http/openapi-contract.js";
+import { listTestAccounts, signInWithTestAccount } from "../../sign-in/test-accounts.js";
+import type { AppEnv } from "../app-env.js";
+import { signInOrigin } from "./auth-routes.js";
+import { jsonResponse } from "./schemas.js";
+
+const RoleParam = z.object({ role: z.enum(["investor", "issuer", "admin", "partner"]) });
+const TestAccountSchema = z.object({
+  role: z.enum(["investor", "issuer", "admin", "partner"]),
+  address: z.string(),
+  anvilAccountIndex: z.number().int().openapi({ description: "Index of the account in Anvil's development mnemonic" }),
+});
+const SessionSchema = z.object({
+  token: z.string(),
+  expiresAt: z.string(),
+  role: z.enum(["investor", "issuer", "admin", "partner"]),
+  address: z.string(),
+});
+const tags = ["Local mode: test accounts"];
+
+/**
+ * Local mode only (`npm start`; never mounted otherwise, so anywhere else these paths
+ * are `404 not_found`): the console's "Sign in with a test account", one account per
+ * role, signed in by the service itself (api/sign-in/test-accounts.ts).
+ */
+export function testAccountRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv>()
+    .openapi(
+      createRoute({
+        method: "get",
+        path: "/local/test-accounts",
+        tags,
+        summary: "Local mode: the test account of each console role",
+        responses: {
+          200: jsonResponse("The test accounts", z.object({ data: z.array(TestAccountSchema) })),
+          ...errorResponses("not_found"),
+        },
+      }),
+      (c) => c.json(listTestAccounts(context), 200),
+    )
+    .openapi(
+      createRoute({
+        method: "post",
+        path: "/{role}/auth/test-account",
+        tags,
+        summary: "Local mode: sign in with the role's test account (the service signs the EIP-4361 message)",
+        request: { params: RoleParam },
+        responses: {
+          200: jsonResponse("A session, as from /auth/verify", SessionSchema),
+          ...errorResponses(
+            "not_found",
+            "portal_not_allowed",
+            "wallet_frozen",
+            "forbidden",
+            "portal_domain_not_configured",
+            "rate_limited",
+          ),
+        },
+      }),
+      async (c) => {
+        const { role } = c.req.valid("param");
+        const { token, session } = await signInWithTestAccount(context, {
+          role,
+          origin: signInOrigin(c, context.settings, role),
+        });
+        return c.json(
+          {
+            token,
+            expiresAt: new Date(session.expiresAt).toISOString(),
+            role: session.role,
+            address: getAddress(session.address),
+          },
+          200,
+        );
+      },
+    );
+}
