@@ -41,7 +41,8 @@ const send = (path: string, overrides: Partial<Parameters<typeof sendWebhook>[0]
     payload: '{"id":"evt_1","amount":"1.50 €"}',
     headers: { "Content-Type": "application/json", "Service-Signature": "t=1,v1=abc", "User-Agent": USER_AGENT },
     policy: LOCAL,
-    timeoutMs: 2_000,
+    // Generous: a loaded machine must not turn an answered attempt into a timeout.
+    timeoutMs: 15_000,
     ...overrides,
   });
 const requestsTo = (path: string) => seen.filter((request) => request.path === path);
@@ -87,7 +88,8 @@ describe("sendWebhook", () => {
       error: "timed out after 300 ms",
       responseExcerpt: null,
     });
-    expect(Date.now() - started).toBeLessThan(2_000);
+    // It gave up on its own, long before the receiver (which never answers) or the default attempt time.
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it("outside local mode refuses the loopback receiver without connecting to it", async () => {
