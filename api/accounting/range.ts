@@ -41,8 +41,16 @@ function parseBlock(name: string, value: string): bigint {
   return block;
 }
 
+/** Whether the `yyyy-mm-dd` a time starts with is a day of the calendar (`Date.parse` reads 2026-02-30 as March 2). */
+function isCalendarDay(value: string): boolean {
+  const [year, month, day] = value.slice(0, 10).split("-").map(Number) as [number, number, number];
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 function parseTime(name: string, value: string): number {
-  const time = ISO_TIME.test(value) ? Date.parse(value) : Number.NaN;
+  const time = ISO_TIME.test(value) && isCalendarDay(value) ? Date.parse(value) : Number.NaN;
   if (Number.isNaN(time))
     throw invalid(`\`${name}\` must be an ISO 8601 time such as 2026-01-01T00:00:00Z (or a date, read as UTC midnight).`);
   return time;

@@ -13,6 +13,19 @@ const HIDDEN = "***";
 /** A path segment that looks like a key: 16 or more characters of letters, digits, `_` or `-`. */
 const KEY_LIKE_SEGMENT = /^[A-Za-z0-9_-]{16,}$/;
 
+/**
+ * Whether a path segment may be a key. One whose percent-encoding does not decode
+ * (`%ZZ…`) is hidden too: `decodeURIComponent` would throw, and a log line must
+ * never fail on the URL it quotes.
+ */
+function isKeyLike(segment: string): boolean {
+  try {
+    return KEY_LIKE_SEGMENT.test(decodeURIComponent(segment));
+  } catch {
+    return true;
+  }
+}
+
 /** Every `scheme://…` in a text, up to a blank, a quote or a closing bracket. */
 const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`()[\]{}]+/gi;
 
@@ -33,7 +46,7 @@ export function redactUrl(raw: string): string {
   const userinfo = url.username !== "" || url.password !== "" ? `${HIDDEN}@` : "";
   const path = url.pathname
     .split("/")
-    .map((segment) => (KEY_LIKE_SEGMENT.test(decodeURIComponent(segment)) ? HIDDEN : segment))
+    .map((segment) => (isKeyLike(segment) ? HIDDEN : segment))
     .join("/");
   const names = [...new Set([...url.searchParams.keys()])];
   const query = names.length === 0 ? "" : `?${names.map((name) => `${encodeURIComponent(name)}=${HIDDEN}`).join("&")}`;

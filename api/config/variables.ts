@@ -56,7 +56,9 @@ export const SERVICE_VARIABLES = {
           .map((name) => name.trim())
           .filter(Boolean),
       )
-      .pipe(z.array(z.enum(NETWORK_NAMES, { error: `not one of ${NETWORK_NAMES.join(", ")}` })).min(1)),
+      .pipe(
+        z.array(z.enum(NETWORK_NAMES, { error: `not one of ${NETWORK_NAMES.join(", ")}` })).min(1, { error: "names no network" }),
+      ),
     description: "Comma-separated networks to index and settle on: `base`, `base-sepolia`, `local`.",
     default: "local",
   },
