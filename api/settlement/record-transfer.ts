@@ -53,6 +53,16 @@ export type TransferFacts = {
 };
 
 /**
+ * How far before the second a session was created in a block's timestamp may be and still
+ * pay it. A block's timestamp is the chain's clock, not ours, and it is when the block
+ * began: Base stamps a block with the start of its 2-second slot, so a transfer sent a
+ * moment after the session was created can carry an earlier second; Anvil's clock has
+ * been seen a second behind the machine's under load. Five seconds covers both; an older
+ * transfer is `predates_session` (it was not sent for this session).
+ */
+export const BLOCK_CLOCK_TOLERANCE_MS = 5_000;
+
+/**
  * The matching rules, pure: whether a transfer whose exact amount names a session
  * may settle it, or why not. `linked` says whether the unresolved payment is
  * recorded with that session (the partner is told which order it was meant for).
@@ -68,8 +78,7 @@ export function judgeTransfer(
   if (session.requiredPayer !== null && !isAddressEqual(session.requiredPayer, facts.from)) {
     return { kind: "unresolved", reason: "wrong_payer", linked: true };
   }
-  // Block timestamps have whole seconds: compare with the second the session was created in.
-  if (minedAt < Math.floor(session.createdAt / 1000) * 1000)
+  if (minedAt < Math.floor(session.createdAt / 1000) * 1000 - BLOCK_CLOCK_TOLERANCE_MS)
     return { kind: "unresolved", reason: "predates_session", linked: true };
   if (minedAt > session.expiresAt) return { kind: "unresolved", reason: "late", linked: true };
   // One order, one credit: a payment of any of the order's sessions (a superseded one

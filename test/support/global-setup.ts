@@ -50,7 +50,7 @@ function markedProcesses(mark: string): number[] {
   const found: number[] = [];
   for (const entry of readdirSync("/proc")) {
     const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    if (!Number.isInteger(pid) || pid === process.pid || parentOf(pid) === process.pid) continue;
     try {
       const environment = readFileSync(`/proc/${pid}/environ`, "latin1").split("\0");
       if (environment.includes(mark)) found.push(pid);
@@ -59,6 +59,20 @@ function markedProcesses(mark: string): number[] {
     }
   }
   return found;
+}
+
+/**
+ * Vitest's own workers are this process' children and carry the mark too (they start
+ * after the setup): vitest ends them itself. What a test started is their child.
+ */
+function parentOf(pid: number): number | undefined {
+  try {
+    // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {

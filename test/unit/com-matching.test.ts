@@ -4,7 +4,7 @@ import { createSessionInTransaction } from "../../api/checkout/create-session.js
 import type { CheckoutSession } from "../../api/checkout/session-record.js";
 import { ineligibilityReasons } from "../../api/compliance/eligibility.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
-import { decideTransfer, judgeTransfer, newPayment, type TransferFacts } from "../../api/settlement/record-transfer.js";
+import { BLOCK_CLOCK_TOLERANCE_MS, decideTransfer, judgeTransfer, newPayment, type TransferFacts } from "../../api/settlement/record-transfer.js";
 import type { Store } from "../../api/store/open-store.js";
 import type { InvestorEligibilityTable, OfferingTable } from "../../api/store/portal-tables.js";
 import { seedPartnerWithAddress, UNIT_PAY_TO, UNIT_PAYER, UNIT_USDC, unitNetwork, unitStore } from "../support/unit-store.js";
@@ -194,12 +194,12 @@ describe("judgeTransfer: where each reason starts", () => {
     ],
     [
       "before the session with the wrong payer: wrong_payer (the payer is asked before time)",
-      facts({ minedAt: createdAt - 1_000 }, { requiredPayer: OTHER }),
+      facts({ minedAt: createdAt - 1_000 - BLOCK_CLOCK_TOLERANCE_MS }, { requiredPayer: OTHER }),
       { kind: "unresolved", reason: "wrong_payer", linked: true },
     ],
     [
       "before the session, for an order already taken: predates_session (time before the order)",
-      facts({ minedAt: createdAt - 1_000, orderTaken: true }),
+      facts({ minedAt: createdAt - 1_000 - BLOCK_CLOCK_TOLERANCE_MS, orderTaken: true }),
       { kind: "unresolved", reason: "predates_session", linked: true },
     ],
   ] as const)("%s", (_case, input, expected) => {

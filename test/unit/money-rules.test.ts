@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_OFFSET, MIN_OFFSET, reserveAmount } from "../../api/checkout/amount-reference.js";
 import { requestHash } from "../../api/checkout/idempotency.js";
 import { confirmationsOf, isConfirmed, shownConfirmations } from "../../api/indexed/confirmations.js";
-import { judgeTransfer, type TransferFacts } from "../../api/settlement/record-transfer.js";
+import { BLOCK_CLOCK_TOLERANCE_MS, judgeTransfer, type TransferFacts } from "../../api/settlement/record-transfer.js";
 import { rejectionFor, rejectionForRecorded } from "../../api/settlement/submit-transaction-hash.js";
 import { migrateStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
 
@@ -47,9 +47,14 @@ describe("which session a transfer pays (judgeTransfer)", () => {
     expect(judge({})).toEqual({ kind: "match" });
   });
 
-  it("a transfer mined in the second the session was created counts (block timestamps have whole seconds)", () => {
+  it("a block stamped up to five seconds before the second the session was created in pays it (the chain's clock, a slot's start)", () => {
     expect(judge({ minedAt: createdAt - 400 })).toEqual({ kind: "match" });
-    expect(judge({ minedAt: createdAt - 401 })).toEqual({ kind: "unresolved", reason: "predates_session", linked: true });
+    expect(judge({ minedAt: createdAt - 400 - BLOCK_CLOCK_TOLERANCE_MS })).toEqual({ kind: "match" });
+    expect(judge({ minedAt: createdAt - 401 - BLOCK_CLOCK_TOLERANCE_MS })).toEqual({
+      kind: "unresolved",
+      reason: "predates_session",
+      linked: true,
+    });
   });
 
   it("names each reason, and links the payment to the session only while its amount still names it", () => {
