@@ -4,7 +4,14 @@ import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseUsdc } from "../client/src/index.js";
 import { type Shop, startShop } from "../examples/shop/shop.js";
-import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
+import {
+  axeFindings,
+  type Chromium,
+  freshArtifacts,
+  injectTestWallet,
+  launchChromium,
+  requireChromium,
+} from "./support/browser.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // A customer in headless Chromium (Debian's package, driven by playwright-core; no
@@ -28,7 +35,14 @@ beforeAll(async () => {
   chromium = await launchChromium("e2e", { width: 1100, height: 900 });
   context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
-  await injectTestWallet(context);
+  // The buyer's wallet, signing for real against Anvil; the hosted checkout must not read through it.
+  await injectTestWallet(context, {
+    chain: stack.chain,
+    rpcUrl: stack.local.rpcUrl,
+    key: () => stack.local.accounts[BUYER_ACCOUNT]!.privateKey as Hex,
+    onRequest: (method, params) => walletCalls.push({ method, params }),
+    reads: "refuse",
+  });
 });
 
 afterAll(async () => {
@@ -36,52 +50,6 @@ afterAll(async () => {
   await shop?.stop();
   await stack?.stop();
 });
-
-/**
- * `window.ethereum` in every page, forwarding each EIP-1193 request to a viem
- * wallet client in this process that signs for real against Anvil.
- */
-async function injectTestWallet(browser: BrowserContext) {
-  const wallet = stack.wallet(BUYER_ACCOUNT);
-  const chainIdHex = `0x${stack.chain.id.toString(16)}`;
-  await browser.exposeFunction("__testWalletRequest", async (method: string, params: unknown[]) => {
-    walletCalls.push({ method, params });
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        return [wallet.account!.address];
-      case "eth_chainId":
-        return chainIdHex;
-      case "wallet_switchEthereumChain": {
-        const wanted = (params[0] as { chainId: string }).chainId;
-        if (wanted.toLowerCase() !== chainIdHex) throw new Error(`test wallet has no chain ${wanted}`);
-        return null;
-      }
-      case "eth_sendTransaction": {
-        const transaction = params[0] as { from: Address; to: Address; data: Hex };
-        if (transaction.from.toLowerCase() !== wallet.account!.address.toLowerCase()) throw new Error("unknown sender");
-        return wallet.sendTransaction({
-          account: wallet.account!,
-          chain: stack.chain,
-          to: transaction.to,
-          data: transaction.data,
-        });
-      }
-      default:
-        throw new Error(`test wallet: ${method} is not supported`);
-    }
-  });
-  await browser.addInitScript(() => {
-    const target = window as unknown as Record<string, unknown>;
-    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
-    target.ethereum = {
-      isTestWallet: true,
-      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
-      on: () => undefined,
-      removeListener: () => undefined,
-    };
-  });
-}
 
 async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });

@@ -1,11 +1,18 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { type Address, createWalletClient, type Hex, http, isAddressEqual } from "viem";
+import { type Address, type Hex, isAddressEqual } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { verifySignature } from "../client/src/signature.js";
-import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
+import {
+  axeFindings,
+  type Chromium,
+  freshArtifacts,
+  injectTestWallet,
+  launchChromium,
+  requireChromium,
+} from "./support/browser.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
@@ -34,7 +41,13 @@ beforeAll(async () => {
   chromium = await launchChromium("console", { width: 1280, height: 900 });
   context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
-  await injectTestWallet(context);
+  // Signing and sending with the current role's key; reads a wallet answers from its node go to Anvil.
+  await injectTestWallet(context, {
+    chain: stack.chain,
+    rpcUrl: stack.local.rpcUrl,
+    key: () => walletKey,
+    onRequest: (method) => walletCalls.push(method),
+  });
 }, 240_000);
 
 // A failed step leaves a picture of every open page (and what the wallet was asked) behind.
@@ -51,60 +64,6 @@ afterAll(async () => {
   await receiver?.close();
   await stack?.stop();
 });
-
-/**
- * `window.ethereum` in every page: signing and sending happen here with the current
- * role's key; reads a wallet would answer from its own node go to Anvil, from this
- * process (never from the page).
- */
-async function injectTestWallet(browser: BrowserContext) {
-  const chainIdHex = `0x${stack.chain.id.toString(16)}`;
-  await browser.exposeFunction("__testWalletRequest", async (method: string, params: unknown[]) => {
-    walletCalls.push(method);
-    const account = privateKeyToAccount(walletKey);
-    const wallet = createWalletClient({ account, chain: stack.chain, transport: http(stack.local.rpcUrl) });
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        return [account.address];
-      case "eth_chainId":
-        return chainIdHex;
-      case "wallet_switchEthereumChain": {
-        const wanted = (params[0] as { chainId: string }).chainId;
-        if (wanted.toLowerCase() !== chainIdHex) throw new Error(`test wallet has no chain ${wanted}`);
-        return null;
-      }
-      case "personal_sign": {
-        const [message, from] = params as [Hex, Address];
-        if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
-        return account.signMessage({ message: { raw: message } });
-      }
-      case "eth_sendTransaction": {
-        const transaction = params[0] as { from: Address; to: Address; data: Hex; value?: Hex };
-        if (!isAddressEqual(transaction.from, account.address)) throw new Error("unknown sender");
-        return wallet.sendTransaction({
-          account,
-          chain: stack.chain,
-          to: transaction.to,
-          data: transaction.data,
-          value: transaction.value ? BigInt(transaction.value) : undefined,
-        });
-      }
-      default:
-        return stack.publicClient.request({ method, params } as never);
-    }
-  });
-  await browser.addInitScript(() => {
-    const target = window as unknown as Record<string, unknown>;
-    const forward = target.__testWalletRequest as (method: string, params: unknown[]) => Promise<unknown>;
-    target.ethereum = {
-      isTestWallet: true,
-      request: ({ method, params }: { method: string; params?: unknown[] }) => forward(method, params ?? []),
-      on: () => undefined,
-      removeListener: () => undefined,
-    };
-  });
-}
 
 async function audit(page: Page, name: string) {
   const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}.json`), { blockingOnly: true });

@@ -99,17 +99,26 @@ export async function axeFindings(
 /**
  * `window.ethereum` in every page of `browser`, forwarding each request to a key held
  * in this process: accounts, chain id, `personal_sign` (SIWE), `eth_signTypedData_v4`
- * (EIP-3009, reward vouchers) and `eth_sendTransaction` are answered with that key;
- * everything else (reads) goes to the chain. `key` is read at each request, so a test
- * may change wallets between steps.
+ * (EIP-3009, reward vouchers) and `eth_sendTransaction` are answered with that key, and
+ * a switch to any chain but the stack's is refused as a wallet that lacks it would;
+ * every other request (reads) goes to the chain, or with `reads: "refuse"` is refused
+ * (a page that must not read through the wallet). `key` is read at each request, so a
+ * test may change wallets between steps; `onRequest` sees each request first.
  */
 export async function injectTestWallet(
   browser: BrowserContext,
-  params: { chain: Chain; rpcUrl: string; key: () => Hex },
+  params: {
+    chain: Chain;
+    rpcUrl: string;
+    key: () => Hex;
+    onRequest?: (method: string, params: unknown[]) => void;
+    reads?: "node" | "refuse";
+  },
 ): Promise<void> {
   const chainIdHex = `0x${params.chain.id.toString(16)}`;
   const reader = createPublicClient({ chain: params.chain, transport: http(params.rpcUrl) });
   await browser.exposeFunction("__testWalletRequest", async (method: string, args: unknown[]) => {
+    params.onRequest?.(method, args);
     const account = privateKeyToAccount(params.key());
     switch (method) {
       case "eth_requestAccounts":
@@ -117,8 +126,11 @@ export async function injectTestWallet(
         return [account.address];
       case "eth_chainId":
         return chainIdHex;
-      case "wallet_switchEthereumChain":
+      case "wallet_switchEthereumChain": {
+        const wanted = (args[0] as { chainId: string }).chainId;
+        if (wanted.toLowerCase() !== chainIdHex) throw new Error(`test wallet has no chain ${wanted}`);
         return null;
+      }
       case "personal_sign": {
         const [message, from] = args as [Hex, Address];
         if (!isAddressEqual(from, account.address)) throw new Error("unknown signer");
@@ -132,12 +144,19 @@ export async function injectTestWallet(
         return account.signTypedData({ domain, types, primaryType, message });
       }
       case "eth_sendTransaction": {
-        const transaction = args[0] as { from: Address; to: Address; data: Hex };
+        const transaction = args[0] as { from: Address; to: Address; data: Hex; value?: Hex };
         if (!isAddressEqual(transaction.from, account.address)) throw new Error("unknown sender");
         const wallet = createWalletClient({ account, chain: params.chain, transport: http(params.rpcUrl) });
-        return wallet.sendTransaction({ account, chain: params.chain, to: transaction.to, data: transaction.data });
+        return wallet.sendTransaction({
+          account,
+          chain: params.chain,
+          to: transaction.to,
+          data: transaction.data,
+          value: transaction.value === undefined ? undefined : BigInt(transaction.value),
+        });
       }
       default:
+        if (params.reads === "refuse") throw new Error(`test wallet: ${method} is not supported`);
         return reader.request({ method, params: args } as never);
     }
   });
