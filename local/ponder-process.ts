@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { get } from "node:http";
 import { join } from "node:path";
 
 export type PonderProcess = {
@@ -91,8 +92,7 @@ export async function startPonder(params: PonderParams & { readyTimeoutMs?: numb
       throw new Error(`ponder exited with code ${ponder.process.exitCode}:\n${ponder.output().slice(-4000)}`);
     }
     try {
-      const response = await fetch(`http://127.0.0.1:${ponder.port()}/ready`);
-      if (response.status === 200) break;
+      if ((await readyStatus(ponder.port())) === 200) break;
     } catch {
       // not listening yet
     }
@@ -104,4 +104,25 @@ export async function startPonder(params: PonderParams & { readyTimeoutMs?: numb
   }
   const port = ponder.port();
   return { baseUrl: `http://127.0.0.1:${port}`, port, process: ponder.process, output: ponder.output, stop: ponder.stop };
+}
+
+/**
+ * `GET /ready` on a connection of its own, closed after the answer. `/ready` is Ponder's
+ * route, not our app's, so it is answered before our first request has raised the server's
+ * keep-alive timeout (api/http/keep-alive.ts) from Node's 5 s: a pooled `fetch` connection
+ * from this poll could be reused by the caller's next request just as the server closes it
+ * ("other side closed", seen on a loaded machine).
+ */
+function readyStatus(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = get(
+      { host: "127.0.0.1", port, path: "/ready", agent: false, headers: { Connection: "close" } },
+      (response) => {
+        response.resume();
+        response.on("end", () => resolve(response.statusCode ?? 0));
+      },
+    );
+    request.on("error", reject);
+    request.setTimeout(10_000, () => request.destroy(new Error("no answer from /ready within 10 s")));
+  });
 }
