@@ -84,3 +84,43 @@ describe("eligibility views", () => {
     expect(view.kycStatus).toBe("pending");
   });
 });
+
+describe("eligibility: reasons together and their precedence", () => {
+  const rulesWith = (change: Partial<Rules>): Rules => ({ ...open, ...change });
+
+  it.each([
+    [
+      "a frozen wallet also lacking KYC and accreditation lists all three, frozen first",
+      record({ frozen_at: 1, kyc_status: "pending", accredited: 0 }),
+      rulesWith({ require_kyc: 1, require_accreditation: 1 }),
+      ["wallet_frozen", "kyc_required", "accreditation_required"],
+    ],
+    [
+      "a jurisdiction both allowed and blocked is blocked",
+      record(),
+      rulesWith({ allowed_jurisdictions: '["DE","FR"]', blocked_jurisdictions: '["DE"]' }),
+      ["jurisdiction_blocked"],
+    ],
+    [
+      "a jurisdiction outside the allow list is not_allowed, even if also blocked (one jurisdiction reason)",
+      record({ jurisdiction: "US" }),
+      rulesWith({ allowed_jurisdictions: '["DE"]', blocked_jurisdictions: '["US"]' }),
+      ["jurisdiction_not_allowed"],
+    ],
+    ["an empty allow list restricts nothing", record({ jurisdiction: "US" }), rulesWith({ allowed_jurisdictions: "[]" }), []],
+    [
+      "an expired accreditation does not matter where none is required",
+      record({ accreditation_expires_at: NOW - 1 }),
+      rulesWith({ require_kyc: 1 }),
+      [],
+    ],
+    [
+      "an accreditation expiry stored as an int8 string is compared as a number",
+      record({ accreditation_expires_at: String(NOW) as unknown as number }),
+      rulesWith({ require_accreditation: 1 }),
+      ["accreditation_expired"],
+    ],
+  ] as const)("%s", (_case, investor, offering, reasons) => {
+    expect(ineligibilityReasons(investor, offering, NOW)).toEqual(reasons);
+  });
+});

@@ -2,11 +2,15 @@ import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionInTransaction } from "../../api/checkout/create-session.js";
 import type { CheckoutSession } from "../../api/checkout/session-record.js";
-import { ineligibilityReasons } from "../../api/compliance/eligibility.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
-import { BLOCK_CLOCK_TOLERANCE_MS, decideTransfer, judgeTransfer, newPayment, type TransferFacts } from "../../api/settlement/record-transfer.js";
+import {
+  BLOCK_CLOCK_TOLERANCE_MS,
+  decideTransfer,
+  judgeTransfer,
+  newPayment,
+  type TransferFacts,
+} from "../../api/settlement/record-transfer.js";
 import type { Store } from "../../api/store/open-store.js";
-import type { InvestorEligibilityTable, OfferingTable } from "../../api/store/portal-tables.js";
 import { seedPartnerWithAddress, UNIT_PAY_TO, UNIT_PAYER, UNIT_USDC, unitNetwork, unitStore } from "../support/unit-store.js";
 
 /**
@@ -204,65 +208,5 @@ describe("judgeTransfer: where each reason starts", () => {
     ],
   ] as const)("%s", (_case, input, expected) => {
     expect(judgeTransfer(input)).toEqual(expected);
-  });
-});
-
-describe("eligibility: reasons together and their precedence", () => {
-  type Rules = Pick<OfferingTable, "require_kyc" | "require_accreditation" | "allowed_jurisdictions" | "blocked_jurisdictions">;
-  const NOW = 1_800_000_000_000;
-  const rules = (change: Partial<Rules>): Rules => ({
-    require_kyc: 0,
-    require_accreditation: 0,
-    allowed_jurisdictions: null,
-    blocked_jurisdictions: null,
-    ...change,
-  });
-  const investor = (change: Partial<InvestorEligibilityTable> = {}): InvestorEligibilityTable => ({
-    address: "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
-    kyc_status: "approved",
-    jurisdiction: "DE",
-    accredited: 1,
-    accreditation_expires_at: null,
-    frozen_at: null,
-    frozen_reason: null,
-    updated_by: "0x0000000000000000000000000000000000000001",
-    updated_at: 0,
-    ...change,
-  });
-
-  it.each([
-    [
-      "a frozen wallet also lacking KYC and accreditation lists all three, frozen first",
-      investor({ frozen_at: 1, kyc_status: "pending", accredited: 0 }),
-      rules({ require_kyc: 1, require_accreditation: 1 }),
-      ["wallet_frozen", "kyc_required", "accreditation_required"],
-    ],
-    [
-      "a jurisdiction both allowed and blocked is blocked",
-      investor(),
-      rules({ allowed_jurisdictions: '["DE","FR"]', blocked_jurisdictions: '["DE"]' }),
-      ["jurisdiction_blocked"],
-    ],
-    [
-      "a jurisdiction outside the allow list is not_allowed, even if also blocked (one jurisdiction reason)",
-      investor({ jurisdiction: "US" }),
-      rules({ allowed_jurisdictions: '["DE"]', blocked_jurisdictions: '["US"]' }),
-      ["jurisdiction_not_allowed"],
-    ],
-    ["an empty allow list restricts nothing", investor({ jurisdiction: "US" }), rules({ allowed_jurisdictions: "[]" }), []],
-    [
-      "an expired accreditation does not matter where none is required",
-      investor({ accreditation_expires_at: NOW - 1 }),
-      rules({ require_kyc: 1 }),
-      [],
-    ],
-    [
-      "an accreditation expiry stored as an int8 string is compared as a number",
-      investor({ accreditation_expires_at: String(NOW) as unknown as number }),
-      rules({ require_accreditation: 1 }),
-      ["accreditation_expired"],
-    ],
-  ] as const)("%s", (_case, record, offering, reasons) => {
-    expect(ineligibilityReasons(record, offering, NOW)).toEqual(reasons);
   });
 });
