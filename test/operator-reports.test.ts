@@ -12,8 +12,8 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 // local stack: the operator's reports across partners and for one partner, in JSON and
 // CSV, equal what the API answers a platform auditor (across partners) and the partner's
 // own key (one partner); bad ranges are refused with the documented codes; the CLI's
-// short-lived auditor key is revoked once the report is read. Each CLI run starts tsx
-// (several seconds on a loaded machine), hence the long timeouts of the tests that run many.
+// short-lived auditor key is revoked once the report is read. Each CLI run starts a Node
+// process (a second or more on a loaded machine), hence the long timeouts of the tests that run many.
 let stack: TestStack;
 let store: Store;
 let env: NodeJS.ProcessEnv;

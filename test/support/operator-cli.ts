@@ -5,7 +5,7 @@ import { PROJECT_ROOT } from "../../local/local-stack.js";
 // biome-ignore lint/suspicious/noExplicitAny: tests read the CLI's JSON as they read a response body
 export type CliRun = { code: number; stdout: string; stderr: string; json: () => any };
 
-/** Runs the operator CLI as an operator would (`npx settlement …`: the package's bin through tsx), with exactly `env`. */
+/** Runs the operator CLI as an operator would (`npx settlement …`: the package's bin, which runs its esbuild bundle), with exactly `env`. */
 export function settlement(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(
