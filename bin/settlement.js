@@ -56,7 +56,9 @@ async function writeBundle() {
     metafile: true,
     logLevel: "error",
     // Bundled CommonJS packages call require(); an ES module has none of its own.
-    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
   });
   const inputs = Object.keys(result.metafile.inputs).filter((input) => !input.includes("node_modules/"));
   writeFileSync(`${inputsPath}.${process.pid}.tmp`, JSON.stringify({ startedAt, inputs }));
