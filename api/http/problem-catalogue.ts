@@ -338,7 +338,8 @@ export const PROBLEM_REGISTRY = {
   predates_session: {
     status: 422,
     title: "The transaction does not pay this checkout",
-    meaning: "The transfer was mined before the session existed: its block is stamped more than 5 s before the second the session was created in.",
+    meaning:
+      "The transfer was mined before the session existed: its block is stamped more than 5 s before the second the session was created in.",
   },
   wrong_token: {
     status: 422,

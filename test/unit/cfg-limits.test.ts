@@ -1,11 +1,11 @@
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OPERATOR } from "../../api/audit/audit-log.js";
 import { clientIp } from "../../api/http/client-ip.js";
 import { ProblemError } from "../../api/http/problem.js";
 import { limitBody, limitRate } from "../../api/http/request-limits.js";
 import { createPartner } from "../../api/partners/api-keys.js";
 import { addMember, MAX_MEMBERS_PER_PARTNER, membershipsOf, removeMember } from "../../api/partners/members.js";
-import { OPERATOR } from "../../api/audit/audit-log.js";
 import type { Store } from "../../api/store/open-store.js";
 import { unitStore } from "../support/unit-store.js";
 
