@@ -11,6 +11,11 @@ const rebuildsOnChange = process.argv.includes("dev");
 
 export default defineConfig({
   server: {
+    // Ponder uses the server for its module graph only and never listens on it. Outside
+    // middleware mode Vite adds a SIGTERM handler that closes the server and calls
+    // process.exit() at once, which cut Ponder's own shutdown short (its lock on the index
+    // was left held, and the next start waited for it to expire).
+    middlewareMode: true,
     watch: rebuildsOnChange
       ? { ignored: ["**/.data/**", "**/.ponder/**", "**/test-artifacts/**", "**/console/**", "**/docs/**", "**/test/**"] }
       : null,

@@ -103,6 +103,13 @@ export function stopWorkersBeforeExit(running: RunningWorkers, graceMs: number):
       const started = Date.now();
       void running.stop(graceMs).finally(() => {
         console.log(JSON.stringify({ level: "info", msg: "workers stopped", signal, durationMs: Date.now() - started }));
+        // One of the handlers (when-exit, through Ponder's `conf`) sends the signal to the
+        // process again once its own callbacks ran. With no listener left, that second signal
+        // ended the process before Ponder's shutdown had released its lock on the index, and
+        // the next start waited ~15 s for the lock to expire ("Schema is locked by a different
+        // Ponder app", then crash recovery). From here on a signal is absorbed: Ponder's
+        // shutdown exits the process itself, within its own 5 s limit.
+        for (const each of ["SIGTERM", "SIGINT"] as const) process.on(each, () => undefined);
         for (const handler of exitHandlers) (handler as NodeJS.SignalsListener)(signal);
       });
     });
