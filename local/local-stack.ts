@@ -13,6 +13,7 @@ import {
   type NetworkName,
   readLocalDeployment,
 } from "../api/config/networks.js";
+import { NEW_INDEX_MARKER } from "../api/indexed/sync-cache-guard.js";
 import { createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
 import { addMember, listMembers } from "../api/partners/members.js";
 import { insertPaymentAddress } from "../api/partners/payment-addresses.js";
@@ -232,6 +233,8 @@ export async function startLocalStack(options: {
       !existsSync(indexDirectory)
     ) {
       cpSync(options.emptyIndexTemplate, indexDirectory, { recursive: true });
+      // Ponder has written nothing here yet: its first start need not check a cache (sync-cache-guard.ts).
+      writeFileSync(join(indexDirectory, NEW_INDEX_MARKER), "");
     }
     let ponder = await start();
     supervise(ponder);

@@ -1,7 +1,8 @@
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, erc20Abi, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { guardSyncCache } from "../api/indexed/sync-cache-guard.js";
+import { guardSyncCache, NEW_INDEX_MARKER } from "../api/indexed/sync-cache-guard.js";
 import { startAnvil } from "../local/anvil.js";
 import type { PonderProcess } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
@@ -184,6 +185,15 @@ describe("a restart with the same configuration", () => {
       // Deleted: the next start finds nothing to resume from and indexes the new chain afresh.
       const after = await guardSyncCache({ ...database, networks: [{ ...network, rpcUrl: rebuilt.rpcUrl }] });
       expect(after).toEqual([{ chainId: network.chainId, state: "empty" }]);
+
+      // A directory still marked as a copy of an empty index is not opened at all, once: the
+      // marker goes with that start, and the next start checks the cache again.
+      const marker = join(database.pgliteDirectory, NEW_INDEX_MARKER);
+      writeFileSync(marker, "");
+      expect(await guardSyncCache({ ...database, networks: [{ ...network, rpcUrl: rebuilt.rpcUrl }] })).toEqual([]);
+      expect(existsSync(marker)).toBe(false);
+      const checked = await guardSyncCache({ ...database, networks: [{ ...network, rpcUrl: rebuilt.rpcUrl }] });
+      expect(checked).toEqual([{ chainId: network.chainId, state: "empty" }]);
     } finally {
       await rebuilt.stop();
     }

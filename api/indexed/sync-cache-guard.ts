@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { NetworkConfig } from "../config/networks.js";
 import { redactSecrets } from "../config/redact.js";
@@ -21,6 +22,14 @@ export type SyncCacheVerdict =
   | { chainId: number; state: "empty" }
   | { chainId: number; state: "valid"; newestBlock: number; syncedTo: number }
   | { chainId: number; state: "stale"; reason: string };
+
+/**
+ * A file in an embedded index directory that was copied from an empty index (the local
+ * stack's `emptyIndexTemplate`), until its first start: Ponder never wrote a cache there,
+ * so the guard has nothing to check and does not open the database (opening PGlite costs
+ * about a second of CPU, once more than Ponder's own open). The guard removes the file.
+ */
+export const NEW_INDEX_MARKER = "settlement-new-index";
 
 /** The few statements the guard needs, over PGlite or a Postgres client. */
 type Sql = {
@@ -51,6 +60,10 @@ export async function guardSyncCache(params: {
 }): Promise<SyncCacheVerdict[]> {
   if (params.networks.length === 0) return [];
   if (params.databaseUrl === undefined && !existsSync(params.pgliteDirectory)) return [];
+  if (params.databaseUrl === undefined && existsSync(join(params.pgliteDirectory, NEW_INDEX_MARKER))) {
+    rmSync(join(params.pgliteDirectory, NEW_INDEX_MARKER));
+    return [];
+  }
   const sql = await openSql(params);
   try {
     const present = await sql.query<{ present: boolean }>(
