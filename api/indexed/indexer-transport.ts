@@ -8,6 +8,7 @@ import {
   type Transport,
 } from "viem";
 import { logJson } from "../config/redact.js";
+import { noteChainActivity, noteIndexerTransport } from "./chain-activity.js";
 
 /**
  * The indexer's JSON-RPC transport (ponder.config.ts). It exists because of how
@@ -216,11 +217,23 @@ export function indexerTransport(url: string, options: IndexerTransportOptions =
     }
   };
 
+  /** The hash of the latest block the last poll answered: a different one is a new block (chain-activity.ts). */
+  let latestHash: unknown;
   const request = (async (args: RequestArgs) => {
-    if (isLatestBlockPoll(args)) return pollLatest(args, JSON.stringify(args.params ?? []));
+    if (isLatestBlockPoll(args)) {
+      const block = await pollLatest(args, JSON.stringify(args.params ?? []));
+      const hash = (block as { hash?: unknown } | null)?.hash;
+      if (hash !== latestHash) {
+        latestHash = hash;
+        noteChainActivity();
+      }
+      return block;
+    }
+    noteChainActivity();
     if (args.method === "eth_getLogs") return getLogs(args);
     return sendUntilAnswered(args);
   }) as EIP1193RequestFn;
+  noteIndexerTransport();
 
   return ({ retryCount } = {}) =>
     createTransport({
