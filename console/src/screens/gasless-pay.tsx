@@ -332,20 +332,31 @@ export function GaslessPay({
   );
 }
 
-/** The purchase's gasless read (domain to sign against, relay progress); polled while a relay is in flight. */
-export function useGaslessRead(purchaseId: string, following: boolean) {
+/**
+ * The purchase's gasless read (domain to sign against, relay progress). `following`: polled
+ * while a relay is in flight; `"until-mined"`: polled while the relay is queued or submitted.
+ */
+export function useGaslessRead(purchaseId: string, following: boolean | "until-mined") {
   const { token } = useSession();
   return useQuery({
     queryKey: ["rwa-gasless", purchaseId],
     queryFn: () => api<GaslessRead>(`/api/rwa/settlements/authorization/${encodeURIComponent(purchaseId)}`, { token }),
     // While a relay is followed: until it fails (the screen then stops following) or the purchase settles (this unmounts).
-    refetchInterval: following ? 1000 : false,
+    refetchInterval: (query) => {
+      if (following === "until-mined") {
+        const status = query.state.data?.authorization?.status;
+        return status === "queued" || status === "submitted" ? 1000 : false;
+      }
+      return following ? 1000 : false;
+    },
   });
 }
 
 /** On a settled purchase: says when the service paid the network fee (a relayed, signed payment). */
 export function PaidBySignature({ purchaseId, transactionHash }: { purchaseId: string; transactionHash: string }) {
-  const gasless = useGaslessRead(purchaseId, false);
+  // The index can show the payment before the relay worker has marked its transaction mined:
+  // the read is polled until it has (it was read once, and the note never came, in a loaded run).
+  const gasless = useGaslessRead(purchaseId, "until-mined");
   const relay = gasless.data?.authorization;
   if (relay?.status !== "mined" || relay.transactionHash?.toLowerCase() !== transactionHash.toLowerCase()) return null;
   return <p className="hint">Paid by signature from your wallet; the service sent the transaction and paid its network fee.</p>;
