@@ -2,6 +2,7 @@ import { isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import { checksum } from "../checksum-address.js";
+import { indexReadGate } from "../indexed/chain-activity.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { getOrder } from "../orders/order-record.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
@@ -30,10 +31,13 @@ export const STALE_VOUCHER_GRACE_SECONDS = 24 * 3600;
  */
 export function mintConfirmer(context: AppContext, options: { intervalMs?: number } = {}): Worker {
   let cursor = "";
+  // While the indexer is idle no mint can appear: the index is read once a second, not five times.
+  const indexGate = indexReadGate(1_000);
   return {
     name: "mint-confirmer",
     intervalMs: options.intervalMs ?? 200,
     async tick() {
+      if (!indexGate()) return;
       const nowSeconds = Math.floor(Date.now() / 1000);
       const seen = await pendingMints(context.store, { limit: BATCH });
       const vouchers = await issuedVouchers(context.store, {

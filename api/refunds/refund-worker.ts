@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
-import { IDLE_HEAD_CHECK_MS, indexMayMove } from "../indexed/chain-activity.js";
+import { indexReadGate } from "../indexed/chain-activity.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
@@ -52,14 +52,13 @@ export function refundWorker(context: AppContext, options: { intervalMs?: number
   /** Per chain, the head the last pass scanned to (in memory: a new process rescans once from the start block). */
   const scannedTo = new Map<number, bigint>();
   let lastFullPass = 0;
-  let lastHeadCheck = 0;
+  const headGate = indexReadGate();
   return {
     name: REFUND_WORKER_NAME,
     intervalMs: options.intervalMs ?? 50,
     async tick() {
       // As the settlement worker: the head is read often only while the indexer is busy.
-      if (!indexMayMove() && Date.now() - lastHeadCheck < IDLE_HEAD_CHECK_MS) return;
-      lastHeadCheck = Date.now();
+      if (!headGate()) return;
       const heads = await context.indexed.heads();
       const moved = context.networks.some(
         (network) => heads.get(network.chainId)?.blockNumber !== seenHeads.get(network.chainId),

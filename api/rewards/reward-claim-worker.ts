@@ -2,6 +2,7 @@ import { getAddress, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
+import { indexReadGate } from "../indexed/chain-activity.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedRewardClaim } from "../indexed/indexed-chain.js";
 import { getOrder } from "../orders/order-record.js";
@@ -37,10 +38,13 @@ const BATCH = 250;
  */
 export function rewardClaimWorker(context: AppContext, options: { intervalMs?: number } = {}): Worker {
   const fromBlock = new Map<number, bigint>();
+  // While the indexer is idle no claim can appear: a pass runs once a second, not five times.
+  const indexGate = indexReadGate(1_000);
   return {
     name: REWARD_WORKER_NAME,
     intervalMs: options.intervalMs ?? 200,
     async tick() {
+      if (!indexGate()) return;
       const now = Date.now();
       let changed = false;
       for (const network of context.networks) {

@@ -1,7 +1,7 @@
 import type { AppContext } from "../app-context.js";
 import { expireSession } from "../checkout/expire-session.js";
 import { sessionsDueForExpiry } from "../checkout/session-record.js";
-import { IDLE_HEAD_CHECK_MS, indexMayMove } from "../indexed/chain-activity.js";
+import { indexReadGate } from "../indexed/chain-activity.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { pendingPayments, recordedKeys } from "./payment-record.js";
@@ -23,14 +23,13 @@ export function settlementWorker(context: AppContext, options: { intervalMs?: nu
   // pass runs when a chain moved, and at least every FULL_PASS_MS for expiries.
   const seenHeads = new Map<number, bigint>();
   let lastFullPass = 0;
-  let lastHeadCheck = 0;
+  const headGate = indexReadGate();
   return {
     name: "settlement",
     intervalMs: options.intervalMs ?? 20,
     async tick() {
       // While the indexer is idle the head is looked at a few times a second, not fifty.
-      if (!indexMayMove() && Date.now() - lastHeadCheck < IDLE_HEAD_CHECK_MS) return;
-      lastHeadCheck = Date.now();
+      if (!headGate()) return;
       const heads = await context.indexed.heads();
       const moved = context.networks.some(
         (network) => heads.get(network.chainId)?.blockNumber !== seenHeads.get(network.chainId),

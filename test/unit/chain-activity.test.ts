@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { indexMayMove, noteChainActivity, noteIndexerTransport } from "../../api/indexed/chain-activity.js";
+import { indexMayMove, indexReadGate, noteChainActivity, noteIndexerTransport } from "../../api/indexed/chain-activity.js";
 
 // The signal that lets the settlement and refund workers read the indexed head rarely while
 // the indexer is idle. Order matters: the module's state is the process's (one file, one order).
@@ -20,5 +20,24 @@ describe("indexMayMove", () => {
     expect(indexMayMove(at)).toBe(true);
     expect(indexMayMove(at + 1_500)).toBe(true);
     expect(indexMayMove(at + 2_500)).toBe(false);
+  });
+});
+
+describe("indexReadGate", () => {
+  it("opens at every call while the index may move", () => {
+    noteChainActivity();
+    const gate = indexReadGate(60_000);
+    expect([gate(), gate(), gate()]).toEqual([true, true, true]);
+  });
+
+  it("is closed between two openings once the activity is over", () => {
+    noteChainActivity();
+    const idleFrom = Date.now() + 2_500;
+    const gate = indexReadGate(1_000);
+    expect(gate(idleFrom)).toBe(true);
+    expect(gate(idleFrom + 10)).toBe(false);
+    expect(gate(idleFrom + 999)).toBe(false);
+    expect(gate(idleFrom + 1_000)).toBe(true);
+    expect(gate(idleFrom + 1_001)).toBe(false);
   });
 });
