@@ -66,6 +66,18 @@ async function writeBundle() {
   renameSync(temporary, bundlePath);
 }
 
-if (!bundleIsCurrent()) await writeBundle();
-const { runCli } = await import(pathToFileURL(bundlePath).href);
+/** Where the CLI is loaded from: the bundle, or (when it cannot be written: a read-only install) the TypeScript through tsx. */
+async function loadCli() {
+  try {
+    if (!bundleIsCurrent()) await writeBundle();
+    return await import(pathToFileURL(bundlePath).href);
+  } catch (error) {
+    if (error?.code !== "EACCES" && error?.code !== "EROFS" && error?.code !== "EPERM") throw error;
+    const { register } = await import("tsx/esm/api");
+    register();
+    return import("../cli/main.ts");
+  }
+}
+
+const { runCli } = await loadCli();
 process.exitCode = await runCli(process.argv.slice(2), process.env);
