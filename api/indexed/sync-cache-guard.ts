@@ -60,8 +60,9 @@ export async function guardSyncCache(params: {
 }): Promise<SyncCacheVerdict[]> {
   if (params.networks.length === 0) return [];
   if (params.databaseUrl === undefined && !existsSync(params.pgliteDirectory)) return [];
-  if (params.databaseUrl === undefined && existsSync(join(params.pgliteDirectory, NEW_INDEX_MARKER))) {
-    rmSync(join(params.pgliteDirectory, NEW_INDEX_MARKER));
+  const newIndexMarker = join(params.pgliteDirectory, NEW_INDEX_MARKER);
+  if (params.databaseUrl === undefined && existsSync(newIndexMarker)) {
+    rmSync(newIndexMarker);
     return [];
   }
   const sql = await openSql(params);
