@@ -17,7 +17,7 @@ let lastActivityAt = 0;
 const ACTIVE_WINDOW_MS = 2_000;
 
 /** How often a worker reads the indexed head while the indexer shows no activity. */
-export const IDLE_HEAD_CHECK_MS = 250;
+const IDLE_HEAD_CHECK_MS = 250;
 
 /** The indexer of this process sends its requests through our transport. */
 export function noteIndexerTransport(): void {
