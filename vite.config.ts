@@ -5,8 +5,8 @@ import { defineConfig } from "vite";
 // through a Vite server, and Vite's server watches the whole project for changes, so that
 // `ponder dev` can rebuild. `ponder start` (npm start, every test stack, production) never
 // rebuilds, yet its watcher walked every file under the project at start and again whenever
-// the embedded index wrote under .data/: 7 to 10% of a core while the service was idle
-// (bench/README.md). Only `ponder dev` watches, and not the folders it never builds from.
+// the embedded index wrote under .data/: 7 to 10% of a core while the service was idle.
+// Only `ponder dev` watches, and not the folders it never builds from.
 const rebuildsOnChange = process.argv.includes("dev");
 
 export default defineConfig({
