@@ -92,14 +92,24 @@ describe("body limits", () => {
     expect(streamed.contentType).toContain("application/problem+json");
     expect(JSON.parse(streamed.body)).toMatchObject({ status: 413, code: "payload_too_large" });
 
+    // A declared body over the limit but under the drain cap (8 MiB) is read and thrown away
+    // before the answer, so an ordinary client still writing it reads the 413 (not a reset)
+    // and its connection stays usable.
     const partner = await stack.partnerFetch("/v1/checkout/sessions", {
       method: "POST",
       json: { ...sessionBody(), productName: "y".repeat(2 * 1024 * 1024) },
     });
     await expectProblem(partner, 413, "payload_too_large");
-    // The unread rest of the body makes the connection unusable: the answer says so, so a
-    // keep-alive client opens a new one instead of resetting its next request.
-    expect(partner.headers.get("connection")).toBe("close");
+    expect(partner.headers.get("connection")).not.toBe("close");
+    // A declared body over the drain cap is refused on its headers alone: the unread body makes
+    // the connection unusable, and the answer says so, so a keep-alive client opens a new one
+    // instead of resetting its next request.
+    const huge = await declareAndWait(`${stack.ponder.baseUrl}/v1/checkout/sessions`, 64 * 1024 * 1024, {
+      Authorization: `Bearer ${stack.local.partner.apiKey}`,
+    });
+    expect(huge.status).toBe(413);
+    expect(huge.connection).toBe("close");
+    expect(JSON.parse(huge.body)).toMatchObject({ status: 413, code: "payload_too_large" });
     // An ordinary body still goes through.
     expect(
       (await publicPost(stack, `/v1/public/checkout/sessions/${session.id}/validate`, { clientToken: session.clientToken }))
@@ -473,5 +483,36 @@ function streamUntilAnswered(url: string, bytes: number): Promise<{ status: numb
       if (!answered) request.end();
     };
     pump();
+  });
+}
+
+/**
+ * Sends only the headers of a POST declaring a `declared`-byte body and reads the answer;
+ * the body is never sent, so the server's answer cannot race the client's writes.
+ */
+function declareAndWait(
+  url: string,
+  declared: number,
+  headers: Record<string, string>,
+): Promise<{ status: number; connection: string | undefined; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, {
+      method: "POST",
+      headers: { ...headers, "Content-Type": "application/json", "Content-Length": String(declared) },
+    });
+    request.on("response", (response) => {
+      let body = "";
+      response.setEncoding("utf8");
+      response.on("data", (text: string) => {
+        body += text;
+      });
+      response.on("end", () => {
+        request.destroy();
+        resolve({ status: response.statusCode ?? 0, connection: response.headers.connection, body });
+      });
+      response.on("error", reject);
+    });
+    request.on("error", reject);
+    request.flushHeaders();
   });
 }

@@ -26,25 +26,62 @@ export type RequestLimits = {
 export type RateLimit = { limit: number; windowMs: number };
 
 /**
- * Refuses a body over `maxBytes` with a 413 problem, before anything reads it:
- * a declared `Content-Length` is refused at once, a chunked body as soon as it
- * passes the limit (it is never buffered beyond it). The rest of the body is never
- * read, so the connection cannot carry another request: the answer says
- * `Connection: close`, and the server drops the connection after it. A client that
- * kept it in its keep-alive pool would otherwise send its next request into a
- * connection being torn down and see a reset.
+ * Largest declared body the service still reads (and throws away) before it
+ * answers 413, so that an ordinary HTTP client, still writing its body, reads the
+ * answer instead of a reset, and the connection stays usable. Above it, or past
+ * `DRAIN_MS`, the service answers at once and drops the connection.
+ */
+const DRAIN_MAX_BYTES = 8 * 1024 * 1024;
+const DRAIN_MS = 10_000;
+
+/**
+ * Refuses a body over `maxBytes` with a 413 problem; nothing over the limit is
+ * ever kept in memory. A declared `Content-Length` up to `DRAIN_MAX_BYTES` is read
+ * and discarded first, then refused, and the connection carries on. A larger
+ * declared body, or a chunked one (refused as soon as it passes the limit), is
+ * answered without reading the rest: the connection cannot carry another request,
+ * so the answer says `Connection: close` and the server drops the connection after
+ * it. A client that kept it in its keep-alive pool would otherwise send its next
+ * request into a connection being torn down and see a reset.
  */
 export function limitBody(maxBytes: number): MiddlewareHandler {
   return bodyLimit({
     maxSize: maxBytes,
-    onError: (c) => {
-      c.header("Connection", "close");
+    onError: async (c) => {
+      if (!(await drainDeclaredBody(c.req.raw))) c.header("Connection", "close");
       return problemResponse(
         c,
         problem("payload_too_large", `This route takes at most ${maxBytes} bytes of body.`, { maxBytes }),
       );
     },
   });
+}
+
+/** Reads a declared body of at most `DRAIN_MAX_BYTES` to its end within `DRAIN_MS`; false when it did not. */
+async function drainDeclaredBody(request: Request): Promise<boolean> {
+  const declared = Number(request.headers.get("content-length"));
+  if (request.headers.has("transfer-encoding") || !Number.isSafeInteger(declared) || declared > DRAIN_MAX_BYTES) return false;
+  const body = request.body;
+  if (body === null || body.locked) return false;
+  const reader = body.getReader();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    void reader.cancel().catch(() => undefined);
+  }, DRAIN_MS);
+  try {
+    let read = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return !timedOut;
+      read += value.byteLength;
+      if (read > DRAIN_MAX_BYTES) return false;
+    }
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Counts requests per client IP (and `scope`); past the limit, a 429 problem with `Retry-After`. */
