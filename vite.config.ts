@@ -1,4 +1,7 @@
-import { defineConfig } from "vite";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { defineConfig, type Plugin } from "vite";
 
 // Read by Ponder only (vitest reads vitest.config.ts; the console builds with its own inline
 // configuration, console/build.ts). Ponder builds the config, the schema, src/ and the API
@@ -9,7 +12,50 @@ import { defineConfig } from "vite";
 // Only `ponder dev` watches, and not the folders it never builds from.
 const rebuildsOnChange = process.argv.includes("dev");
 
+/**
+ * Loads installed packages with Node's own loader instead of through Vite. vite-node (which
+ * runs the files Ponder builds) transforms every package file it finds under an `esm/`
+ * folder as if it were our source: Kysely (260 files), Ponder itself and, through it,
+ * GraphQL Yoga and its tools (about 400 more). That was about 3.5 s of CPU on every start of
+ * the service, and their module graph stayed in memory. A bare import that Vite resolves
+ * into such a folder is answered with a one-line module under node_modules/.cache that
+ * re-exports the package; vite-node hands any `.mjs` file under node_modules to Node, and
+ * Node resolves the package from there exactly as it would from the project's root.
+ */
+function nativePackages(): Plugin {
+  const shimDir = join(process.cwd(), "node_modules", ".cache", "vite-native-packages");
+  return {
+    name: "settlement:native-packages",
+    enforce: "pre",
+    async resolveId(source, importer, options) {
+      if (!options.ssr || !/^(@[\w.-]+\/)?[\w.-]/.test(source) || source.includes(":")) return null;
+      const resolved = await this.resolve(source, importer, { ...options, skipSelf: true });
+      const file = resolved?.id.split("?")[0];
+      if (file === undefined || resolved?.external || !file.includes("/node_modules/") || !/\/esm?\/.*\.js$/.test(file)) {
+        return null;
+      }
+      const shim = join(
+        shimDir,
+        `${source.replace(/[^\w.-]/g, "_")}-${createHash("sha256").update(source).digest("hex").slice(0, 8)}.mjs`,
+      );
+      if (!existsSync(shim)) {
+        mkdirSync(shimDir, { recursive: true });
+        const specifier = JSON.stringify(source);
+        // Written beside and renamed into place: two services starting at once never read half a file.
+        const temporary = `${shim}.${process.pid}.tmp`;
+        writeFileSync(
+          temporary,
+          `export * from ${specifier};\nimport * as all from ${specifier};\nexport default all.default;\n`,
+        );
+        renameSync(temporary, shim);
+      }
+      return shim;
+    },
+  };
+}
+
 export default defineConfig({
+  plugins: [nativePackages()],
   server: {
     // Ponder uses the server for its module graph only and never listens on it. Outside
     // middleware mode Vite adds a SIGTERM handler that closes the server and calls
