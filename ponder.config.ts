@@ -1,14 +1,6 @@
 import { createConfig } from "ponder";
 import { erc20Abi } from "viem";
-import {
-  indexerCacheEnabled,
-  pgliteIndexDirectory,
-  prepareStart,
-  rememberStartedConfig,
-  roleOfPonderCommand,
-  schemaOfPonderCommand,
-} from "./api/config/startup";
-import { indexerTransport } from "./api/indexed/indexer-transport";
+import { loadRuntime } from "./api/load-runtime";
 import { certificateNftAbi, rewardDistributorAbi } from "./contracts/generated";
 
 /**
@@ -19,6 +11,15 @@ import { certificateNftAbi, rewardDistributorAbi } from "./contracts/generated";
  * to the API entry of the same process. Everything else about a payment is
  * decided outside `src/`.
  */
+const {
+  indexerCacheEnabled,
+  indexerTransport,
+  pgliteIndexDirectory,
+  prepareStart,
+  rememberStartedConfig,
+  roleOfPonderCommand,
+  schemaOfPonderCommand,
+} = await loadRuntime();
 const config = await prepareStart(process.env, roleOfPonderCommand(process.argv), {
   indexSchema: schemaOfPonderCommand(process.argv),
 });

@@ -1,10 +1,11 @@
 import { db } from "ponder:api";
 import schema from "ponder:schema";
 import { graphql } from "ponder";
-import { startService } from "../../api/service";
+import { loadRuntime } from "../../api/load-runtime";
 
 // Ponder's API entry: hand the indexed tables to our app, which lives outside
 // `src/` so that changing it never triggers a re-index.
+const { startService } = await loadRuntime();
 const app = await startService({ db, schema });
 
 // Read-only GraphQL over the indexed chain facts (public on-chain data).

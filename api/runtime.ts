@@ -1,0 +1,12 @@
+// Everything Ponder's own files (ponder.config.ts, src/api/index.ts) take from the
+// service, in one module: api/load-runtime.ts loads it as one bundle.
+export {
+  indexerCacheEnabled,
+  pgliteIndexDirectory,
+  prepareStart,
+  rememberStartedConfig,
+  roleOfPonderCommand,
+  schemaOfPonderCommand,
+} from "./config/startup";
+export { indexerTransport } from "./indexed/indexer-transport";
+export { startService } from "./service";
