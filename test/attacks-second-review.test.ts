@@ -105,6 +105,18 @@ async function reservationsReleased(purchases: { account: number; id: string }[]
   for (const { account, id } of purchases) {
     await waitFor(async () => ((await readPurchase(account, id)).reservation === "released" ? true : undefined), {
       what: `purchase ${id} released`,
+    }).catch(async (error: Error) => {
+      // Seen once in four full runs (a purchase never released, the index past its expiry):
+      // what the release rule reads, so that a next occurrence names its cause.
+      const purchase = await store.selectFrom("rwa_purchase").selectAll().where("id", "=", id).executeTakeFirst();
+      const session = await store
+        .selectFrom("checkout_session")
+        .selectAll()
+        .where("id", "=", purchase?.session_id ?? "")
+        .executeTakeFirst();
+      const health = await (await fetch(`${stack.ponder.baseUrl}/v1/health`)).text();
+      error.message += `\nnow ${Date.now()}\npurchase ${JSON.stringify(purchase)}\nsession ${JSON.stringify(session)}\nhealth ${health}`;
+      throw error;
     });
   }
 }
