@@ -74,9 +74,11 @@ async function writeBundle({ root, entry, bundlePath, inputsPath, external, pack
     },
   });
   const inputs = Object.keys(result.metafile.inputs).filter((input) => !input.includes("node_modules/"));
+  // The bundle first: a process reading in between sees old inputs beside a new bundle and
+  // writes it again, never new inputs vouching for the old bundle.
+  renameSync(temporary, bundlePath);
   writeFileSync(`${inputsPath}.${process.pid}.tmp`, JSON.stringify({ root, startedAt, inputs }));
   renameSync(`${inputsPath}.${process.pid}.tmp`, inputsPath);
-  renameSync(temporary, bundlePath);
 }
 
 /**
