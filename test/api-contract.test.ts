@@ -72,7 +72,7 @@ describe("the OpenAPI document", () => {
     const text = JSON.stringify(openApi);
     const problems = await lintDocument({
       document: { source: new Source("openapi.json", text), parsed: JSON.parse(text) },
-      config,
+      config: config.styleguide,
       externalRefResolver: new BaseResolver(),
     });
     const found = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);

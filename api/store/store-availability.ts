@@ -15,9 +15,6 @@ import {
  */
 export class StoreUnavailableError extends Error {
   override name = "StoreUnavailableError";
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-  }
 }
 
 /**

@@ -35,6 +35,7 @@ export class SettlementConnectionError extends Error {
   override name = "SettlementConnectionError";
   readonly code = "connection_failed";
 
+  // biome-ignore lint/complexity/noUselessConstructor: narrows Error's signature, a cause is always given
   constructor(message: string, options: { cause: unknown }) {
     super(message, options);
   }

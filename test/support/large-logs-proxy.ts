@@ -97,7 +97,7 @@ export async function startLargeLogsProxy(target: () => string, options: { maxSp
     calls: () => ({ ...calls }),
     holdLogs() {
       if (held !== undefined) return;
-      let release = () => undefined as void;
+      let release: () => void = () => undefined;
       const released = new Promise<void>((resolve) => {
         release = resolve;
       });
