@@ -1,7 +1,6 @@
 import type { PublicClient } from "viem";
 import type { NetworkConfig } from "./config/networks.js";
 import type { ServiceSettings } from "./config/settings.js";
-import { problem } from "./http/problem.js";
 import type { IndexedChain } from "./indexed/indexed-chain.js";
 import type { IndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import type { SecretBox } from "./outbox/secret-box.js";
@@ -23,16 +22,3 @@ export type AppContext = {
   /** Latest node and index samples per chain (health reads them; absent in tools without a service). */
   indexerWatchdog?: IndexerWatchdog;
 };
-
-/** The enabled network of that name, or the `unsupported_network` problem naming those there are. */
-export function enabledNetwork(context: Pick<AppContext, "networks">, name: string): NetworkConfig {
-  const network = context.networks.find((candidate) => candidate.name === name);
-  if (network === undefined) {
-    throw problem("unsupported_network", `Enabled networks: ${context.networks.map((candidate) => candidate.name).join(", ")}.`);
-  }
-  return network;
-}
-
-export function networkByChainId(context: Pick<AppContext, "networks">, chainId: number): NetworkConfig | undefined {
-  return context.networks.find((network) => network.chainId === chainId);
-}

@@ -6,10 +6,10 @@ import { completeFirstStart, startedConfig } from "./config/startup.js";
 import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
 import { startIndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "./outbox/secret-box.js";
+import { serviceWorkers } from "./service-workers.js";
 import { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import { migrateStore, openStore } from "./store/open-store.js";
 import { runWorkers, stopWorkersBeforeExit } from "./workers/run-worker.js";
-import { serviceWorkers } from "./workers/service-workers.js";
 
 /**
  * Builds the whole service inside Ponder's API process from the configuration

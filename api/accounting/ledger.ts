@@ -1,8 +1,8 @@
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
+import { checksum } from "../values/checksum-address.js";
 import { gatherLedgerFacts } from "./ledger-facts.js";
 import { type LedgerEntry, ledgerEntriesOf } from "./ledger-rules.js";
 import type { ResolvedRange } from "./range.js";

@@ -1,12 +1,10 @@
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder, type Order, ordersCreatedBetween } from "../orders/order-record.js";
-import { readOrder } from "../orders/read-order.js";
 import { eventDeliveries } from "../outbox/deliveries.js";
 import { eventsOfOrder } from "../outbox/events.js";
 import { orderRefunds } from "../refunds/refund-record.js";
@@ -15,6 +13,8 @@ import { rewardsOfOrders } from "../rewards/reward-record.js";
 import { rewardView } from "../rewards/reward-view.js";
 import { type Payment, paymentsOfOrder } from "../settlement/payment-record.js";
 import type { OrderStatus } from "../store/database.js";
+import { checksum } from "../values/checksum-address.js";
+import { readOrder } from "../views/order-view.js";
 import type { BooksScope } from "./ledger.js";
 import type { ResolvedRange } from "./range.js";
 

@@ -1,7 +1,7 @@
 import type { AppContext } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
+import { checksum } from "../values/checksum-address.js";
 import { chainBalancesAt } from "./chain-balances.js";
 import { type BooksScope, booksAddresses, ledgerPages } from "./ledger.js";
 import { emptySums, LEDGER_KINDS, type LedgerKind, signedValue } from "./ledger-rules.js";

@@ -1,6 +1,6 @@
 import type { AppContext } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
 import type { OrderStatus } from "../store/database.js";
+import { checksum } from "../values/checksum-address.js";
 import { csvStream, LEDGER_COLUMNS, ORDER_COLUMNS, RECONCILIATION_COLUMNS } from "./csv-export.js";
 import { type BooksScope, booksAddresses, ledgerPage, ledgerPages } from "./ledger.js";
 import { LEDGER_KINDS } from "./ledger-rules.js";

@@ -2,11 +2,11 @@ import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { isAddress } from "viem";
 import { z } from "zod";
-import { checksum } from "../checksum-address.js";
 import { keysetPage } from "../http/cursor.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { PortalRole } from "../store/portal-tables.js";
+import { checksum } from "../values/checksum-address.js";
 
 /** Who did something in a portal: the signed-in wallet and the role it signed in as. */
 export type PortalActor = { role: PortalRole; address: string };

@@ -1,12 +1,12 @@
 import { isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { getOrder } from "../orders/order-record.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
+import { checksum } from "../values/checksum-address.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { issuedVouchers, pendingMints, type SeenMint, transitionCertificate } from "./certificate-record.js";
 

@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import type { Address } from "viem";
-import { type AppContext, enabledNetwork } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
+import type { AppContext } from "../app-context.js";
+import { enabledNetwork } from "../config/enabled-networks.js";
 import type { NetworkConfig, NetworkName } from "../config/networks.js";
 import { ProblemError, problem } from "../http/problem.js";
 import { findOrCreateOrder, getOrder } from "../orders/order-record.js";
 import type { Database } from "../store/database.js";
+import { checksum } from "../values/checksum-address.js";
 import { reserveAmount } from "./amount-reference.js";
 import { issueClientToken } from "./client-tokens.js";
 import { expireSession } from "./expire-session.js";

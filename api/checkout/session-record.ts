@@ -1,9 +1,9 @@
 import type { Kysely } from "kysely";
 import type { Address } from "viem";
-import { checksum, checksumOrNull } from "../checksum-address.js";
 import { getOrder, type Order, orderIsCredited } from "../orders/order-record.js";
 import type { CheckoutSessionTable, Database, SessionStatus } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { checksum, checksumOrNull } from "../values/checksum-address.js";
 
 /**
  * The checkout session record: every write of `checkout_session` goes through this

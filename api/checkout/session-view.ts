@@ -1,5 +1,5 @@
 import type { NetworkConfig } from "../config/networks.js";
-import { USDC_DECIMALS } from "../money.js";
+import { USDC_DECIMALS } from "../values/money.js";
 import type { CheckoutSession } from "./session-record.js";
 
 /** EIP-681 payment link: `ethereum:<token>@<chainId>/transfer?address=<recipient>&uint256=<amount>`. */

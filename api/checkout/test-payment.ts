@@ -1,7 +1,7 @@
 import { type Address, ContractFunctionExecutionError, createWalletClient, defineChain, erc20Abi, type Hex, http } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { ProblemError, problem, problems } from "../http/problem.js";
 import { type SubmissionResult, submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { CheckoutSession } from "./session-record.js";

@@ -1,7 +1,7 @@
 import { getAddress } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
 import { type CheckoutSession, sessionOwners } from "../checkout/session-record.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import type { Store } from "../store/open-store.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { readTokenDomain } from "./eip3009.js";

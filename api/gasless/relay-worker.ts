@@ -1,6 +1,6 @@
 import { type Hex, type TransactionReceipt, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { logJson } from "../config/redact.js";
 import type { Worker } from "../workers/run-worker.js";
 import { settleRelayCharge } from "./relay-charges.js";

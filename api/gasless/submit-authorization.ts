@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
 import { type CheckoutSession, findSession } from "../checkout/session-record.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";

@@ -1,10 +1,10 @@
 import { getAddress, isAddressEqual, isHash } from "viem";
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { problems } from "../http/problem.js";
 import { paymentAddressesOf } from "../partners/payment-addresses.js";
+import { checksum } from "../values/checksum-address.js";
 import { confirmationsOf } from "./confirmations.js";
 import type { IndexedTransfer, TransferPosition } from "./indexed-chain.js";
 

@@ -1,7 +1,8 @@
 import { getAddress } from "viem";
 import { z } from "zod";
-import { type AppContext, enabledNetwork } from "../app-context.js";
+import type { AppContext } from "../app-context.js";
 import { type AuditActor, appendAudit } from "../audit/audit-log.js";
+import { enabledNetwork } from "../config/enabled-networks.js";
 import { keysetPage } from "../http/cursor.js";
 import { problem, problems } from "../http/problem.js";
 import type { ApiKeyScope, ApiKeyTable } from "../store/database.js";

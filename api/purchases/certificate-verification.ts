@@ -1,12 +1,12 @@
 import { type Address, type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
 import { certificatesOfOrders } from "../certificates/certificate-record.js";
-import { checksum } from "../checksum-address.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedCertificateMint } from "../indexed/indexed-chain.js";
 import { ordersOfPurchaseIds } from "../orders/order-record.js";
 import { fullyRefundedOrderIds } from "../refunds/refund-record.js";
 import { purchaseIdsPaidBy } from "../settlement/payment-record.js";
+import { checksum } from "../values/checksum-address.js";
 import { offeringsOfOrders } from "./purchase-record.js";
 
 export type CertificateVerification = {

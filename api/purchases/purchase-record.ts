@@ -1,9 +1,9 @@
 import type { Kysely } from "kysely";
 import type { Address } from "viem";
-import { checksum } from "../checksum-address.js";
 import type { Database, SessionStatus } from "../store/database.js";
 import type { RwaPurchaseTable } from "../store/portal-tables.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { checksum } from "../values/checksum-address.js";
 
 /**
  * The RWA purchase record: an investor's units of an offering, held from the

@@ -1,11 +1,11 @@
 import type { Kysely } from "kysely";
 import type { Address, Hex } from "viem";
-import { checksum } from "../checksum-address.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { OutgoingTransferStatus, OutgoingTransferTable } from "../store/refund-tables.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { checksum } from "../values/checksum-address.js";
 
 /**
  * The outgoing-transfer record: every canonical-USDC transfer out of a watched payment

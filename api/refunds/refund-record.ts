@@ -1,10 +1,10 @@
 import type { Kysely } from "kysely";
 import type { Address, Hex } from "viem";
-import { checksum } from "../checksum-address.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { RefundReason, RefundStatus, RefundTable } from "../store/refund-tables.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { checksum } from "../values/checksum-address.js";
 
 /**
  * The refund record (SPEC 15, docs/refunds.md): every query of `refund` and of its

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { encodeFunctionData, type Hex, isAddressEqual, toHex } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import {
   eip3009Abi,
   readTokenDomain,

@@ -1,7 +1,7 @@
 import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
 import { rewardDistributorAbi } from "../../contracts/generated/index.js";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { assertRelayAllowed, type RelayCharge } from "../gasless/relay-charges.js";
 import { type RelayedCall, type Relayer, RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
 import { problem } from "../http/problem.js";

@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
 import { findIdempotentResource, recordIdempotentResource, requestHash } from "../checkout/idempotency.js";
 import { getSession } from "../checkout/session-record.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { problem } from "../http/problem.js";
 import type { Order } from "../orders/order-record.js";

@@ -1,6 +1,6 @@
 import { getAddress, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
 import { confirmationsOf } from "../indexed/confirmations.js";

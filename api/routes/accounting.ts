@@ -4,7 +4,7 @@ import { LEDGER_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
 import type { AppContext } from "../app-context.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import { type PartnerVariables, readScope } from "../http/partner-auth.js";
+import { type PartnerVariables, readScope } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
 /** A range (docs/accounting.md, "Ranges"): kept as text here so that the one parser answers `invalid_range`. */

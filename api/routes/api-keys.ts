@@ -1,8 +1,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { createPartnerKey, pageOfApiKeys, revokePartnerKey } from "../partners/partner-admin.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
 const ScopeSchema = z.enum(["full", "read"]);

@@ -2,7 +2,6 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { MAX_FRAME_ORIGINS, parseFrameOrigin } from "../hosted/frame-origins.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import {
   LOGO_MAX_BYTES,
@@ -14,6 +13,7 @@ import {
   setLogo,
   updateBranding,
 } from "../partners/branding.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
 const BrandingSchema = z

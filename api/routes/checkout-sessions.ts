@@ -18,9 +18,9 @@ import { NETWORK_NAMES } from "../config/networks.js";
 import { GaslessViewSchema } from "../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import { getOrder } from "../orders/order-record.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
 const baseUnits = z

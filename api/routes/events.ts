@@ -1,10 +1,10 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { DELIVERY_STATUSES, eventDeliveries, redeliverEvent } from "../outbox/deliveries.js";
 import { EVENT_TYPES, eventEnvelopeSchema, eventSchemaName } from "../outbox/event-types.js";
 import { getEvent, listEvents } from "../outbox/events.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
 export const EventEnvelopeSchema = z

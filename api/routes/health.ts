@@ -1,10 +1,10 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { unreconciledChecks } from "../accounting/reconciliation-checks.js";
 import type { AppContext } from "../app-context.js";
-import { checksum } from "../checksum-address.js";
 import { relayerHealth } from "../gasless/gasless-view.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
+import { checksum } from "../values/checksum-address.js";
 import { readHeartbeats } from "../workers/heartbeats.js";
 import type { AppEnv } from "./app-env.js";
 import { ChainCheckSchema, chainChecks, HealthReasonSchema, headAndLag, storeCheck, withTimeout } from "./health-checks.js";

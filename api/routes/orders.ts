@@ -4,11 +4,11 @@ import { orderEvidence, ordersCsv, ordersReport } from "../accounting/reports.js
 import type { AppContext } from "../app-context.js";
 import { RelayViewSchema } from "../gasless/authorization-schema.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import { type PartnerVariables, readScope } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import { fulfilOrder } from "../orders/fulfil-order.js";
 import { findOrder } from "../orders/order-record.js";
-import { readOrder } from "../orders/read-order.js";
+import { type PartnerVariables, readScope } from "../partners/partner-auth.js";
+import { readOrder } from "../views/order-view.js";
 import { RangeQuerySchema } from "./accounting.js";
 import type { AppEnv } from "./app-env.js";
 import { PaymentSchema } from "./checkout-sessions.js";

@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import { refundPageUrl, viewRefund } from "../refunds/refunds.js";
 import { listPayments, PAYMENT_STATUSES } from "../settlement/list-payments.js";
 import { attachPaymentToOrder, markPaymentForRefund } from "../settlement/resolve-payment.js";

@@ -5,12 +5,13 @@ import { claimCertificate } from "../certificates/claim-certificate.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { CustomerPrefillSchema, LineItemSchema } from "../checkout/hosted-options.js";
 import { SESSION_STATUSES } from "../checkout/list-sessions.js";
-import { publicSessionView, readSession, recordCustomerDetails } from "../checkout/public-session.js";
+import { readSession, recordCustomerDetails } from "../checkout/public-session.js";
 import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { GaslessViewSchema } from "../gasless/authorization-schema.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
+import { publicSessionView } from "../views/public-session-view.js";
 import type { AppEnv } from "./app-env.js";
 import { PaymentSchema, TestPaymentResultSchema } from "./checkout-sessions.js";
 

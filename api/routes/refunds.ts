@@ -5,7 +5,7 @@ import { requestHash } from "../checkout/idempotency.js";
 import { AuthorizationBody, toSubmission } from "../gasless/authorization-schema.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import { refundAuthorizationRequest, relayRefundAuthorization } from "../refunds/refund-relay.js";
 import { REFUND_REASONS, REFUND_STATUSES } from "../refunds/refund-rules.js";
 import {

@@ -1,8 +1,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { listTransfers } from "../indexed/list-transfers.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
 const blockNumber = z

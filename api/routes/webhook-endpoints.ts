@@ -1,7 +1,6 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { errorResponses } from "../http/openapi-contract.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { EVENT_TYPES } from "../outbox/event-types.js";
 import { ALL_EVENTS } from "../outbox/subscription.js";
 import { sendTestEvent } from "../outbox/test-event.js";
@@ -13,6 +12,7 @@ import {
   rotateWebhookSecret,
 } from "../outbox/webhook-endpoints.js";
 import { MAX_WEBHOOK_URL_LENGTH } from "../outbox/webhook-url.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
 const EventTypeOrAll = z.enum([ALL_EVENTS, ...EVENT_TYPES]);

@@ -1,9 +1,9 @@
 import { LRUCache } from "lru-cache";
 import { erc20Abi, type Hex, type PublicClient, parseEventLogs, TransactionReceiptNotFoundError } from "viem";
-import { indexForm } from "../checksum-address.js";
 import { ProblemError } from "../http/problem.js";
 import { isRpcUnavailable, unavailableProblems } from "../http/unavailable-problems.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import { indexForm } from "../values/checksum-address.js";
 
 /**
  * What one RPC look-up says about a hash the index does not hold: the facts of

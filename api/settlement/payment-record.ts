@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Address, Hex } from "viem";
-import { checksum } from "../checksum-address.js";
 import type { Database, PaymentStatus, PaymentTable } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { checksum } from "../values/checksum-address.js";
 
 /**
  * The payment record: one row per indexed transfer to a payment address, keyed by

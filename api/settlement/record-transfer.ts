@@ -11,7 +11,6 @@ import {
   orderHasPayingSession,
   smallestOpenAmountDue,
 } from "../checkout/session-record.js";
-import { checksum } from "../checksum-address.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
@@ -20,6 +19,7 @@ import { recordEvent } from "../outbox/record-event.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import { grantCashbackAtSettlement } from "../rewards/grant-reward.js";
 import type { Database, PaymentStatus } from "../store/database.js";
+import { checksum } from "../values/checksum-address.js";
 import { findPayment, forgetPendingPayment, insertPayment, movePayment, type Payment } from "./payment-record.js";
 
 export { findPayment } from "./payment-record.js";

@@ -1,8 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
 import { moveSession, sessionForAttach, sessionTransitions } from "../checkout/session-record.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { problem, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";

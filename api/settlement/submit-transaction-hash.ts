@@ -1,12 +1,12 @@
 import { type Hex, isAddressEqual } from "viem";
 import type { AppContext } from "../app-context.js";
-import { networkByChainId } from "../app-context.js";
 import type { CheckoutSession } from "../checkout/session-record.js";
-import { indexForm } from "../checksum-address.js";
+import { networkByChainId } from "../config/enabled-networks.js";
 import { ProblemError } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
+import { indexForm } from "../values/checksum-address.js";
 import { wakeWorker } from "../workers/run-worker.js";
 import { type Payment, recordedTransferTo } from "./payment-record.js";
 import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";

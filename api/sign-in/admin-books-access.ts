@@ -1,9 +1,9 @@
 import { createMiddleware } from "hono/factory";
 import type { AppContext } from "../app-context.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { problems } from "../http/problem.js";
 import { findPartner } from "../partners/api-keys.js";
-import { requirePortalSession } from "../sign-in/portal-auth.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
+import { requirePortalSession } from "./portal-auth.js";
 
 /**
  * The operator's books across partners (docs/accounting.md, "The operator's books"):

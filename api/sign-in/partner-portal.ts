@@ -1,8 +1,8 @@
 import { createMiddleware } from "hono/factory";
 import type { AppContext } from "../app-context.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
 import { ProblemError, problems } from "../http/problem.js";
 import { membershipsOf } from "../partners/members.js";
+import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { PartnerMemberRole } from "../store/member-tables.js";
 import { type PortalVariables, requirePortalSession } from "./portal-auth.js";
 

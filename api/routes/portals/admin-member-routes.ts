@@ -3,7 +3,7 @@ import type { AppContext } from "../../app-context.js";
 import { addMember, MEMBER_ROLES, memberView, pageOfMembers } from "../../partners/members.js";
 import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
-import { MembersQuery } from "../members.js";
+import { MembersQuery } from "./partner-member-routes.js";
 import { AddressSchema, IdParam, jsonBody, jsonResponse, problemResponses } from "./schemas.js";
 
 const MemberSchema = z.object({ partnerId: z.string(), address: z.string(), role: z.enum(MEMBER_ROLES), createdAt: z.string() });

@@ -1,11 +1,11 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import { checksum } from "../../checksum-address.js";
 import { AuthorizationBody, RelayAnswerSchema, RelayViewSchema, toSubmission } from "../../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../../gasless/gasless-view.js";
 import { submitAuthorization } from "../../gasless/submit-authorization.js";
 import { ownPurchase, sessionOf } from "../../purchases/purchases.js";
 import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import { checksum } from "../../values/checksum-address.js";
 import type { AppEnv } from "../app-env.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
 

@@ -1,8 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { AppContext } from "../app-context.js";
-import type { PortalActor } from "../audit/audit-log.js";
-import type { PartnerVariables } from "../http/partner-auth.js";
+import type { AppContext } from "../../app-context.js";
+import type { PortalActor } from "../../audit/audit-log.js";
 import {
   addMember,
   MAX_MEMBERS_PER_PARTNER,
@@ -10,10 +9,11 @@ import {
   memberView,
   pageOfMembers,
   removeMember,
-} from "../partners/members.js";
-import type { PortalSession } from "../sign-in/portal-sessions.js";
-import type { AppEnv } from "./app-env.js";
-import { AddressSchema, jsonBody, jsonResponse, problemResponses } from "./portals/schemas.js";
+} from "../../partners/members.js";
+import type { PartnerVariables } from "../../partners/partner-auth.js";
+import type { PortalSession } from "../../sign-in/portal-sessions.js";
+import type { AppEnv } from "../app-env.js";
+import { AddressSchema, jsonBody, jsonResponse, problemResponses } from "./schemas.js";
 
 const MemberSchema = z
   .object({ partnerId: z.string(), address: z.string(), role: z.enum(MEMBER_ROLES), createdAt: z.string() })

@@ -1,9 +1,9 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import { findKeyHolder, findPartner, type Partner } from "../partners/api-keys.js";
+import { problem, problems } from "../http/problem.js";
+import { bearerChallenge, challengeWith, REALMS } from "../http/www-authenticate.js";
 import type { Store } from "../store/open-store.js";
-import { problem, problems } from "./problem.js";
-import { bearerChallenge, challengeWith, REALMS } from "./www-authenticate.js";
+import { findKeyHolder, findPartner, type Partner } from "./api-keys.js";
 
 /**
  * Whose data a request may read: one partner's (a partner's key, full or read-only,

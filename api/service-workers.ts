@@ -1,0 +1,28 @@
+import { reconciliationWorker } from "./accounting/reconciliation-worker.js";
+import type { AppContext } from "./app-context.js";
+import { mintConfirmer } from "./certificates/mint-confirmer.js";
+import { relayWorker } from "./gasless/relay-worker.js";
+import { webhookDispatcher } from "./outbox/dispatcher.js";
+import { reservationWorker } from "./purchases/reservation-worker.js";
+import { refundWorker } from "./refunds/refund-worker.js";
+import { rewardClaimWorker } from "./rewards/reward-claim-worker.js";
+import { settlementWorker } from "./settlement/settlement-worker.js";
+import type { Worker } from "./workers/run-worker.js";
+
+/**
+ * Every background worker of the service, started once per API process
+ * (`WORKERS=off` disables them in a process that should only serve HTTP).
+ */
+export function serviceWorkers(context: AppContext): Worker[] {
+  return [
+    settlementWorker(context),
+    mintConfirmer(context),
+    webhookDispatcher(context),
+    reservationWorker(context),
+    relayWorker(context),
+    rewardClaimWorker(context),
+    refundWorker(context),
+    // Accounting (docs/accounting.md): every payment address checked against the chain.
+    reconciliationWorker(context),
+  ];
+}
