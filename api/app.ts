@@ -3,7 +3,6 @@ import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
-import { logJson } from "./config/redact.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
 import { keepConnectionsOpen } from "./http/keep-alive.js";
 import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
@@ -12,6 +11,7 @@ import { limitBody, limitRate, type RequestLimits } from "./http/request-limits.
 import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-problems.js";
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
+import { logJson } from "./logging/redact.js";
 import { partnerAuth } from "./partners/partner-auth.js";
 import { ledgerRoutes, reportRoutes } from "./routes/accounting.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";

@@ -2,7 +2,7 @@ import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "../api/config/config.js";
 import { envPrefix, KNOWN_NETWORKS, NETWORK_NAMES, type NetworkName } from "../api/config/networks.js";
-import { redactUrl } from "../api/config/redact.js";
+import { redactUrl } from "../api/logging/redact.js";
 import { deployCertificate, deployRewardDistributor } from "../local/deploy.js";
 import { type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
 

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, readConfig } from "../api/config/config.js";
-import { redactSecrets } from "../api/config/redact.js";
 import { ProblemError } from "../api/http/problem.js";
+import { redactSecrets } from "../api/logging/redact.js";
 import { type CommandContext, commands, UsageError } from "./commands.js";
 
 /**

@@ -13,7 +13,6 @@ const ROOTS = ["api", "console/src"];
 const KNOWN_PAIRS = [
   "api/checkout <-> api/outbox",
   "api/checkout <-> api/settlement",
-  "api/config <-> api/indexed",
   "api/purchases <-> api/refunds",
   "api/purchases <-> api/settlement",
   "api/refunds <-> api/settlement",

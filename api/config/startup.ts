@@ -4,10 +4,10 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { type Address, getAddress } from "viem";
 import { guardSyncCache } from "../indexed/sync-cache-guard.js";
+import { redactSecrets } from "../logging/redact.js";
 import { migrateStore, openStore, type Store } from "../store/open-store.js";
 import { ConfigError, readConfig, type ServiceConfig } from "./config.js";
 import { envPrefix, type NetworkConfig } from "./networks.js";
-import { redactSecrets } from "./redact.js";
 
 /**
  * What a process does with the configuration: the indexer (`ponder start`) records

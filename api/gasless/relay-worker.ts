@@ -1,7 +1,7 @@
 import { type Hex, type TransactionReceipt, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../config/enabled-networks.js";
-import { logJson } from "../config/redact.js";
+import { logJson } from "../logging/redact.js";
 import type { Worker } from "../workers/run-worker.js";
 import { settleRelayCharge } from "./relay-charges.js";
 import { markReceipt, markReplaced, recordRelayFailure } from "./relayed-authorization-record.js";

@@ -7,7 +7,7 @@ import {
   TimeoutError,
   type Transport,
 } from "viem";
-import { logJson } from "../config/redact.js";
+import { logJson } from "../logging/redact.js";
 import { noteChainActivity, noteIndexerTransport } from "./chain-activity.js";
 
 /**

@@ -1,6 +1,6 @@
 import type { PublicClient } from "viem";
 import type { NetworkConfig } from "../config/networks.js";
-import { logJson } from "../config/redact.js";
+import { logJson } from "../logging/redact.js";
 import type { IndexedChain } from "./indexed-chain.js";
 
 /**

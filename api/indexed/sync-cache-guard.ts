@@ -2,7 +2,7 @@ import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { NetworkConfig } from "../config/networks.js";
-import { redactSecrets } from "../config/redact.js";
+import { redactSecrets } from "../logging/redact.js";
 
 /**
  * Ponder's RPC cache (schema `ponder_sync` in the index database) holds the blocks and logs

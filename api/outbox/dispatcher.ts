@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { SIGNATURE_HEADER, signPayload } from "../../client/src/signature.js";
 import type { AppContext } from "../app-context.js";
-import { logJson } from "../config/redact.js";
+import { logJson } from "../logging/redact.js";
 import type { Store } from "../store/open-store.js";
 import type { Worker } from "../workers/run-worker.js";
 import { claimDueDeliveries, claimedDelivery, type DeliveryClaim, recordAttempt, releaseLease } from "./deliveries.js";

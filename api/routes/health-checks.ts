@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
-import { redactSecrets } from "../config/redact.js";
+import { redactSecrets } from "../logging/redact.js";
 import type { Store } from "../store/open-store.js";
 import { storeAvailability } from "../store/store-availability.js";
 import { pingStore } from "../store/store-ping.js";

@@ -3,7 +3,7 @@ import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { findSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
-import { logJson } from "../config/redact.js";
+import { logJson } from "../logging/redact.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import type { Database } from "../store/database.js";

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { logJson } from "../config/redact.js";
+import { logJson } from "../logging/redact.js";
 import type { Store } from "../store/open-store.js";
 
 export type Worker = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { logJson, redactSecrets, redactUrl } from "../../api/config/redact.js";
+import { logJson, redactSecrets, redactUrl } from "../../api/logging/redact.js";
 
 // Issue 25: the edges of the one credential redaction, beyond test/unit/redact.test.ts.
 describe("redactUrl edges", () => {

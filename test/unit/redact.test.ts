@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactSecrets, redactUrl } from "../../api/config/redact.js";
+import { redactSecrets, redactUrl } from "../../api/logging/redact.js";
 
 // Issue 24, finding 4: the one redaction of credentials in URLs.
 describe("redactUrl", () => {
