@@ -61,6 +61,11 @@ export async function ensureConsoleBuilt(
     const scratch = join(CONSOLE_DIST, `.build-${process.pid}-${randomBytes(4).toString("hex")}`);
     options.log?.("building the console (sources changed or never built)…");
     const { build } = await import("vite");
+    // Vite builds React's development runtime (jsxDEV, this machine's file paths in the
+    // bundle) whenever NODE_ENV is set to anything but "production", as vitest sets it to
+    // "test": the build is the same whichever command made it, since npm start serves it.
+    const nodeEnv = process.env.NODE_ENV;
+    process.env.NODE_ENV = "production";
     try {
       await build({
         root: CONSOLE_ROOT,
@@ -96,6 +101,8 @@ export async function ensureConsoleBuilt(
       }
       built = true;
     } finally {
+      if (nodeEnv === undefined) delete process.env.NODE_ENV;
+      else process.env.NODE_ENV = nodeEnv;
       rmSync(scratch, { recursive: true, force: true });
     }
   }

@@ -120,6 +120,11 @@ describe("the console: four roles through their screens in headless Chromium", (
     const asset = await fetch(`${stack.local.baseUrl}${script}`);
     expect(asset.status).toBe(200);
     expect(asset.headers.get("content-type")).toContain("javascript");
+    // React's production runtime, whatever NODE_ENV the build ran under (vitest sets "test"):
+    // no development JSX calls and no file path of the machine that built it.
+    const bundle = await asset.text();
+    expect(bundle).not.toContain("jsxDEV");
+    expect(bundle).not.toContain(process.cwd());
     expect((await fetch(`${stack.local.baseUrl}/console/assets/..%2F..%2Fbuild.ts`)).status).toBe(404);
   });
 

@@ -17,7 +17,6 @@ const KNOWN_PAIRS = [
   "api/purchases <-> api/settlement",
   "api/refunds <-> api/settlement",
   "api/rewards <-> api/settlement",
-  "console/src <-> console/src/screens",
 ];
 
 function sourceFiles(folder: string): string[] {

@@ -4,7 +4,7 @@ import { erc20Abi, type Hex } from "viem";
 import { useSendTransaction, useWriteContract } from "wagmi";
 import { api } from "../api";
 import type { Answer, RowOf } from "../api-types";
-import type { NavItem } from "../app";
+import type { NavItem } from "../app/app";
 import { formatUsdc } from "../money";
 import { Link, navigate } from "../router";
 import { useSession } from "../session";

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api";
 import type { Answer } from "../api-types";
-import type { NavItem } from "../app";
+import type { NavItem } from "../app/app";
 import { parseUsdc } from "../money";
 import { Link, navigate } from "../router";
 import { useSession } from "../session";

@@ -3,11 +3,11 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { type Chain, custom, defineChain } from "viem";
 import { createConfig, injected, WagmiProvider } from "wagmi";
-import { api } from "./api";
-import type { Answer } from "./api-types";
+import { api } from "../api";
+import type { Answer } from "../api-types";
+import { SessionProvider } from "../session";
 import { App } from "./app";
-import { SessionProvider } from "./session";
-import "./console.css";
+import "../console.css";
 
 type Health = Answer<"/v1/health">;
 

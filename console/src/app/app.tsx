@@ -1,12 +1,12 @@
 import type { ReactNode } from "react";
-import { Link, usePath } from "./router";
-import { AdminScreens, adminNav } from "./screens/admin";
-import { InvestorScreens, investorNav } from "./screens/investor";
-import { IssuerScreens, issuerNav } from "./screens/issuer";
-import { PartnerScreens, partnerNav } from "./screens/partner";
-import { useSession } from "./session";
-import { SignIn } from "./sign-in";
-import { Address } from "./ui";
+import { Link, usePath } from "../router";
+import { AdminScreens, adminNav } from "../screens/admin";
+import { InvestorScreens, investorNav } from "../screens/investor";
+import { IssuerScreens, issuerNav } from "../screens/issuer";
+import { PartnerScreens, partnerNav } from "../screens/partner";
+import { useSession } from "../session";
+import { SignIn } from "../sign-in";
+import { Address } from "../ui";
 
 export type NavItem = { path: string; label: string };
 
