@@ -25,7 +25,8 @@ let shopPage = "";
 const base = () => stack.ponder.baseUrl;
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  // What a newcomer's `npm start` runs: the embedded index.
+  stack = await startTestStack({ index: "embedded" });
   chromium = await launchChromium("devloop-newcomer");
   shop = createServer((_request, response) => {
     response.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });

@@ -10,7 +10,8 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 let stack: TestStack;
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  // The embedded default (PGlite), as `npm start` runs it.
+  stack = await startTestStack({ index: "embedded" });
 });
 afterAll(async () => {
   await stack?.stop();

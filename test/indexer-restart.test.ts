@@ -19,7 +19,8 @@ let proxy: LargeLogsProxy;
 beforeAll(async () => {
   const anvilPort = await findFreePort();
   proxy = await startLargeLogsProxy(() => `http://127.0.0.1:${anvilPort}`, { maxSpan: Number.POSITIVE_INFINITY });
-  stack = await startTestStack({ anvilPort, env: { LOCAL_RPC_URL: proxy.url } });
+  // The embedded index: its RPC cache is what lets a restart resume without fetching again.
+  stack = await startTestStack({ anvilPort, index: "embedded", env: { LOCAL_RPC_URL: proxy.url } });
 }, 180_000);
 afterAll(async () => {
   proxy?.releaseLogs();

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startPostgresServer } from "../../local/postgres-server.js";
 
 /**
  * Every process a test starts (Anvil, Ponder, a CLI, Postgres) inherits this run's
@@ -17,7 +18,14 @@ const MARK = "SETTLEMENT_TEST_RUN";
  */
 export const EMPTY_INDEX_TEMPLATE = "SETTLEMENT_TEST_EMPTY_INDEX";
 
-export async function setup(): Promise<() => void> {
+/**
+ * The `postgres` database of this run's one PostgreSQL server (local/postgres-server.ts).
+ * Each stack's index gets a database of its own there (test-stack.ts): Postgres in
+ * WebAssembly costs a stack 3 to 4 s of CPU at every start, a server database nothing.
+ */
+export const TEST_POSTGRES_URL = "SETTLEMENT_TEST_POSTGRES_URL";
+
+export async function setup(): Promise<() => Promise<void>> {
   const run = randomUUID();
   process.env[MARK] = run;
   const templateRoot = mkdtempSync(join(tmpdir(), "settlement-empty-index-"));
@@ -27,7 +35,10 @@ export async function setup(): Promise<() => void> {
   await database.waitReady;
   await database.close();
   process.env[EMPTY_INDEX_TEMPLATE] = template;
-  return () => {
+  const postgres = await startPostgresServer();
+  process.env[TEST_POSTGRES_URL] = postgres.url;
+  return async () => {
+    await postgres.stop().catch((error: Error) => console.warn(`global teardown: ${error.message}`));
     endMarkedProcesses(`${MARK}=${run}`);
     rmSync(templateRoot, { recursive: true, force: true });
   };

@@ -1,6 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { randomUUID } from "node:crypto";
 import { basename, join } from "node:path";
+import pg from "pg";
 import {
   type Address,
   createPublicClient,
@@ -13,7 +15,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type LocalStack, startLocalStack } from "../../local/local-stack.js";
-import { EMPTY_INDEX_TEMPLATE } from "./global-setup.js";
+import { EMPTY_INDEX_TEMPLATE, TEST_POSTGRES_URL } from "./global-setup.js";
 
 export type TestStack = LocalStack & {
   chain: ReturnType<typeof defineChain>;
@@ -31,16 +33,40 @@ export type TestStack = LocalStack & {
   partnerFetch: (path: string, init?: RequestInit & { json?: unknown }) => Promise<Response>;
 };
 
-/** One real local stack (Anvil + contracts + indexer + API) in a throw-away data directory. */
+/**
+ * One real local stack (Anvil + contracts + indexer + API) in a throw-away data directory.
+ *
+ * Where the index lives, `index`:
+ * - `server` (the default): a new database on the run's PostgreSQL server (global-setup.ts),
+ *   as an operator on Base runs it (DATABASE_URL). Our own state stays in SQLite.
+ * - `embedded`: PGlite in the data directory, what `npm start` runs. The files that test
+ *   the embedded default itself (its restart cache, a newcomer's first run) ask for it;
+ *   it costs every start of the service 3 to 4 s more CPU.
+ */
 export async function startTestStack(
-  options: { env?: NodeJS.ProcessEnv; blockTime?: number; genesisTimestamp?: number; dataDir?: string; anvilPort?: number } = {},
+  options: {
+    env?: NodeJS.ProcessEnv;
+    blockTime?: number;
+    genesisTimestamp?: number;
+    dataDir?: string;
+    anvilPort?: number;
+    index?: "server" | "embedded";
+  } = {},
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? newDataDir();
+  const indexDatabase =
+    (options.index ?? "server") === "server" && options.env?.DATABASE_URL === undefined
+      ? await createIndexDatabase()
+      : undefined;
   const stack = await startLocalStack({
     dataDir,
     // An empty embedded index made once for the run (global-setup.ts): PGlite's initdb, not repeated per stack.
     emptyIndexTemplate: process.env[EMPTY_INDEX_TEMPLATE],
     ...options,
+    env: { ...(indexDatabase === undefined ? {} : { DATABASE_URL: indexDatabase.url }), ...options.env },
+  }).catch(async (error) => {
+    await indexDatabase?.drop();
+    throw error;
   });
   const chain = defineChain({
     id: stack.local.chainId,
@@ -96,6 +122,7 @@ export async function startTestStack(
       writeFileSync(join(logDir, `${basename(dataDir)}.log`), stack.ponder.output());
       liveStacks.delete(testStack);
       await stopStack();
+      await indexDatabase?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   });
@@ -135,6 +162,27 @@ async function describeLiveStacks(): Promise<string> {
     );
   }
   return parts.join("\n---\n");
+}
+
+/** A new, empty database for one stack's index on the run's PostgreSQL server. */
+async function createIndexDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const serverUrl = process.env[TEST_POSTGRES_URL];
+  if (serverUrl === undefined) throw new Error(`${TEST_POSTGRES_URL} is not set: run the tests with vitest (its global setup starts the server)`);
+  const name = `index_${randomUUID().replaceAll("-", "")}`;
+  const run = async (statement: string) => {
+    const client = new pg.Client(serverUrl);
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`create database ${name}`);
+  return {
+    url: serverUrl.replace(/\/postgres$/, `/${name}`),
+    drop: () => run(`drop database if exists ${name} with (force)`),
+  };
 }
 
 export function newDataDir(): string {
