@@ -1,6 +1,6 @@
+import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { randomUUID } from "node:crypto";
 import { basename, join } from "node:path";
 import pg from "pg";
 import {
@@ -55,9 +55,7 @@ export async function startTestStack(
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? newDataDir();
   const indexDatabase =
-    (options.index ?? "server") === "server" && options.env?.DATABASE_URL === undefined
-      ? await createIndexDatabase()
-      : undefined;
+    (options.index ?? "server") === "server" && options.env?.DATABASE_URL === undefined ? await createIndexDatabase() : undefined;
   const stack = await startLocalStack({
     dataDir,
     // An empty embedded index made once for the run (global-setup.ts): PGlite's initdb, not repeated per stack.
@@ -167,7 +165,8 @@ async function describeLiveStacks(): Promise<string> {
 /** A new, empty database for one stack's index on the run's PostgreSQL server. */
 async function createIndexDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const serverUrl = process.env[TEST_POSTGRES_URL];
-  if (serverUrl === undefined) throw new Error(`${TEST_POSTGRES_URL} is not set: run the tests with vitest (its global setup starts the server)`);
+  if (serverUrl === undefined)
+    throw new Error(`${TEST_POSTGRES_URL} is not set: run the tests with vitest (its global setup starts the server)`);
   const name = `index_${randomUUID().replaceAll("-", "")}`;
   const run = async (statement: string) => {
     const client = new pg.Client(serverUrl);
