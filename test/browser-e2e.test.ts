@@ -127,6 +127,15 @@ describe("a customer buys in the sample shop, pays, and mints the certificate (h
       await route.continue();
     });
     const paid = await stack.payUsdc({ from: 1, to: recipient, amount });
+    // Until the index holds the transfer the service answers "seen, pending" and leaves the
+    // rest to the (held) poll: the customer here submits a hash the index already has.
+    await waitFor(
+      async () => {
+        const page = await (await stack.partnerFetch(`/v1/transfers?txHash=${paid.hash}`)).json();
+        return page.data.length > 0 ? true : undefined;
+      },
+      { what: "the payment in the index" },
+    );
     await frame.locator("#transaction-hash").fill(paid.hash);
     await frame.getByRole("button", { name: "Submit transaction hash" }).click();
     await frame

@@ -11,10 +11,9 @@ import { anvilAccounts } from "../local/local-secrets.js";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 import { type PonderProcess, startPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
-import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { sessionBody } from "./support/checkout-helpers.js";
 import { settlement } from "./support/operator-cli.js";
-import { waitFor } from "./support/test-stack.js";
+import { createTestDatabase, type TestDatabase, waitFor } from "./support/test-stack.js";
 
 // The service in its non-local configuration, as docs/deploy.md runs it: NETWORKS=base
 // against a chain whose id is Base's (an Anvil with --chain-id 8453 and the project's
@@ -26,7 +25,8 @@ const shopAddress = privateKeyToAccount(`0x${"11".repeat(32)}`).address;
 const laterAddress = privateKeyToAccount(`0x${"22".repeat(32)}`).address;
 
 let anvil: AnvilInstance;
-let postgres: PostgresServer;
+let storeDatabase: TestDatabase;
+let indexDatabase: TestDatabase;
 let directory: string;
 let env: NodeJS.ProcessEnv;
 let service: PonderProcess | undefined;
@@ -59,7 +59,8 @@ beforeAll(async () => {
     account: privateKeyToAccount(deployer.privateKey),
   });
   await owner.writeContract({ address: usdc, abi: testUsdcAbi, functionName: "mint", args: [payer.address, 10n ** 12n] });
-  postgres = await startPostgresServer();
+  storeDatabase = await createTestDatabase();
+  indexDatabase = await createTestDatabase();
   directory = mkdtempSync(join(tmpdir(), "settlement-operator-"));
   env = {
     NETWORKS: "base",
@@ -68,8 +69,8 @@ beforeAll(async () => {
     BASE_START_BLOCK: "0",
     BASE_CONFIRMATIONS: "1",
     BASE_POLLING_INTERVAL_MS: "100",
-    STORE_URL: postgres.url,
-    DATABASE_URL: await postgres.createDatabase("settlement_index"),
+    STORE_URL: storeDatabase.url,
+    DATABASE_URL: indexDatabase.url,
     DATA_DIR: join(directory, "data"),
     SECRETS_KEY_FILE: join(directory, "secrets.key"),
     PUBLIC_BASE_URL: "https://pay.example.com",
@@ -79,7 +80,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stop();
   await anvil?.stop();
-  await postgres?.stop();
+  await storeDatabase?.drop();
+  await indexDatabase?.drop();
   if (directory) rmSync(directory, { recursive: true, force: true });
 });
 
@@ -187,7 +189,7 @@ describe("operating the service on Base (chain 8453) with the CLI only", { timeo
 
   it("records every CLI action in the audit log as actor operator", async () => {
     const pg = (await import("pg")).default;
-    const client = new pg.Client(postgres.url);
+    const client = new pg.Client(storeDatabase.url);
     await client.connect();
     try {
       const rows = (await client.query("select actor_role, actor_address, action from audit_log order by seq")).rows;

@@ -3,14 +3,14 @@ import { expect, it } from "vitest";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 import { startPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
-import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { describeStoreOnPostgres } from "./support/store-on-postgres.js";
-import { startTestStack, waitFor } from "./support/test-stack.js";
+import { createTestDatabase, startTestStack, type TestDatabase, waitFor } from "./support/test-stack.js";
 
 // The scale-out shape: a PostgreSQL server holds the service's own state
 // (STORE_URL) and, in a database of its own, Ponder's index (DATABASE_URL).
-let server: PostgresServer;
+let storeDatabase: TestDatabase;
+let indexDatabase: TestDatabase;
 
 async function query(url: string, text: string): Promise<Record<string, unknown>[]> {
   const client = new pg.Client(url);
@@ -24,27 +24,33 @@ async function query(url: string, text: string): Promise<Record<string, unknown>
 
 describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATABASE_URL)", {
   async start() {
-    server = await startPostgresServer();
-    const indexUrl = await server.createDatabase("settlement_index");
+    storeDatabase = await createTestDatabase();
+    indexDatabase = await createTestDatabase();
+    const drop = async () => {
+      await storeDatabase.drop();
+      await indexDatabase.drop();
+    };
     try {
-      const stack = await startTestStack({ env: { STORE_URL: server.url, DATABASE_URL: indexUrl } });
+      const stack = await startTestStack({ env: { STORE_URL: storeDatabase.url, DATABASE_URL: indexDatabase.url } });
       return {
         stack,
         async stop() {
           await stack.stop();
-          await server.stop();
+          await drop();
         },
       };
     } catch (error) {
-      await server.stop();
+      await drop();
       throw error;
     }
   },
   async storedWhereExpected() {
-    const store = await query(server.url, "select count(*)::int as n from checkout_session");
+    const store = await query(storeDatabase.url, "select count(*)::int as n from checkout_session");
     expect(store[0]!.n).toBeGreaterThanOrEqual(60);
-    const indexUrl = server.url.replace(/\/postgres$/, "/settlement_index");
-    const tables = await query(indexUrl, "select table_name from information_schema.tables where table_schema = 'public'");
+    const tables = await query(
+      indexDatabase.url,
+      "select table_name from information_schema.tables where table_schema = 'public'",
+    );
     expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
   },
   moreTests(current) {
@@ -66,7 +72,7 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         // Nobody submits a hash: the settlement workers of both processes find the payments in the index.
         await waitFor(
           async () => {
-            const beats = await query(server.url, "select id from worker_heartbeat where worker = 'settlement'");
+            const beats = await query(storeDatabase.url, "select id from worker_heartbeat where worker = 'settlement'");
             return beats.length === 2 ? true : undefined;
           },
           { what: "a settlement worker beating in each process" },
@@ -97,7 +103,7 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         await new Promise((resolve) => setTimeout(resolve, 1_500));
         for (const session of sessions) expect(settledHooks(session.orderId)).toHaveLength(1);
         // And one event each in the outbox: both settlement workers raced for every payment.
-        const events = await query(server.url, "select payload from event where type = 'purchase.settled'");
+        const events = await query(storeDatabase.url, "select payload from event where type = 'purchase.settled'");
         const orderIds = events.map((row) => JSON.parse(String(row.payload)).data.orderId as string);
         for (const session of sessions) expect(orderIds.filter((id) => id === session.orderId)).toHaveLength(1);
       } finally {

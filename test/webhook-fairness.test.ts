@@ -32,6 +32,10 @@ const settings = settingsOf(
   }),
 );
 
+// The dispatcher reads the key file named in the environment; the files after this one in
+// the same worker (vitest.config.ts: not isolated) get the environment back as it was.
+const secretsKeyFileBefore = process.env.SECRETS_KEY_FILE;
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "webhook-fairness-"));
   process.env.SECRETS_KEY_FILE = createSecretsKeyFileIfMissing(join(dir, "secrets.key"));
@@ -48,6 +52,8 @@ afterAll(async () => {
   await new Promise((resolve) => setTimeout(resolve, baseOptions.attemptTimeoutMs + 500));
   await store?.destroy();
   rmSync(dir, { recursive: true, force: true });
+  if (secretsKeyFileBefore === undefined) delete process.env.SECRETS_KEY_FILE;
+  else process.env.SECRETS_KEY_FILE = secretsKeyFileBefore;
 });
 
 const baseOptions: DispatcherOptions = {

@@ -55,7 +55,7 @@ export async function startTestStack(
 ): Promise<TestStack> {
   const dataDir = options.dataDir ?? newDataDir();
   const indexDatabase =
-    (options.index ?? "server") === "server" && options.env?.DATABASE_URL === undefined ? await createIndexDatabase() : undefined;
+    (options.index ?? "server") === "server" && options.env?.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
   const stack = await startLocalStack({
     dataDir,
     // An empty embedded index made once for the run (global-setup.ts): PGlite's initdb, not repeated per stack.
@@ -162,12 +162,14 @@ async function describeLiveStacks(): Promise<string> {
   return parts.join("\n---\n");
 }
 
-/** A new, empty database for one stack's index on the run's PostgreSQL server. */
-async function createIndexDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+export type TestDatabase = { url: string; drop: () => Promise<void> };
+
+/** A new, empty database on the run's PostgreSQL server: a stack's index, or a store on Postgres. */
+export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env[TEST_POSTGRES_URL];
   if (serverUrl === undefined)
     throw new Error(`${TEST_POSTGRES_URL} is not set: run the tests with vitest (its global setup starts the server)`);
-  const name = `index_${randomUUID().replaceAll("-", "")}`;
+  const name = `test_${randomUUID().replaceAll("-", "")}`;
   const run = async (statement: string) => {
     const client = new pg.Client(serverUrl);
     await client.connect();
