@@ -28,6 +28,8 @@ export const TEST_POSTGRES_URL = "SETTLEMENT_TEST_POSTGRES_URL";
 export async function setup(): Promise<() => Promise<void>> {
   const run = randomUUID();
   process.env[MARK] = run;
+  // Each stack leaves its service log and store here when it stops (test-stack.ts): this run's only.
+  rmSync(join(process.cwd(), "test-artifacts", "ponder"), { recursive: true, force: true });
   const templateRoot = mkdtempSync(join(tmpdir(), "settlement-empty-index-"));
   const template = join(templateRoot, "ponder");
   const { PGlite } = await import("@electric-sql/pglite");

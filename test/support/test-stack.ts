@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import pg from "pg";
@@ -120,6 +120,12 @@ export async function startTestStack(
       writeFileSync(join(logDir, `${basename(dataDir)}.log`), stack.ponder.output());
       liveStacks.delete(testStack);
       await stopStack();
+      // So is the store as the service left it (beside the log, same name): what the workers
+      // recorded, for a failure seen only under load. SQLite's WAL goes with it.
+      for (const suffix of ["", "-wal"]) {
+        const file = join(dataDir, `app.sqlite${suffix}`);
+        if (existsSync(file)) copyFileSync(file, join(logDir, `${basename(dataDir)}.sqlite${suffix}`));
+      }
       await indexDatabase?.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
