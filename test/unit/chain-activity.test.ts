@@ -1,8 +1,20 @@
-import { describe, expect, it } from "vitest";
-import { indexMayMove, indexReadGate, noteChainActivity, noteIndexerTransport } from "../../api/indexed/chain-activity.js";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 
 // The signal that lets the settlement and refund workers read the indexed head rarely while
 // the indexer is idle. Order matters: the module's state is the process's (one file, one order).
+// A worker runs several files in one process (vitest.config.ts), and one of them may have used
+// the indexer's transport already: this file takes a copy of the module of its own.
+let indexMayMove: typeof import("../../api/indexed/chain-activity.js").indexMayMove;
+let indexReadGate: typeof import("../../api/indexed/chain-activity.js").indexReadGate;
+let noteChainActivity: typeof import("../../api/indexed/chain-activity.js").noteChainActivity;
+let noteIndexerTransport: typeof import("../../api/indexed/chain-activity.js").noteIndexerTransport;
+
+beforeAll(async () => {
+  vi.resetModules();
+  ({ indexMayMove, indexReadGate, noteChainActivity, noteIndexerTransport } = await import(
+    "../../api/indexed/chain-activity.js"
+  ));
+});
 describe("indexMayMove", () => {
   it("is always true in a process whose indexer does not use our transport (it cannot tell)", () => {
     expect(indexMayMove()).toBe(true);
