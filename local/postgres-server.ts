@@ -13,6 +13,33 @@ export type PostgresServer = {
   stop: () => Promise<void>;
 };
 
+/** Runs one statement on its own connection to `url`. */
+async function runStatement(url: string, statement: string): Promise<void> {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+function plainName(name: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
+  return name;
+}
+
+/** Creates an empty database `name` on the server whose `postgres` database is `serverUrl`; answers its URL. */
+export async function createDatabase(serverUrl: string, name: string): Promise<string> {
+  await runStatement(serverUrl, `create database ${plainName(name)}`);
+  return serverUrl.replace(/\/postgres$/, `/${name}`);
+}
+
+/** Drops database `name` of that server, ending the sessions still connected to it. */
+export async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  await runStatement(serverUrl, `drop database if exists ${plainName(name)} with (force)`);
+}
+
 /** Debian keeps the server programs in /usr/lib/postgresql/<version>/bin, off the PATH. */
 function postgresBinDirectory(): string {
   const root = "/usr/lib/postgresql";
@@ -63,17 +90,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   return {
     url,
-    async createDatabase(name) {
-      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
-      const client = new pg.Client(url);
-      await client.connect();
-      try {
-        await client.query(`create database ${name}`);
-      } finally {
-        await client.end();
-      }
-      return url.replace(/\/postgres$/, `/${name}`);
-    },
+    createDatabase: (name) => createDatabase(url, name),
     async stop() {
       try {
         run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]);

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import pg from "pg";
 import {
   type Address,
   createPublicClient,
@@ -15,6 +14,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type LocalStack, startLocalStack } from "../../local/local-stack.js";
+import { createDatabase, dropDatabase } from "../../local/postgres-server.js";
 import { EMPTY_INDEX_TEMPLATE, TEST_POSTGRES_URL } from "./global-setup.js";
 
 export type TestStack = LocalStack & {
@@ -176,20 +176,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   if (serverUrl === undefined)
     throw new Error(`${TEST_POSTGRES_URL} is not set: run the tests with vitest (its global setup starts the server)`);
   const name = `test_${randomUUID().replaceAll("-", "")}`;
-  const run = async (statement: string) => {
-    const client = new pg.Client(serverUrl);
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await run(`create database ${name}`);
-  return {
-    url: serverUrl.replace(/\/postgres$/, `/${name}`),
-    drop: () => run(`drop database if exists ${name} with (force)`),
-  };
+  return { url: await createDatabase(serverUrl, name), drop: () => dropDatabase(serverUrl, name) };
 }
 
 export function newDataDir(): string {
