@@ -4,48 +4,44 @@ import { beforeAll, describe, expect, it, vi } from "vitest";
 // the indexer is idle. Order matters: the module's state is the process's (one file, one order).
 // A worker runs several files in one process (vitest.config.ts), and one of them may have used
 // the indexer's transport already: this file takes a copy of the module of its own.
-let indexMayMove: typeof import("../../api/indexed/chain-activity.js").indexMayMove;
-let indexReadGate: typeof import("../../api/indexed/chain-activity.js").indexReadGate;
-let noteChainActivity: typeof import("../../api/indexed/chain-activity.js").noteChainActivity;
-let noteIndexerTransport: typeof import("../../api/indexed/chain-activity.js").noteIndexerTransport;
+let activity: typeof import("../../api/indexed/chain-activity.js");
 
 beforeAll(async () => {
   vi.resetModules();
-  ({ indexMayMove, indexReadGate, noteChainActivity, noteIndexerTransport } = await import(
-    "../../api/indexed/chain-activity.js"
-  ));
+  activity = await import("../../api/indexed/chain-activity.js");
 });
+
 describe("indexMayMove", () => {
   it("is always true in a process whose indexer does not use our transport (it cannot tell)", () => {
-    expect(indexMayMove()).toBe(true);
-    expect(indexMayMove(Date.now() + 3_600_000)).toBe(true);
+    expect(activity.indexMayMove()).toBe(true);
+    expect(activity.indexMayMove(Date.now() + 3_600_000)).toBe(true);
   });
 
   it("is false once the transport is in use and has seen nothing new", () => {
-    noteIndexerTransport();
-    expect(indexMayMove()).toBe(false);
+    activity.noteIndexerTransport();
+    expect(activity.indexMayMove()).toBe(false);
   });
 
   it("is true for two seconds after a new block or a block-data request, then false again", () => {
-    noteChainActivity();
+    activity.noteChainActivity();
     const at = Date.now();
-    expect(indexMayMove(at)).toBe(true);
-    expect(indexMayMove(at + 1_500)).toBe(true);
-    expect(indexMayMove(at + 2_500)).toBe(false);
+    expect(activity.indexMayMove(at)).toBe(true);
+    expect(activity.indexMayMove(at + 1_500)).toBe(true);
+    expect(activity.indexMayMove(at + 2_500)).toBe(false);
   });
 });
 
 describe("indexReadGate", () => {
   it("opens at every call while the index may move", () => {
-    noteChainActivity();
-    const gate = indexReadGate(60_000);
+    activity.noteChainActivity();
+    const gate = activity.indexReadGate(60_000);
     expect([gate(), gate(), gate()]).toEqual([true, true, true]);
   });
 
   it("is closed between two openings once the activity is over", () => {
-    noteChainActivity();
+    activity.noteChainActivity();
     const idleFrom = Date.now() + 2_500;
-    const gate = indexReadGate(1_000);
+    const gate = activity.indexReadGate(1_000);
     expect(gate(idleFrom)).toBe(true);
     expect(gate(idleFrom + 10)).toBe(false);
     expect(gate(idleFrom + 999)).toBe(false);
