@@ -11,6 +11,7 @@ import { createPartnerWithKey } from "../api/partners/partner-admin.js";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 import { CLIENT_TYPES_PATH, renderClientTypes, staleClientTypes } from "../scripts/client-types.js";
 import { createAppWithoutChain } from "../scripts/openapi-document.js";
+import { closeServer } from "./support/close-server.js";
 
 // The partner client library as a partner gets it: `npm pack` in client/, installed
 // offline into an empty project outside the repository, imported by a plain Node
@@ -56,7 +57,7 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  await closeServer(server);
   await service?.close();
   if (work !== undefined) rmSync(work, { recursive: true, force: true });
 });

@@ -7,6 +7,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { createSession, readOrder, readSession } from "./support/checkout-helpers.js";
+import { closeServer } from "./support/close-server.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // A customer whose wallet holds USDC and no ETH at all pays the hosted checkout in
@@ -48,7 +49,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await chromium?.close();
-  await new Promise((resolve) => shopPage?.close(resolve));
+  await closeServer(shopPage);
   await stack?.stop();
 });
 

@@ -4,6 +4,7 @@ import type { BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { createSession, readOrder } from "./support/checkout-helpers.js";
+import { closeServer } from "./support/close-server.js";
 import { expectJson } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
 
@@ -90,7 +91,7 @@ afterAll(async () => {
     expect(request.isNavigationRequest()).toBe(true);
   }
   await chromium?.close();
-  await new Promise((resolve) => shopServer?.close(resolve));
+  await closeServer(shopServer);
   await stack?.stop();
 });
 

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { type Chromium, freshArtifacts, launchChromium } from "./support/browser.js";
 import { createSession } from "./support/checkout-helpers.js";
+import { closeServer } from "./support/close-server.js";
 import { BENIGN_SVGS, HOSTILE_SVGS } from "./support/hostile-svgs.js";
 import { expectJson } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
@@ -60,7 +61,7 @@ afterAll(async () => {
   await browser?.close();
   await store?.destroy();
   await stack?.stop();
-  await new Promise((resolve) => server?.close(resolve));
+  await closeServer(server);
 });
 
 const frameAncestors = (response: Response) =>
