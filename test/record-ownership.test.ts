@@ -14,7 +14,7 @@ const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 const OWNERS: Record<string, string> = {
   checkout_session: "api/checkout/session-record.ts",
   orders: "api/orders/order-record.ts",
-  payment: "api/settlement/payment-record.ts",
+  payment: "api/payments/payment-record.ts",
   rwa_purchase: "api/purchases/purchase-record.ts",
   certificate: "api/certificates/certificate-record.ts",
   webhook_delivery: "api/outbox/deliveries.ts",

@@ -1,8 +1,8 @@
 import type { AppContext } from "../app-context.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import { paymentsByKeys } from "../payments/payment-record.js";
 import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
 import { rewardsByOnchainIds } from "../rewards/reward-record.js";
-import { paymentsByKeys } from "../settlement/payment-record.js";
 import type { OutgoingFact, PaymentFact, RewardClaimFact, TransferFacts } from "./ledger-rules.js";
 
 /** `${chainId}:${lower-case tx}:${logIndex}`: how facts are keyed (the refunds record keys its matches the same way). */

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import type { Kysely } from "kysely";
 import { problem } from "../http/problem.js";
-import { sessionSawTransfer } from "../settlement/payment-record.js";
+import { sessionSawTransfer } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
 
 /** Offsets of 1..9999 base units: under one cent, added so the partner never receives less. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { keysetPage } from "../http/cursor.js";
 import { ordersByIds } from "../orders/order-record.js";
-import { creditingPaymentsOfSessions } from "../settlement/payment-record.js";
+import { creditingPaymentsOfSessions } from "../payments/payment-record.js";
 import type { SessionStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { partnerSessionsPage } from "./session-record.js";

@@ -4,8 +4,8 @@ import { certificatesOfOrders } from "../certificates/certificate-record.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedCertificateMint } from "../indexed/indexed-chain.js";
 import { ordersOfPurchaseIds } from "../orders/order-record.js";
+import { purchaseIdsPaidBy } from "../payments/payment-record.js";
 import { fullyRefundedOrderIds } from "../refunds/refund-record.js";
-import { purchaseIdsPaidBy } from "../settlement/payment-record.js";
 import { checksum } from "../values/checksum-address.js";
 import { offeringsOfOrders } from "./purchase-record.js";
 

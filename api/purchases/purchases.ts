@@ -13,9 +13,8 @@ import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problem, problems } from "../http/problem.js";
 import { findOffering, issuerOfOffering } from "../offerings/offerings.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
+import { payingPaymentsOfSessions } from "../payments/payment-record.js";
 import { type RefundSummary, refundSummaries } from "../refunds/refunds.js";
-import { payingPaymentsOfSessions } from "../settlement/payment-record.js";
-import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import type { PortalSettings } from "../sign-in/portal-settings.js";
 import type { Store } from "../store/open-store.js";
 import { checksum } from "../values/checksum-address.js";
@@ -251,26 +250,6 @@ export async function sessionOf(store: Store, purchase: Purchase): Promise<Check
     throw problem("purchase_not_payable", "The purchase has no checkout session; start a new purchase.");
   }
   return session;
-}
-
-/**
- * The investor tells us the hash of the payment made from their wallet. The engine
- * credits it only if that transfer, as indexed, is from this investor's wallet, of
- * this purchase's exact amount, to its settlement address, on its network and not
- * credited before; the hash only helps find it sooner.
- */
-export async function submitWalletSettlement(
-  context: AppContext,
-  settings: PortalSettings,
-  params: { investor: string; purchaseId: string; transactionHash: Hex },
-) {
-  const purchase = await ownPurchase(context.store, params.investor, params.purchaseId);
-  const session = await sessionOf(context.store, purchase);
-  const result = await submitTransactionHash(context, { session, transactionHash: params.transactionHash });
-  if (result.status === "settled") {
-    await reconcileOfferings(context, { offeringIds: [purchase.offeringId], releaseGraceMs: settings.releaseGraceMs });
-  }
-  return { purchaseId: purchase.id, ...result };
 }
 
 /** A voucher for the certificate of a settled purchase, always for the recipient fixed at checkout. */

@@ -5,7 +5,7 @@ import type { CheckoutSession } from "../checkout/session-record.js";
 import { findEligibility, ineligibilityReasons } from "../compliance/eligibility.js";
 import { ProblemError, problem } from "../http/problem.js";
 import { closeSoldOutOffering, findOffering, returnOfferingUnits, takeOfferingUnits } from "../offerings/offerings.js";
-import type { Payment } from "../settlement/payment-record.js";
+import type { Payment } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
 import type { OfferingTable } from "../store/portal-tables.js";
 import {

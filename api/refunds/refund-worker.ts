@@ -7,7 +7,7 @@ import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
-import { findPayment } from "../settlement/payment-record.js";
+import { findPayment } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { onOrderFullyRefunded } from "./fully-refunded.js";

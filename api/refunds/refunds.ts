@@ -14,7 +14,7 @@ import { findOrderOfPartner, ordersByIds } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { readBranding } from "../partners/branding.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
-import { findPayment, movePayment, type Payment, paymentOfSession } from "../settlement/payment-record.js";
+import { findPayment, movePayment, type Payment, paymentOfSession } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
 import type { RefundReason, RefundStatus } from "../store/refund-tables.js";
 import { allows } from "../store/transition-table.js";

@@ -1,7 +1,7 @@
 import type { Address, Hex, PublicClient } from "viem";
 import { parseEther } from "viem";
 import type { AppContext } from "../app-context.js";
-import { isAnvilNode } from "../checkout/test-payment.js";
+import { isAnvilNode } from "../config/anvil-node.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import { ProblemError } from "../http/problem.js";
 import { partnerRefund, refundInstructions, viewRefund } from "./refunds.js";

@@ -7,7 +7,7 @@ import type { NetworkConfig } from "../config/networks.js";
 import { problem } from "../http/problem.js";
 import type { Order } from "../orders/order-record.js";
 import { findPartnerOrder } from "../orders/read-order.js";
-import { paymentOfSession } from "../settlement/payment-record.js";
+import { paymentOfSession } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
 import { findReward, insertReward, type Reward, rewardsOfOrders } from "./reward-record.js";
 import { rewardSettingsOf } from "./reward-settings.js";

@@ -13,7 +13,6 @@ import {
 import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-sessions.js";
 import { findPartnerSession } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
-import { sendTestPayment, testPaymentsEnabled } from "../checkout/test-payment.js";
 import { NETWORK_NAMES } from "../config/networks.js";
 import { GaslessViewSchema } from "../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
@@ -21,6 +20,7 @@ import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { getOrder } from "../orders/order-record.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
+import { sendTestPayment, testPaymentsEnabled } from "../settlement/test-payment.js";
 import type { AppEnv } from "./app-env.js";
 
 const baseUnits = z

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { keysetPage } from "../http/cursor.js";
+import { paymentsPage } from "../payments/payment-record.js";
 import type { PaymentStatus } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
-import { paymentsPage } from "./payment-record.js";
 
 export const PAYMENT_STATUSES = [
   "pending",

@@ -17,12 +17,12 @@ import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { creditOrder, findOrder, getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
+import { findPayment, forgetPendingPayment, insertPayment, movePayment, type Payment } from "../payments/payment-record.js";
 import { grantCashbackAtSettlement } from "../rewards/grant-reward.js";
 import type { Database, PaymentStatus } from "../store/database.js";
 import { checksum } from "../values/checksum-address.js";
-import { findPayment, forgetPendingPayment, insertPayment, movePayment, type Payment } from "./payment-record.js";
 
-export { findPayment } from "./payment-record.js";
+export { findPayment } from "../payments/payment-record.js";
 
 /** Why a transfer that reached a payment address did not settle a session (docs/errors.md, and ours). */
 export type UnresolvedReason =

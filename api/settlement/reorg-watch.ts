@@ -6,8 +6,14 @@ import type { NetworkConfig } from "../config/networks.js";
 import { logJson } from "../logging/redact.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
+import {
+  creditedPaymentsBetween,
+  movePayment,
+  type Payment,
+  relocatePayment,
+  reorgedPayments,
+} from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
-import { creditedPaymentsBetween, movePayment, type Payment, relocatePayment, reorgedPayments } from "./payment-record.js";
 
 /**
  * How far below the indexed head credited payments are re-checked. Ponder rewrites

@@ -3,8 +3,8 @@ import { expireSession } from "../checkout/expire-session.js";
 import { sessionsDueForExpiry } from "../checkout/session-record.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
+import { pendingPayments, recordedKeys } from "../payments/payment-record.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
-import { pendingPayments, recordedKeys } from "./payment-record.js";
 import { confirmPendingPayment, recordTransfer } from "./record-transfer.js";
 import { watchCreditedPayments } from "./reorg-watch.js";
 

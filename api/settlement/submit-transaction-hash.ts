@@ -6,9 +6,9 @@ import { ProblemError } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
+import { type Payment, recordedTransferTo } from "../payments/payment-record.js";
 import { indexForm } from "../values/checksum-address.js";
 import { wakeWorker } from "../workers/run-worker.js";
-import { type Payment, recordedTransferTo } from "./payment-record.js";
 import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
 import { linkSubmittedMismatch } from "./submitted-mismatch.js";
 

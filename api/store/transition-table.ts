@@ -2,7 +2,7 @@
  * A record's legal state changes, declared as data: each named transition lists the
  * states it may start from, the state it ends in, and (in words) the extra condition
  * its guarded UPDATE checks. The record modules (api/checkout/session-record.ts,
- * api/settlement/payment-record.ts, api/orders/order-record.ts,
+ * api/payments/payment-record.ts, api/orders/order-record.ts,
  * api/purchases/purchase-record.ts) apply them; docs/architecture.md prints them.
  */
 export type TransitionRule<state extends string> = {

@@ -6,9 +6,9 @@ import { networkByChainId } from "../config/enabled-networks.js";
 import { relayOfTransaction } from "../gasless/gasless-view.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findPartnerOrder } from "../orders/read-order.js";
+import { paymentOfSession } from "../payments/payment-record.js";
 import { refundSummaries } from "../refunds/refunds.js";
 import { rewardsOfOrders } from "../rewards/reward-record.js";
-import { paymentOfSession } from "../settlement/payment-record.js";
 
 /** Everything a partner needs to reconcile one order: amounts, the transfer, details and certificate. */
 export async function readOrder(context: AppContext, params: { partnerId: string; orderId: string }) {

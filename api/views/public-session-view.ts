@@ -3,15 +3,15 @@ import { findCertificate } from "../certificates/certificate-record.js";
 import { presentationView, readPresentation } from "../checkout/hosted-options.js";
 import type { CheckoutSession } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
-import { testPaymentsEnabled } from "../checkout/test-payment.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { shownConfirmations } from "../indexed/confirmations.js";
 import { getOrder } from "../orders/order-record.js";
 import { readBranding } from "../partners/branding.js";
+import { paymentOfSession, unresolvedPaymentOfSession } from "../payments/payment-record.js";
 import { rewardsOfOrders } from "../rewards/reward-record.js";
 import { rewardView } from "../rewards/reward-view.js";
-import { paymentOfSession, unresolvedPaymentOfSession } from "../settlement/payment-record.js";
+import { testPaymentsEnabled } from "../settlement/test-payment.js";
 
 /** The session as the customer sees it: no partner metadata, the payment's progress, the certificate. */
 export async function publicSessionView(context: AppContext, session: CheckoutSession) {

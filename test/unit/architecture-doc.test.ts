@@ -6,9 +6,9 @@ import { sessionTransitions } from "../../api/checkout/session-record.js";
 import { RELAY_TRANSITIONS } from "../../api/gasless/relayed-authorization-record.js";
 import { orderTransitions } from "../../api/orders/order-record.js";
 import { DELIVERY_TRANSITIONS } from "../../api/outbox/deliveries.js";
+import { paymentTransitions } from "../../api/payments/payment-record.js";
 import { purchaseTransitions } from "../../api/purchases/purchase-record.js";
 import { REWARD_TRANSITIONS } from "../../api/rewards/reward-record.js";
-import { paymentTransitions } from "../../api/settlement/payment-record.js";
 
 // docs/architecture.md prints each record's transition table for the reader; the
 // code's tables are the truth. Every transition, its from-states and its to-state in
@@ -18,7 +18,7 @@ type Table = Record<string, { readonly from: readonly string[]; readonly to: str
 
 const RECORDS: { heading: string; table: Table }[] = [
   { heading: "## Checkout session (`api/checkout/session-record.ts`)", table: sessionTransitions },
-  { heading: "## Payment (`api/settlement/payment-record.ts`)", table: paymentTransitions },
+  { heading: "## Payment (`api/payments/payment-record.ts`)", table: paymentTransitions },
   { heading: "## Order (`api/orders/order-record.ts`)", table: orderTransitions },
   { heading: "## RWA purchase (`api/purchases/purchase-record.ts`)", table: purchaseTransitions },
   { heading: "### Certificate (`api/certificates/certificate-record.ts`)", table: CERTIFICATE_TRANSITIONS },

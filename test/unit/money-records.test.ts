@@ -17,8 +17,8 @@ import {
 import { paymentView, sessionView } from "../../api/checkout/session-view.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
 import { getOrder, type OrderRow, ordersByIds, orderTransitions, toOrder } from "../../api/orders/order-record.js";
+import { findPayment, insertPayment, movePayment, paymentTransitions } from "../../api/payments/payment-record.js";
 import { purchaseTransitions } from "../../api/purchases/purchase-record.js";
-import { findPayment, insertPayment, movePayment, paymentTransitions } from "../../api/settlement/payment-record.js";
 import { confirmPendingPayment, recordTransfer } from "../../api/settlement/record-transfer.js";
 import { attachPayment } from "../../api/settlement/resolve-payment.js";
 import type { SessionStatus } from "../../api/store/database.js";

@@ -6,6 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSessionInTransaction } from "../../api/checkout/create-session.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
 import {
+  movePayment,
+  type PaymentRow,
+  payingPaymentsOfSessions,
+  purchaseIdsPaidBy,
+  reorgedPayments,
+  toPayment,
+} from "../../api/payments/payment-record.js";
+import {
   countUnpaidPurchases,
   findInvestorPurchase,
   findPurchase,
@@ -20,14 +28,6 @@ import {
   toPurchase,
   unpaidUnitsOfUnverified,
 } from "../../api/purchases/purchase-record.js";
-import {
-  movePayment,
-  type PaymentRow,
-  payingPaymentsOfSessions,
-  purchaseIdsPaidBy,
-  reorgedPayments,
-  toPayment,
-} from "../../api/settlement/payment-record.js";
 import { recordTransfer } from "../../api/settlement/record-transfer.js";
 import { migrateStore, openPgliteStore, openSqliteStore, type Store } from "../../api/store/open-store.js";
 import { TransitionRefused } from "../../api/store/transition-table.js";

@@ -9,8 +9,8 @@ import {
   pageOfPurchases,
   purchaseView,
   startPurchase,
-  submitWalletSettlement,
 } from "../../purchases/purchases.js";
+import { submitWalletSettlement } from "../../settlement/submit-purchase-payment.js";
 import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
 import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";

@@ -1,44 +1,17 @@
 import { type Address, ContractFunctionExecutionError, createWalletClient, defineChain, erc20Abi, type Hex, http } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
 import type { AppContext } from "../app-context.js";
+import type { CheckoutSession } from "../checkout/session-record.js";
+import { isAnvilNode } from "../config/anvil-node.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import { ProblemError, problem, problems } from "../http/problem.js";
-import { type SubmissionResult, submitTransactionHash } from "../settlement/submit-transaction-hash.js";
-import type { CheckoutSession } from "./session-record.js";
+import { type SubmissionResult, submitTransactionHash } from "./submit-transaction-hash.js";
 
 /** Anvil's well-known development mnemonic: its accounts hold test USDC on the local chain and its forks only. */
 const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 /** The funded Anvil account the service pays test payments from. */
 export const TEST_PAYER_INDEX = 9;
 const INDEX_WAIT_MS = 20_000;
-
-/** Whether each chain's node is an Anvil (the local chain, or `npm start`'s fork of Base): asked once per chain. */
-const anvilNodes = new Map<number, Promise<boolean>>();
-
-/**
- * Whether the node behind `chainId` is Anvil: its `web3_clientVersion` says `anvil/…`.
- * A real Base node never does, so a test payment can only ever move a chain's
- * worth of nothing: the fork's copy of the token, or the local TestUSDC.
- */
-export function isAnvilNode(context: Pick<AppContext, "rpc">, chainId: number): Promise<boolean> {
-  let known = anvilNodes.get(chainId);
-  if (known === undefined) {
-    const client = context.rpc.get(chainId);
-    known =
-      client === undefined
-        ? Promise.resolve(false)
-        : client
-            .request({ method: "web3_clientVersion" })
-            .then((version) => String(version).toLowerCase().startsWith("anvil"))
-            .catch(() => false);
-    // A node that did not answer is asked again next time; a known answer is kept.
-    void known.then((anvil) => {
-      if (!anvil) anvilNodes.delete(chainId);
-    });
-    anvilNodes.set(chainId, known);
-  }
-  return known;
-}
 
 /**
  * Test payments exist in local mode only (elsewhere the route is not found): on the
