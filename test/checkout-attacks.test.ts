@@ -146,7 +146,9 @@ describe("attacks on settlement: each fails and changes nothing", () => {
   });
 
   it("one base unit short and one base unit over, which become unresolved payments", async () => {
-    const session = await createSession(stack);
+    // A price no other session of this file has: one base unit off could otherwise be
+    // another open session's exact amount (offsets are random in 1..9999), and pay it.
+    const session = await createSession(stack, { totalPriceUsdc: "41000000" });
     for (const delta of [-1n, 1n]) {
       const paid = await stack.payUsdc({
         from: 4,
@@ -330,7 +332,8 @@ describe("partner isolation", () => {
 describe("unresolved payments resolved by an administrator", () => {
   it("attaches a short payment to its order, which settles it, and marks another for refund, both audited", async () => {
     const admin = await signIn(stack, "admin", adminWallet(stack));
-    const session = await createSession(stack, { certificate: { enabled: false } });
+    // A price of its own, as above: 500 base units short must match no other open session.
+    const session = await createSession(stack, { certificate: { enabled: false }, totalPriceUsdc: "37000000" });
     const short = await stack.payUsdc({ from: 9, to: session.payment.recipient, amount: BigInt(session.payment.amount) - 500n });
     const stray = await stack.payUsdc({ from: 9, to: session.payment.recipient, amount: 1_234n });
     await recorded(short.hash);
