@@ -1,4 +1,4 @@
-import type { Address, Hex } from "viem";
+import { type Address, type Hex, isAddressEqual } from "viem";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import type { PaymentStatus } from "../store/database.js";
 
@@ -91,8 +91,8 @@ export function classifyOutgoing(
 ): Classification {
   const claim = facts.rewardClaims?.find(
     (candidate) =>
-      candidate.funder.toLowerCase() === transfer.from.toLowerCase() &&
-      candidate.recipient.toLowerCase() === transfer.to.toLowerCase() &&
+      isAddressEqual(candidate.funder, transfer.from) &&
+      isAddressEqual(candidate.recipient, transfer.to) &&
       candidate.amount === transfer.value,
   );
   if (claim !== undefined) return { kind: "reward_claim", rewardId: claim.rewardId };

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { NetworkConfig } from "../config/networks.js";
 import { redactSecrets } from "../logging/redact.js";
+import { sameHex } from "../values/checksum-address.js";
 
 /**
  * Ponder's RPC cache (schema `ponder_sync` in the index database) holds the blocks and logs
@@ -127,7 +128,7 @@ async function verdictOf(sql: Sql, network: Pick<NetworkConfig, "chainId" | "rpc
       hash?: string;
     } | null;
     if (block?.hash === undefined) return { chainId, state: "stale", reason: `the node has no block ${number}` };
-    if (block.hash.toLowerCase() !== row.hash.toLowerCase()) {
+    if (!sameHex(block.hash, row.hash)) {
       return { chainId, state: "stale", reason: `block ${number} is ${block.hash} on the node, ${row.hash} in the cache` };
     }
     return { chainId, state: "valid", newestBlock: number, syncedTo: syncedTo ?? number };

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { getAddress, type Hex, isAddressEqual } from "viem";
+import { getAddress, isAddressEqual } from "viem";
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import { type Certificate, certificatesOfOrders } from "../certificates/certificate-record.js";

@@ -9,6 +9,7 @@ import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import { findPayment } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
+import { sameHex } from "../values/checksum-address.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { onOrderFullyRefunded } from "./fully-refunded.js";
 import {
@@ -215,11 +216,7 @@ async function confirmPendingRefunds(context: AppContext, network: NetworkConfig
     if (transfer === null || confirmationsOf(transfer, head) < network.confirmations) continue;
     // Only a transfer the index still holds in the same block: a reorged one is the watch's.
     const indexed = await context.indexed.transfersByHash(transfer.transactionHash);
-    if (
-      !indexed.some(
-        (row) => row.logIndex === transfer.logIndex && row.blockHash.toLowerCase() === transfer.blockHash.toLowerCase(),
-      )
-    ) {
+    if (!indexed.some((row) => row.logIndex === transfer.logIndex && sameHex(row.blockHash, transfer.blockHash))) {
       continue;
     }
     const now = Date.now();
@@ -348,7 +345,7 @@ async function whereabouts(
 ): Promise<Whereabouts> {
   const found = indexed.get(`${outgoing.transactionHash}:${outgoing.logIndex}`);
   if (found !== undefined) {
-    return found.blockHash.toLowerCase() === outgoing.blockHash.toLowerCase()
+    return sameHex(found.blockHash, outgoing.blockHash)
       ? { kind: "unchanged" }
       : { kind: "moved", blockNumber: found.blockNumber, blockHash: found.blockHash };
   }
@@ -359,7 +356,7 @@ async function whereabouts(
     .getTransactionReceipt({ hash: outgoing.transactionHash })
     .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : Promise.reject(error)));
   if (receipt === null || receipt.status !== "success") return { kind: "gone" };
-  return receipt.blockHash.toLowerCase() === outgoing.blockHash.toLowerCase()
+  return sameHex(receipt.blockHash, outgoing.blockHash)
     ? { kind: "unchanged" }
     : { kind: "moved", blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
 }

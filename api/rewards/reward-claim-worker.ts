@@ -8,6 +8,7 @@ import type { IndexedRewardClaim } from "../indexed/indexed-chain.js";
 import { getOrder } from "../orders/order-record.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { recordEvent } from "../outbox/record-event.js";
+import { sameHex } from "../values/checksum-address.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { indexedSecondsOf } from "./revoke-reward.js";
 import {
@@ -90,7 +91,7 @@ async function matchClaims(
   if (head === undefined) return false;
   let changed = false;
   for (const claim of claims) {
-    const reward = rewards.find((candidate) => candidate.onchainId.toLowerCase() === claim.rewardId.toLowerCase());
+    const reward = rewards.find((candidate) => sameHex(candidate.onchainId, claim.rewardId));
     const expected =
       reward !== undefined &&
       reward.chainId === claim.chainId &&

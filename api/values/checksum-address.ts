@@ -21,3 +21,8 @@ export function checksumOrNull(address: string | null | undefined): Address | nu
 export function indexForm<value extends Hex>(value: value): Hex {
   return `0x${value.slice(2).toLowerCase()}`;
 }
+
+/** Whether two hashes (block, transaction, bytes32 ids) are the same, whatever the case of either. */
+export function sameHex(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase();
+}
