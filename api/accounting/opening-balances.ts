@@ -40,7 +40,7 @@ export async function openingBalancesOf(
         tokenAddress: row.token_address,
         blockNumber: BigInt(row.block_number),
         balance: BigInt(row.balance),
-        readAt: row.read_at,
+        readAt: Number(row.read_at),
       },
     ]),
   );

@@ -69,6 +69,6 @@ export async function unreconciledChecks(
     chainBalance: BigInt(row.chain_balance),
     difference: BigInt(row.difference),
     reconciled: Number(row.reconciled) === 1,
-    checkedAt: row.checked_at,
+    checkedAt: Number(row.checked_at),
   }));
 }

@@ -98,6 +98,6 @@ export async function listAudit(
     action: row.action,
     target: { type: row.target_type, id: isAddress(row.target_id) ? checksum(row.target_id) : row.target_id },
     details: JSON.parse(row.details) as Record<string, unknown>,
-    createdAt: new Date(row.created_at).toISOString(),
+    createdAt: new Date(Number(row.created_at)).toISOString(),
   }));
 }

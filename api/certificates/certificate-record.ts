@@ -40,9 +40,9 @@ export function toCertificate(row: CertificateTable): Certificate {
     voucherDeadlineSeconds: row.voucher_deadline === null ? null : BigInt(row.voucher_deadline),
     mintTransactionHash: row.mint_transaction_hash as Hex | null,
     mintBlockNumber: row.mint_block_number === null ? null : BigInt(row.mint_block_number),
-    mintedAt: row.minted_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    mintedAt: row.minted_at === null ? null : Number(row.minted_at),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }
 

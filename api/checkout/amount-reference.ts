@@ -115,7 +115,7 @@ export async function findReservation(
     .where("payment_address", "=", params.paymentAddress.toLowerCase())
     .where("amount_due", "=", params.amountDue.toString())
     .executeTakeFirst();
-  return row === undefined ? undefined : { sessionId: row.session_id, releasedAt: row.released_at };
+  return row === undefined ? undefined : { sessionId: row.session_id, releasedAt: Number(row.released_at) };
 }
 
 /**

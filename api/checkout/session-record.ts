@@ -71,10 +71,10 @@ export function toCheckoutSession(row: CheckoutSessionRow): CheckoutSession {
     contact: row.contact_json === null ? null : (JSON.parse(row.contact_json) as unknown),
     delivery: row.delivery_json === null ? null : (JSON.parse(row.delivery_json) as unknown),
     metadata: row.metadata_json === null ? null : (JSON.parse(row.metadata_json) as Record<string, string>),
-    expiresAt: row.expires_at,
+    expiresAt: Number(row.expires_at),
     lateUntil: Number(row.late_until),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }
 
@@ -233,7 +233,7 @@ export async function sessionOfClientToken(
     .executeTakeFirst();
   if (row === undefined) return undefined;
   const { token_expires_at, ...session } = row;
-  return { session: toCheckoutSession(session), tokenExpiresAt: token_expires_at };
+  return { session: toCheckoutSession(session), tokenExpiresAt: Number(token_expires_at) };
 }
 
 /** The session an order is read with: the one that settled it, else its latest. */

@@ -26,10 +26,10 @@ export function eligibilityView(address: string, record: InvestorEligibilityTabl
     jurisdiction: record?.jurisdiction ?? null,
     accredited: record?.accredited === 1,
     accreditationExpiresAt:
-      record?.accreditation_expires_at == null ? null : new Date(record.accreditation_expires_at).toISOString(),
+      record?.accreditation_expires_at == null ? null : new Date(Number(record.accreditation_expires_at)).toISOString(),
     frozen: record?.frozen_at != null,
     frozenReason: record?.frozen_reason ?? null,
-    updatedAt: record === undefined ? null : new Date(record.updated_at).toISOString(),
+    updatedAt: record === undefined ? null : new Date(Number(record.updated_at)).toISOString(),
   };
 }
 
@@ -170,7 +170,7 @@ export function ineligibilityReasons(
   }
   if (offering.require_accreditation === 1) {
     if (record?.accredited !== 1) reasons.push("accreditation_required");
-    else if (record.accreditation_expires_at != null && record.accreditation_expires_at <= now) {
+    else if (record.accreditation_expires_at != null && Number(record.accreditation_expires_at) <= now) {
       reasons.push("accreditation_expired");
     }
   }

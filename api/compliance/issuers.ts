@@ -15,7 +15,7 @@ export function issuerView(issuer: IssuerTable) {
     name: issuer.name,
     partnerId: issuer.partner_id,
     status: issuer.disabled_at === null ? ("active" as const) : ("disabled" as const),
-    createdAt: new Date(issuer.created_at).toISOString(),
+    createdAt: new Date(Number(issuer.created_at)).toISOString(),
   };
 }
 

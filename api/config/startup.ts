@@ -196,7 +196,7 @@ export async function recordedStart(
 ): Promise<{ hash: string; watched: Record<string, string[]>; startedAt: number } | undefined> {
   const row = await store.selectFrom("indexer_start").selectAll().where("index_schema", "=", indexSchema).executeTakeFirst();
   if (row === undefined) return undefined;
-  return { hash: row.config_hash, watched: JSON.parse(row.watched_json), startedAt: row.started_at };
+  return { hash: row.config_hash, watched: JSON.parse(row.watched_json), startedAt: Number(row.started_at) };
 }
 
 /**

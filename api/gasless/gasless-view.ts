@@ -21,7 +21,7 @@ export function relayView(row: RelayedAuthorizationTable) {
     /** What relaying cost the service, in wei of ETH. */
     gasCostWei: row.gas_cost_wei,
     failure: row.failure_code === null ? null : { code: row.failure_code, detail: row.failure_detail },
-    submittedAt: row.submitted_at === null ? null : new Date(row.submitted_at).toISOString(),
+    submittedAt: row.submitted_at === null ? null : new Date(Number(row.submitted_at)).toISOString(),
   };
 }
 

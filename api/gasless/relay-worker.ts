@@ -53,7 +53,7 @@ export async function followSubmittedAuthorizations(context: AppContext): Promis
       }
       continue;
     }
-    if (now - (row.submitted_at ?? 0) < context.settings.relayerReplaceAfterMs) continue;
+    if (now - Number(row.submitted_at) < context.settings.relayerReplaceAfterMs) continue;
     const minedNonces = await relayer.client.getTransactionCount({ address: relayer.address, blockTag: "latest" }).catch(() => 0);
     if (minedNonces > Number(row.relayer_nonce)) {
       // The nonce was used, by none of our transactions for this authorization, long enough ago.

@@ -91,7 +91,7 @@ async function acquireLease(store: Store, id: string): Promise<{ nextNonce: numb
       )
       .execute();
     const lease = await store.selectFrom("relayer_lease").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
-    if (lease.holder === holderId && lease.expires_at === now + LEASE_TTL_MS) return { nextNonce: lease.next_nonce };
+    if (lease.holder === holderId && Number(lease.expires_at) === now + LEASE_TTL_MS) return { nextNonce: lease.next_nonce };
     if (Date.now() > deadline) throw new Error(`relayer lease ${id} is held by ${lease.holder}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

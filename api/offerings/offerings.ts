@@ -413,7 +413,7 @@ export async function pageOfOfferings(
     limit,
     key: offeringCursor,
     fetch: (after, take) => listOfferings(db, { ...filter, after, limit: take }),
-    keyOf: (row) => ({ t: row.offering.created_at, id: row.offering.id }),
+    keyOf: (row) => ({ t: Number(row.offering.created_at), id: row.offering.id }),
     view: (rows) => rows.map((row) => offeringView(row.offering, row.issuer)),
   });
 }

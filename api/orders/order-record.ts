@@ -38,9 +38,9 @@ export function toOrder(row: OrderRow): Order {
     settledSessionId: row.settled_session_id,
     fulfilmentReference: row.fulfilment_reference,
     fulfilmentIdempotencyKey: row.fulfilment_idempotency_key,
-    fulfilledAt: row.fulfilled_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    fulfilledAt: row.fulfilled_at === null ? null : Number(row.fulfilled_at),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }
 

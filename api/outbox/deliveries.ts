@@ -64,7 +64,7 @@ function toDelivery(row: WebhookDeliveryTable & { url: string }): Delivery {
     lastStatusCode: row.last_status_code,
     lastError: row.last_error,
     deliveredAt: iso(row.delivered_at),
-    createdAt: new Date(row.created_at).toISOString(),
+    createdAt: new Date(Number(row.created_at)).toISOString(),
   };
 }
 
@@ -106,7 +106,7 @@ export async function eventDeliveries(
       .filter((attempt) => attempt.delivery_id === row.id)
       .map((attempt) => ({
         id: attempt.id,
-        startedAt: new Date(attempt.started_at).toISOString(),
+        startedAt: new Date(Number(attempt.started_at)).toISOString(),
         durationMs: Number(attempt.duration_ms),
         statusCode: attempt.status_code,
         error: attempt.error,
@@ -200,7 +200,7 @@ export async function listDeliveries(
         .orderBy("webhook_delivery.id", "desc")
         .limit(take)
         .execute(),
-    keyOf: (row) => ({ t: row.created_at, i: row.id }),
+    keyOf: (row) => ({ t: Number(row.created_at), i: row.id }),
     view: (rows) => rows.map((row) => ({ ...toDelivery(row), partnerId: row.partner_id, eventType: row.event_type })),
   });
 }
@@ -239,16 +239,16 @@ export function toWebhookDelivery(row: WebhookDeliveryTable): WebhookDelivery {
     endpointId: row.endpoint_id,
     status: row.status,
     attemptCount: Number(row.attempt_count),
-    queuedAt: row.queued_at,
-    nextAttemptAt: row.next_attempt_at,
+    queuedAt: Number(row.queued_at),
+    nextAttemptAt: Number(row.next_attempt_at),
     lease:
       row.locked_until === null || row.lock_token === null ? null : { until: Number(row.locked_until), token: row.lock_token },
     lastAttemptAt: epochOrNull(row.last_attempt_at),
     lastStatusCode: row.last_status_code,
     lastError: row.last_error,
     deliveredAt: epochOrNull(row.delivered_at),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }
 

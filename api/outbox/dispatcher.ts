@@ -178,7 +178,7 @@ async function attemptDelivery(
         ok: outcome.ok,
         endpointDeleted: row.deleted_at !== null,
         finishedAt,
-        deadline: row.queued_at + deps.options.retryWindowMs,
+        deadline: Number(row.queued_at) + deps.options.retryWindowMs,
         retryDelayMs: retryDelayMs(attempts, deps.options),
       },
       outcome,

@@ -75,5 +75,5 @@ export async function eventsOfOrder(db: Kysely<Database>, params: { partnerId: s
     .orderBy("seq")
     .limit(500)
     .execute();
-  return rows.map((row) => ({ id: row.id, type: row.type, createdAt: row.created_at }));
+  return rows.map((row) => ({ id: row.id, type: row.type, createdAt: Number(row.created_at) }));
 }

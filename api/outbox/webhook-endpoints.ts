@@ -29,14 +29,13 @@ export function generateWebhookSecret(): string {
 }
 
 function toEndpoint(row: WebhookEndpointTable, now = Date.now()): WebhookEndpoint {
-  const previousExpiresAt = row.previous_secret_expires_at;
-  const previousActive = previousExpiresAt !== null && previousExpiresAt > now;
+  const previousActive = row.previous_secret_expires_at !== null && Number(row.previous_secret_expires_at) > now;
   return {
     id: row.id,
     url: row.url,
     events: parseSubscription(row.events_json),
-    createdAt: new Date(row.created_at).toISOString(),
-    previousSecretExpiresAt: previousActive ? new Date(previousExpiresAt).toISOString() : null,
+    createdAt: new Date(Number(row.created_at)).toISOString(),
+    previousSecretExpiresAt: previousActive ? new Date(Number(row.previous_secret_expires_at)).toISOString() : null,
   };
 }
 
@@ -135,7 +134,7 @@ export async function listWebhookEndpoints(
       }
       return query.orderBy("created_at").orderBy("id").limit(take).execute();
     },
-    keyOf: (row) => ({ t: row.created_at, i: row.id }),
+    keyOf: (row) => ({ t: Number(row.created_at), i: row.id }),
     view: (rows) => rows.map((row) => toEndpoint(row)),
   });
 }
@@ -211,7 +210,7 @@ export function signingSecrets(row: WebhookEndpointTable, secretBox: SecretBox, 
   if (
     row.previous_secret_ciphertext !== null &&
     row.previous_secret_expires_at !== null &&
-    row.previous_secret_expires_at > now
+    Number(row.previous_secret_expires_at) > now
   ) {
     secrets.push(secretBox.open(row.previous_secret_ciphertext, row.id));
   }

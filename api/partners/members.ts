@@ -16,7 +16,7 @@ export function memberView(row: PartnerMemberTable) {
     partnerId: row.partner_id,
     address: getAddress(row.address),
     role: row.role,
-    createdAt: new Date(row.created_at).toISOString(),
+    createdAt: new Date(Number(row.created_at)).toISOString(),
   };
 }
 
@@ -99,7 +99,7 @@ export async function pageOfMembers(
       }
       return query.orderBy("created_at").orderBy("address").limit(take).execute();
     },
-    keyOf: (row) => ({ t: row.created_at, a: row.address }),
+    keyOf: (row) => ({ t: Number(row.created_at), a: row.address }),
     view: (rows) => rows.map(memberView),
   });
 }

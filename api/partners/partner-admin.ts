@@ -16,8 +16,8 @@ function apiKeyView(key: ApiKeyTable) {
     id: key.id,
     prefix: key.key_prefix,
     scope: key.scope,
-    createdAt: new Date(key.created_at).toISOString(),
-    revokedAt: key.revoked_at === null ? null : new Date(key.revoked_at).toISOString(),
+    createdAt: new Date(Number(key.created_at)).toISOString(),
+    revokedAt: key.revoked_at === null ? null : new Date(Number(key.revoked_at)).toISOString(),
   };
 }
 
@@ -34,7 +34,7 @@ export function pageOfApiKeys(store: Store, params: { partnerId: string; cursor?
       }
       return query.orderBy("created_at").orderBy("id").limit(take).execute();
     },
-    keyOf: (key) => ({ t: key.created_at, id: key.id }),
+    keyOf: (key) => ({ t: Number(key.created_at), id: key.id }),
     view: (keys) => keys.map(apiKeyView),
   });
 }
@@ -52,7 +52,7 @@ export async function partnerDetails(store: Store, partnerId: string, indexSchem
     id: partner.id,
     name: partner.name,
     issuerId: issuer?.id ?? null,
-    createdAt: new Date(partner.created_at).toISOString(),
+    createdAt: new Date(Number(partner.created_at)).toISOString(),
     apiKeys: keys.map(apiKeyView),
     paymentAddresses: addresses.map(({ id, network, chainId, address, watching }) => ({
       id,

@@ -39,7 +39,7 @@ export async function listPaymentAddresses(
     chainId: Number(row.chain_id),
     address: getAddress(row.address),
     watching: watched.get(row.network)?.has(row.address.toLowerCase()) ?? false,
-    createdAt: new Date(row.created_at).toISOString(),
+    createdAt: new Date(Number(row.created_at)).toISOString(),
   }));
 }
 

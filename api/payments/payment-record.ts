@@ -55,8 +55,8 @@ export function toPayment(row: PaymentRow): Payment {
     blockHash: hexOf(row.block_hash),
     minedAt: Number(row.block_timestamp) * 1000,
     resolution: row.resolution,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }
 

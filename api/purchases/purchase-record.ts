@@ -46,9 +46,9 @@ export function toPurchase(row: RwaPurchaseRow): Purchase {
     network: row.network,
     chainId: Number(row.chain_id),
     sessionId: row.session_id,
-    expiresAt: row.expires_at,
-    releasedAt: row.released_at,
-    createdAt: row.created_at,
+    expiresAt: Number(row.expires_at),
+    releasedAt: row.released_at === null ? null : Number(row.released_at),
+    createdAt: Number(row.created_at),
   };
 }
 
@@ -275,7 +275,7 @@ export async function releaseCandidates(
   return rows.map((row) => ({
     id: row.id,
     chainId: Number(row.chain_id),
-    expiresAt: row.expires_at,
+    expiresAt: Number(row.expires_at),
     sessionId: row.session_id,
     sessionStatus: row.session_status,
   }));

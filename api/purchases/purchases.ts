@@ -115,10 +115,10 @@ export async function startPurchase(
   await reconcileOfferings(context, { offeringIds: [offering.id], releaseGraceMs: settings.releaseGraceMs });
   const now = Date.now();
   if (offering.status !== "open") throw offeringNotOpen(offering.status);
-  if (now < offering.opens_at) {
-    throw problem("offering_not_open_yet", `Purchases open at ${new Date(offering.opens_at).toISOString()}.`);
+  if (now < Number(offering.opens_at)) {
+    throw problem("offering_not_open_yet", `Purchases open at ${new Date(Number(offering.opens_at)).toISOString()}.`);
   }
-  if (now >= offering.closes_at) throw offeringNotOpen("closed");
+  if (now >= Number(offering.closes_at)) throw offeringNotOpen("closed");
   if (params.units < offering.min_units || params.units > offering.max_units_per_investor) {
     throw problems.invalidRequest(
       `\`units\` must be between ${offering.min_units} and ${offering.max_units_per_investor} for this offering.`,

@@ -252,7 +252,7 @@ export async function reserveForAttachedPayment(
     }
   }
   if (purchase.releasedAt === null) return;
-  if (now >= offering.closes_at) throw offeringNotOpen("closed");
+  if (now >= Number(offering.closes_at)) throw offeringNotOpen("closed");
   if (!(await takeOfferingUnits(trx, { offeringId: offering.id, units: purchase.units }))) {
     const current = await findOffering(trx, offering.id);
     if (current !== undefined && current.units_available < purchase.units) {

@@ -51,8 +51,8 @@ export function toOutgoingTransfer(row: OutgoingTransferRow): OutgoingTransfer {
     minedAt: Number(row.block_timestamp) * 1000,
     status: row.status,
     refundId: row.refund_id,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }
 

@@ -62,7 +62,7 @@ export function toRefund(row: RefundRow): Refund {
     note: row.note,
     destination: row.destination === null ? null : checksum(row.destination),
     status: row.status,
-    readyAt: row.ready_at,
+    readyAt: row.ready_at === null ? null : Number(row.ready_at),
     transfer:
       row.transfer_transaction_hash === null
         ? null
@@ -72,10 +72,10 @@ export function toRefund(row: RefundRow): Refund {
             blockNumber: BigInt(row.transfer_block_number ?? 0),
             blockHash: hexOf(row.transfer_block_hash ?? "0x"),
           },
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    succeededAt: row.succeeded_at,
-    cancelledAt: row.cancelled_at,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+    succeededAt: row.succeeded_at === null ? null : Number(row.succeeded_at),
+    cancelledAt: row.cancelled_at === null ? null : Number(row.cancelled_at),
   };
 }
 

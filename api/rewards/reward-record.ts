@@ -63,11 +63,11 @@ export function toReward(row: RewardTable): Reward {
     voucherDeadlineSeconds: row.voucher_deadline === null ? null : BigInt(row.voucher_deadline),
     transactionHash: row.transaction_hash as Hex | null,
     blockNumber: row.block_number === null ? null : BigInt(row.block_number),
-    claimedAt: row.claimed_at,
+    claimedAt: row.claimed_at === null ? null : Number(row.claimed_at),
     revokedReason: row.revoked_reason,
-    expiresAt: row.expires_at,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
+    expiresAt: Number(row.expires_at),
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
   };
 }
 
@@ -332,7 +332,7 @@ export function partnerRewardsPage(
         .where("id", "=", id)
         .where("partner_id", "=", params.partnerId)
         .executeTakeFirst();
-      return row === undefined ? undefined : { createdAt: row.created_at, id: row.id };
+      return row === undefined ? undefined : { createdAt: Number(row.created_at), id: row.id };
     },
     cursorOf: (row) => row.id,
     fetch: (after, take) => {

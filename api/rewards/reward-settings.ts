@@ -22,7 +22,7 @@ function toRewardSettings(row: RewardSettingsTable): RewardSettings {
     partnerId: row.partner_id,
     fundingAddress: row.funding_address === null ? null : getAddress(row.funding_address),
     cashbackBps: Number(row.cashback_bps),
-    updatedAt: row.updated_at,
+    updatedAt: Number(row.updated_at),
   };
 }
 

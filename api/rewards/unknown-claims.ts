@@ -40,7 +40,7 @@ function toUnknownClaim(row: RewardUnknownClaimTable): UnknownRewardClaim {
     blockNumber: BigInt(row.block_number),
     reason: row.reason,
     rewardId: row.reward_id,
-    seenAt: row.seen_at,
+    seenAt: Number(row.seen_at),
   };
 }
 

@@ -141,8 +141,8 @@ export function healthRoutes(context: AppContext) {
     const now = Date.now();
     const workers = beats.map((beat) => ({
       worker: beat.id,
-      alive: now - beat.beat_at < WORKER_STALE_MS,
-      lastBeatAt: new Date(beat.beat_at).toISOString(),
+      alive: now - Number(beat.beat_at) < WORKER_STALE_MS,
+      lastBeatAt: new Date(Number(beat.beat_at)).toISOString(),
     }));
     const reasons = [
       ...store.reasons,

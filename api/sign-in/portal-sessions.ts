@@ -49,7 +49,7 @@ export async function findPortalSession(store: Store, token: string, now = Date.
     .where("revoked_at", "is", null)
     .where("expires_at", ">", now)
     .executeTakeFirst();
-  return row && { id: row.id, role: row.role, address: row.address, expiresAt: row.expires_at };
+  return row && { id: row.id, role: row.role, address: row.address, expiresAt: Number(row.expires_at) };
 }
 
 export async function revokePortalSession(trx: Kysely<Database>, sessionId: string, now = Date.now()): Promise<void> {

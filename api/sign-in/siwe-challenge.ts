@@ -87,7 +87,7 @@ export async function checkSignedChallenge(
   }
   if (challenge.consumed_at !== null)
     throw rejected("challenge_used", "This challenge has already been used; request a new one.");
-  if (now >= challenge.expires_at) throw rejected("challenge_expired", "This challenge has expired; request a new one.");
+  if (now >= Number(challenge.expires_at)) throw rejected("challenge_expired", "This challenge has expired; request a new one.");
   if (params.message !== challenge.message) {
     throw rejected("message_altered", "The signed message differs from the challenge this service issued; sign it unchanged.");
   }
@@ -103,10 +103,10 @@ export async function checkSignedChallenge(
     throw rejected("wrong_address", "The message names another wallet than the one challenged.");
   }
   const issuedAt = parsed.issuedAt?.getTime();
-  if (issuedAt !== challenge.issued_at || now - issuedAt > params.ttlSeconds * 1000 || issuedAt > now + 60_000) {
+  if (issuedAt !== Number(challenge.issued_at) || now - issuedAt > params.ttlSeconds * 1000 || issuedAt > now + 60_000) {
     throw rejected("challenge_expired", "The message's issue time is not the one issued or is too old.");
   }
-  if (parsed.expirationTime?.getTime() !== challenge.expires_at) {
+  if (parsed.expirationTime?.getTime() !== Number(challenge.expires_at)) {
     throw rejected("message_altered", "The message's expiry differs from the challenge this service issued.");
   }
 
