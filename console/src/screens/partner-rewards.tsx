@@ -1,7 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { erc20Abi, type Hex } from "viem";
-import { useConnect, useConnection, useConnectors, useWriteContract } from "wagmi";
+import { waitForTransactionReceipt } from "viem/actions";
+import { useConfig, useConnect, useConnection, useConnectors, useWriteContract } from "wagmi";
+import { getConnectorClient } from "wagmi/actions";
 import { api } from "../api";
 import type { Answer, RowOf } from "../api-types";
 import { parseUsdc } from "../money";
@@ -54,6 +56,7 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
   const connectors = useConnectors();
   const { connectAsync } = useConnect();
   const { writeContractAsync } = useWriteContract();
+  const config = useConfig();
   const save = useMutation({
     mutationFn: () => {
       const percent = Number(cashback);
@@ -80,7 +83,7 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
       if (!current.fundingAddress || account?.toLowerCase() !== current.fundingAddress.toLowerCase()) {
         throw new Error(`Connect the funding address ${current.fundingAddress ?? "(set one first)"} to approve.`);
       }
-      await writeContractAsync({
+      const hash = await writeContractAsync({
         address: current.token as Hex,
         abi: erc20Abi,
         functionName: "approve",
@@ -88,6 +91,11 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
         chainId: current.distributor.chainId,
         account: account as Hex,
       });
+      // The allowance changes when the approval is mined, not when it is sent (a block or two on
+      // Base): wait for it through the wallet's own node (the console calls no node itself), so
+      // that the service's fresh read below sees the new allowance rather than caching the old.
+      const client = await getConnectorClient(config, { chainId: current.distributor.chainId });
+      await waitForTransactionReceipt(client, { hash, pollingInterval: 1_000 });
       // The service reads the allowance afresh after a settings write.
       return api<RewardSettings>("/api/partner/rewards/settings", { token, method: "PUT", json: {} });
     },
