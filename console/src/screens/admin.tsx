@@ -475,7 +475,7 @@ function Payments() {
       </p>
       <ProblemBox error={action.error} />
       <ListState list={list} what="payments" />
-      <Table caption="Unresolved payments" head={["Transaction", "Partner", "From", "Amount", "Reason", "Mined", "Resolve"]}>
+      <Table caption="Payments to resolve" head={["Transaction", "Partner", "From", "Amount", "Reason", "Mined", "Resolve"]}>
         {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={7}>No unresolved payments.</Empty> : null}
         {list.rows.map((row) => {
           const key = `${row.chainId}/${row.transactionHash}/${row.logIndex}`;

@@ -610,7 +610,7 @@ function Members() {
         <ProblemBox error={add.error} />
       </form>
       <ProblemBox error={members.error} />
-      <Table caption="Members" head={["Wallet", "Role", "Added"]}>
+      <Table caption="Member wallets" head={["Wallet", "Role", "Added"]}>
         {members.data?.data.map((member) => (
           <tr key={member.address}>
             <td>
