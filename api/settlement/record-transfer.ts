@@ -22,8 +22,6 @@ import { grantCashbackAtSettlement } from "../rewards/grant-reward.js";
 import type { Database, PaymentStatus } from "../store/database.js";
 import { checksum } from "../values/checksum-address.js";
 
-export { findPayment } from "../payments/payment-record.js";
-
 /** Why a transfer that reached a payment address did not settle a session (docs/errors.md, and ours). */
 export type UnresolvedReason =
   | "unmatched"

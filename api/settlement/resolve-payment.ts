@@ -7,16 +7,12 @@ import { problem, problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder } from "../orders/order-record.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
-import { movePayment, type Payment } from "../payments/payment-record.js";
+import { findPayment, movePayment, type Payment, type PaymentKey } from "../payments/payment-record.js";
 import { reserveForAttachedPayment } from "../purchases/reservations.js";
 import { refundUnresolvedPayment } from "../refunds/refunds.js";
 import type { Database } from "../store/database.js";
 import { allows } from "../store/transition-table.js";
-import { findPayment, settleOrder } from "./record-transfer.js";
-
-export type { PaymentKey } from "../payments/payment-record.js";
-
-import type { PaymentKey } from "../payments/payment-record.js";
+import { settleOrder } from "./record-transfer.js";
 
 /** Runs inside the resolution's transaction (the admin portal writes its audit entry there). */
 type AlsoInTransaction = (trx: Kysely<Database>) => Promise<void>;

@@ -6,10 +6,10 @@ import { ProblemError } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
-import { type Payment, recordedTransferTo } from "../payments/payment-record.js";
+import { findPayment, type Payment, recordedTransferTo } from "../payments/payment-record.js";
 import { indexForm } from "../values/checksum-address.js";
 import { wakeWorker } from "../workers/run-worker.js";
-import { decideTransfer, findPayment, recordTransfer } from "./record-transfer.js";
+import { decideTransfer, recordTransfer } from "./record-transfer.js";
 import { linkSubmittedMismatch } from "./submitted-mismatch.js";
 
 /** Reasons a submitted hash does not pay the session (docs/errors.md, plus `wrong_payer` and `predates_session`). */

@@ -3,8 +3,8 @@ import type { AppContext } from "../app-context.js";
 import type { CheckoutSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
-import { insertPayment, movePayment } from "../payments/payment-record.js";
-import { decideTransfer, findPayment, newPayment, recordUnresolvedEvent } from "./record-transfer.js";
+import { findPayment, insertPayment, movePayment } from "../payments/payment-record.js";
+import { decideTransfer, newPayment, recordUnresolvedEvent } from "./record-transfer.js";
 
 /** Why a transfer a customer submitted on a session does not pay it (docs/hosted-checkout.md). */
 export type SubmittedMismatchReason = "underpaid" | "overpaid";
