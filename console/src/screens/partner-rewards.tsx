@@ -248,7 +248,7 @@ function RewardTable({ rows, token, onChanged }: { rows: RewardRow[]; token: str
   return (
     <>
       <ProblemBox error={revoke.error} />
-      <Table caption="Rewards, newest first" head={["Reward", "Order", "Amount", "Status", "Recipient", "Claim by", ""]}>
+      <Table caption="Rewards, newest first" head={["Reward", "Order", "Amount", "Status", "Recipient", "Claim by", "Action"]}>
         {rows.length === 0 && <Empty colSpan={7}>No rewards yet.</Empty>}
         {rows.map((row) => (
           <tr key={row.id}>
