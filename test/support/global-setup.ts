@@ -48,6 +48,8 @@ export async function setup(): Promise<() => Promise<void>> {
 
 function endMarkedProcesses(mark: string): void {
   const marked = markedProcesses(mark);
+  // What each was, read before it ends: the warning below then names what a test left behind.
+  const described = marked.map((pid) => `${pid} ${commandLine(pid)}`);
   for (const pid of marked) signal(pid, "SIGTERM");
   if (marked.length > 0) {
     // A last look a moment later: what ignored SIGTERM is killed.
@@ -55,7 +57,7 @@ function endMarkedProcesses(mark: string): void {
     while (Date.now() < until && markedProcesses(mark).length > 0)
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
     for (const pid of markedProcesses(mark)) signal(pid, "SIGKILL");
-    console.warn(`global teardown: ended ${marked.length} process(es) a test had left running`);
+    console.warn(`global teardown: ended ${marked.length} process(es) a test had left running:\n  ${described.join("\n  ")}`);
   }
 }
 
@@ -85,6 +87,15 @@ function parentOf(pid: number): number | undefined {
     return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
   } catch {
     return undefined;
+  }
+}
+
+/** A process' command line, shortened, for the teardown's warning. */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1").replaceAll("\0", " ").trim().slice(0, 200);
+  } catch {
+    return "(gone)";
   }
 }
 
