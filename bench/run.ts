@@ -222,6 +222,7 @@ async function main(): Promise<number> {
       log("indexer");
       results.indexer = await measureIndexer({
         indexDatabaseUrl: postgres ? await postgres.createDatabase("bench_cold_index") : undefined,
+        serviceEnv: config.serviceEnv,
         transfers: config.transfers,
         transfersPerTransaction: config.transfersPerTransaction,
         gapBlocks: config.gapBlocks,

@@ -103,6 +103,8 @@ const FINALITY_BLOCKS = 64;
 export async function measureIndexer(params: {
   /** The cold start indexes into this Postgres database instead of PGlite in its data directory. */
   indexDatabaseUrl?: string;
+  /** Extra environment for every start of the service under test (BENCH_SERVICE_ENV). */
+  serviceEnv?: Record<string, string>;
   transfers: number;
   transfersPerTransaction: number;
   gapBlocks: number;
@@ -167,6 +169,7 @@ export async function measureIndexer(params: {
       DATA_DIR: coldDir,
       WORKERS: "off",
       ...(params.indexDatabaseUrl ? { DATABASE_URL: params.indexDatabaseUrl } : {}),
+      ...params.serviceEnv,
     };
     log("  cold ponder start...");
     const cold = await timeStart({
