@@ -3,6 +3,7 @@ import { createApp } from "./app.js";
 import type { AppContext } from "./app-context.js";
 import { settingsOf } from "./config/settings.js";
 import { completeFirstStart, startedConfig } from "./config/startup.js";
+import { endBuildTransformer } from "./end-build-transformer.js";
 import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
 import { startIndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "./outbox/secret-box.js";
@@ -60,6 +61,9 @@ export async function startService(params: { db: unknown; schema: unknown }) {
     indexerWatchdog,
   };
   if (config.workers) stopWorkersBeforeExit(runWorkers(store, serviceWorkers(context)), config.workersStopGraceMs);
+  // This runs while Ponder builds its API entry, its last file: once that is done, Vite's
+  // transformer is only memory (api/end-build-transformer.ts).
+  setImmediate(endBuildTransformer);
   return createApp(context);
 }
 

@@ -51,7 +51,17 @@ const sourceFileUrls = {
 };
 
 async function writeBundle({ root, entry, bundlePath, inputsPath, external, packagesExternal }) {
-  const { build } = await import("esbuild");
+  const { build, stop } = await import("esbuild");
+  try {
+    await buildBundle({ build, root, entry, bundlePath, inputsPath, external, packagesExternal });
+  } finally {
+    // esbuild's service is a child process that would otherwise stay for the life of this
+    // one (tens of MiB resident); a later build starts it again.
+    await stop();
+  }
+}
+
+async function buildBundle({ build, root, entry, bundlePath, inputsPath, external, packagesExternal }) {
   mkdirSync(join(bundlePath, ".."), { recursive: true });
   // Written beside and renamed into place, so two processes started at once never read half a bundle.
   const temporary = `${bundlePath}.${process.pid}.tmp`;

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, getAddress, type Hex, keccak256, toHex } from "viem";
@@ -68,7 +69,22 @@ describe("local stack", () => {
     expect(health.chains[0]).toMatchObject({ network: "local", chainId: 31337 });
     expect(BigInt(health.chains[0].indexedBlock)).toBeGreaterThan(0n);
   });
+
+  it("keeps no build transformer (esbuild) running once it has started", () => {
+    // api/end-build-transformer.ts: Vite's esbuild child held 70-150 MiB for the life of the service.
+    const children = childCommands(stack.ponder.process.pid);
+    expect(children).not.toMatch(/esbuild/);
+  });
 });
+
+/** The command lines of a process' children (`ps` exits 1 when there are none). */
+function childCommands(pid: number | undefined): string {
+  try {
+    return execFileSync("ps", ["-o", "args=", "--ppid", String(pid)], { encoding: "utf8" });
+  } catch {
+    return "";
+  }
+}
 
 describe("API documentation", () => {
   it("serves the OpenAPI document and self-contained human docs with every problem code", async () => {
