@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url";
  * indexer runs through vite-node), so the console shares that one copy instead of
  * adding a second major version; Vite 5 compiles TSX through esbuild
  * (`esbuild: { jsx: "automatic" }`), which is all the console needs (no fast refresh).
+ * That esbuild is the project's one copy (0.28), not the 0.21 Vite 5 would bring.
  *
  * Several test files start stacks at once: each builds into a private directory and
  * renames it into place (atomic), so two builders never mix files and the loser's
@@ -76,6 +77,11 @@ export async function ensureConsoleBuilt(
         esbuild: { jsx: "automatic" },
         build: {
           outDir: scratch,
+          // Vite 5 here runs on the project's one esbuild (0.28, `overrides` in package.json),
+          // which cannot lower the wallet libraries' code to Vite 5's default (Chrome 87,
+          // Safari 14). ES2022 is Chrome 94, Firefox 93, Safari 15.4: every browser that
+          // runs a wallet extension or a wallet's in-app browser today.
+          target: "es2022",
           emptyOutDir: true,
           assetsInlineLimit: 0,
           sourcemap: false,
