@@ -36,17 +36,23 @@ export function settlementWorker(context: AppContext, options: { intervalMs?: nu
       );
       if (!moved && Date.now() - lastFullPass < FULL_PASS_MS) return;
       lastFullPass = Date.now();
-      let changes = 0;
+      // The dispatcher is woken as soon as a step wrote events, not after the whole pass:
+      // the partner hears of a settlement while the rest of the pass runs.
+      const step = (changes: number) => {
+        if (changes > 0) wakeWorker(DISPATCHER_NAME);
+      };
       for (const network of context.networks) {
         const head = heads.get(network.chainId)?.blockNumber;
         if (head === undefined) continue;
-        changes += await recordNewTransfers(context, network, head);
-        changes += await confirmPending(context, network, head);
-        changes += await watchCreditedPayments(context, network, head);
+        // Pending payments first: a new head is, above all, the confirming block of the
+        // payments recorded a few blocks ago. A new transfer that already has enough
+        // confirmations is settled by recordNewTransfers itself.
+        step(await confirmPending(context, network, head));
+        step(await recordNewTransfers(context, network, head));
+        step(await watchCreditedPayments(context, network, head));
         seenHeads.set(network.chainId, head);
       }
-      changes += await expireSessions(context);
-      if (changes > 0) wakeWorker(DISPATCHER_NAME);
+      step(await expireSessions(context));
     },
   };
 }
