@@ -238,6 +238,7 @@ async function main(): Promise<number> {
     await scenario("books", async () => {
       log("books (reconciliation and CSV export)");
       results.books = await measureBooks({
+        serviceEnv: config.serviceEnv,
         transfers: config.transfers,
         transfersPerTransaction: config.transfersPerTransaction,
         gapBlocks: config.gapBlocks,

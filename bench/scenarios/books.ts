@@ -48,6 +48,8 @@ export type BooksResult = {
  * export of its ledger, timed, with the service's resident memory during the export.
  */
 export async function measureBooks(params: {
+  /** Extra environment for the measured start of the service (BENCH_SERVICE_ENV). */
+  serviceEnv?: Record<string, string>;
   transfers: number;
   transfersPerTransaction: number;
   gapBlocks: number;
@@ -88,7 +90,7 @@ export async function measureBooks(params: {
     const running = spawnPonder({
       root: PROJECT_ROOT,
       port: await findFreePort(),
-      env: { ...stack.serviceEnv, WORKERS: "off" },
+      env: { ...stack.serviceEnv, WORKERS: "off", ...params.serviceEnv },
     });
     service = running;
     const baseUrl = () => `http://127.0.0.1:${running.port()}`;
