@@ -449,10 +449,12 @@ describe("test payments", () => {
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     const env = { ...process.env, LOCAL_JSON: join(stack.dataDir, "local.json"), LISTEN_SECRET: "whsec_listen_test" };
+    // tsx's own entry under this Node (as `npm run events:listen` runs it), not through `npx`:
+    // npm exec does not pass a signal on, so killing it left the listener running.
     const listener = spawn(
-      "npx",
+      process.execPath,
       [
-        "tsx",
+        join("node_modules", "tsx", "dist", "cli.mjs"),
         "scripts/events-listen.ts",
         "--forward-to",
         `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`,
@@ -488,7 +490,13 @@ describe("test payments", () => {
       expect(short.stdout).toMatch(/sent 1000000 base units/);
       expect(short.stdout).toMatch(/hash not submitted/);
     } finally {
-      listener.kill("SIGINT");
+      const exited = new Promise((resolve) => listener.once("exit", resolve));
+      if (listener.exitCode === null && listener.signalCode === null) {
+        listener.kill("SIGINT");
+        const timer = setTimeout(() => listener.kill("SIGKILL"), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
       await new Promise((resolve) => receiver.close(resolve));
     }
   }, 120_000);
