@@ -12,8 +12,9 @@ import { createRequire } from "node:module";
 export function endBuildTransformer(): boolean {
   if (process.argv.includes("dev")) return false;
   try {
-    // Vite's own copy of esbuild (Vite 5 pins its own version), the one module instance
-    // Vite imported: Node shares a CommonJS module between `import` and `require`.
+    // esbuild as Vite resolves it (today the project's one copy, `overrides` in
+    // package.json), the module instance Vite imported: Node shares a CommonJS module
+    // between `import` and `require`.
     const requireFromHere = createRequire(import.meta.url);
     const esbuild = createRequire(requireFromHere.resolve("vite"))("esbuild") as { stop?: () => unknown };
     if (typeof esbuild.stop !== "function") return false;

@@ -38,10 +38,10 @@ function ponderBin(root: string): string {
  * V8's heap limit for the service, in MiB, unless NODE_OPTIONS sets one. Node's default
  * on this 24 GiB machine is about 4 GiB, and V8 collects lazily below it: during a cold
  * index of 100,000 transfers the heap grew to 510 MiB of which about 130 MiB was live.
- * At 384 the same index peaks at 619 MiB resident on PGlite (876 without) and 409 MiB
- * on a Postgres server, at about the same speed (docs/operations.md, "Memory").
+ * At 384 the same index peaks at 610 to 733 MiB resident on PGlite (876 without) and
+ * 409 MiB on a Postgres server, at about the same speed (docs/operations.md, "Memory").
  */
-export const SERVICE_HEAP_MIB = 384;
+const SERVICE_HEAP_MIB = 384;
 
 /**
  * Ponder's indexing cache (PONDER_CACHE_BYTES) unless the environment sets it. Ponder
@@ -49,7 +49,7 @@ export const SERVICE_HEAP_MIB = 384;
  * 100,000 transfer rows is above 64 MiB (evicting them made the cold index 3.5 times
  * slower) and below 256 MiB, at which the whole table stays cached during a backfill.
  */
-export const SERVICE_INDEXING_CACHE_BYTES = 256 * 2 ** 20;
+const SERVICE_INDEXING_CACHE_BYTES = 256 * 2 ** 20;
 
 /** Node's flags for the service: the heap limit unless NODE_OPTIONS already sets one. */
 function nodeFlags(env: NodeJS.ProcessEnv): string[] {
