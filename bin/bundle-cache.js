@@ -52,37 +52,35 @@ const sourceFileUrls = {
 
 async function writeBundle({ root, entry, bundlePath, inputsPath, external, packagesExternal }) {
   const { build, stop } = await import("esbuild");
-  try {
-    await buildBundle({ build, root, entry, bundlePath, inputsPath, external, packagesExternal });
-  } finally {
-    // esbuild's service is a child process that would otherwise stay for the life of this
-    // one (tens of MiB resident); a later build starts it again.
-    await stop();
-  }
-}
-
-async function buildBundle({ build, root, entry, bundlePath, inputsPath, external, packagesExternal }) {
   mkdirSync(join(bundlePath, ".."), { recursive: true });
   // Written beside and renamed into place, so two processes started at once never read half a bundle.
   const temporary = `${bundlePath}.${process.pid}.tmp`;
   const startedAt = Date.now();
-  const result = await build({
-    absWorkingDir: root,
-    entryPoints: [join(root, entry)],
-    outfile: temporary,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    ...(packagesExternal ? { packages: "external" } : { external }),
-    plugins: [sourceFileUrls],
-    metafile: true,
-    logLevel: "error",
-    // Bundled CommonJS packages call require(); an ES module has none of its own.
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-    },
-  });
+  let result;
+  try {
+    result = await build({
+      absWorkingDir: root,
+      entryPoints: [join(root, entry)],
+      outfile: temporary,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      ...(packagesExternal ? { packages: "external" } : { external }),
+      plugins: [sourceFileUrls],
+      metafile: true,
+      logLevel: "error",
+      // Bundled CommonJS packages call require(); an ES module has none of its own.
+      banner: {
+        js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+      },
+    });
+  } finally {
+    // esbuild's service is a child process that would otherwise stay for the life of this
+    // one (tens of MiB resident); a later build starts it again. Each process writes one
+    // bundle at a time (the service's runtime, the CLI's), so no other build is cut short.
+    await stop();
+  }
   const inputs = Object.keys(result.metafile.inputs).filter((input) => !input.includes("node_modules/"));
   // The bundle first: a process reading in between sees old inputs beside a new bundle and
   // writes it again, never new inputs vouching for the old bundle.
