@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createPublicClient, http } from "viem";
 import { findFreePort } from "./ports.js";
+import { stopChild } from "./stop-child.js";
 
 /** Anvil's well-known development mnemonic: its first accounts are funded with ETH. */
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
@@ -99,12 +100,6 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<AnvilInsta
     }
   }
 
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once("exit", () => resolve());
-      child.kill("SIGINT");
-      setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
-    });
+  const stop = () => stopChild(child, "SIGINT", 5_000);
   return { rpcUrl, port, chainId, process: child, stop, lastLines: (count) => anvilLastLines(stderr, count) };
 }

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { get } from "node:http";
 import { join } from "node:path";
+import { stopChild } from "./stop-child.js";
 
 export type PonderProcess = {
   baseUrl: string;
@@ -99,13 +100,7 @@ export function spawnPonder(params: PonderParams): SpawnedPonder {
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
 
-  const stop = (signal: NodeJS.Signals = "SIGTERM") =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once("exit", () => resolve());
-      child.kill(signal);
-      setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
-    });
+  const stop = (signal: NodeJS.Signals = "SIGTERM") => stopChild(child, signal);
   return { process: child, port: () => port, output: () => output, stop };
 }
 

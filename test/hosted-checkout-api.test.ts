@@ -8,6 +8,7 @@ import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { insertPaymentAddress } from "../api/partners/payment-addresses.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { constructEvent, createClient } from "../client/src/index.js";
+import { stopChild } from "../local/stop-child.js";
 import { createSession, outboxEvents, publicPost, readOrder, sessionBody, submitHash } from "./support/checkout-helpers.js";
 import { adminWallet, api, expectJson, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
@@ -490,13 +491,7 @@ describe("test payments", () => {
       expect(short.stdout).toMatch(/sent 1000000 base units/);
       expect(short.stdout).toMatch(/hash not submitted/);
     } finally {
-      const exited = new Promise((resolve) => listener.once("exit", resolve));
-      if (listener.exitCode === null && listener.signalCode === null) {
-        listener.kill("SIGINT");
-        const timer = setTimeout(() => listener.kill("SIGKILL"), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopChild(listener, "SIGINT");
       await new Promise((resolve) => receiver.close(resolve));
     }
   }, 120_000);

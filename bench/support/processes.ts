@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { PROJECT_ROOT } from "../../local/local-stack.js";
+import { stopChild } from "../../local/stop-child.js";
 
 export { PROJECT_ROOT };
 
@@ -43,15 +44,6 @@ export async function startChildServer(script: string, env: NodeJS.ProcessEnv, t
     });
   });
   return { url: `http://127.0.0.1:${port}`, port, process: child, stop: () => stopChild(child) };
-}
-
-export function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
-  return new Promise((resolveStop) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolveStop();
-    child.once("exit", () => resolveStop());
-    child.kill(signal);
-    setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
-  });
 }
 
 /** `pid` and all its descendants (Linux /proc; elsewhere just `pid`). */
