@@ -70,7 +70,20 @@ async function shoot(page: Page, name: string) {
   await page.setViewportSize(WIDE);
 }
 
-const stateOf = (page: Page, state: string) => page.locator(`#refund[data-state="${state}"]`).waitFor({ timeout: 20_000 });
+/** Waits for the page's state; one that needs the chain (and a 4 s poll) on a loaded machine gets longer. */
+async function stateOf(page: Page, state: string, timeout = 20_000) {
+  try {
+    await page.locator(`#refund[data-state="${state}"]`).waitFor({ timeout });
+  } catch (error) {
+    // Say where things stood: the page's own words and the refund as the shop reads it.
+    const shown = await page.locator("#status").textContent();
+    const refundId = new URL(page.url()).pathname.split("/").pop();
+    const actual = await partner(`/v1/refunds/${refundId}`).catch((failure: Error) => failure.message);
+    throw new Error(`the page never showed ${state}; it says "${shown}"; the refund reads ${JSON.stringify(actual)}`, {
+      cause: error,
+    });
+  }
+}
 
 beforeAll(async () => {
   requireChromium();
@@ -157,12 +170,22 @@ describe("The customer's refund page (Chromium)", () => {
     });
     await stack.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     await stack.testClient.mine({ blocks: 1 });
-    await stateOf(page, "succeeded");
+    // The next status poll loses its connection (a restart, a dropped network): the page
+    // says so and asks again rather than freezing.
+    let droppedPolls = 0;
+    const validate = "**/v1/public/refunds/*/validate";
+    await page.route(validate, (route) => (droppedPolls++ === 0 ? route.abort("connectionreset") : route.continue()));
+    await page
+      .locator("#status")
+      .filter({ hasText: /tries again by itself/ })
+      .waitFor({ timeout: 20_000 });
+    await stateOf(page, "succeeded", 60_000);
+    await page.unroute(validate);
     await expect(page.locator("#detail-hash").textContent()).resolves.toBe(hash);
     await expect(page.locator("#status").textContent()).resolves.toContain("Succeeded");
     await shoot(page, "succeeded");
     await page.close();
-  });
+  }, 120_000);
 
   it("fills the address from an injected wallet, and says plainly when the link is stolen or the refund cancelled", async () => {
     const refund = await refundAskingTheCustomer("2000000");

@@ -299,6 +299,7 @@ ${head("Your refund")}
   <p id="support" class="support" hidden>Questions about this refund? Contact <span class="shop-name"></span>:
     <a id="support-url" hidden>support page</a><span id="support-separator" hidden> or </span><a id="support-email" hidden></a></p>
 </main>
+<script src="/assets/hosted-api.js"></script>
 <script src="/assets/refund-page.js"></script>
 </body>
 </html>`;

@@ -118,16 +118,20 @@
       status(account ? "Wallet connected. Mint your certificate." : "Connect the wallet that should hold the certificate.");
   }
 
-  function schedulePoll() {
+  function schedulePoll(delay = POLL_MS) {
     clearTimeout(pollTimer);
-    pollTimer = setTimeout(refresh, POLL_MS);
+    pollTimer = setTimeout(refresh, delay);
   }
 
   async function refresh() {
     try {
       render(await api(`${sessionPath}/validate`, {}));
     } catch (failure) {
-      status(failure.message, "error");
+      // A restart or a busy moment must not freeze the page: ask again, unless asking cannot help.
+      const delay = window.UsdcHostedApi.retryDelay(failure, POLL_MS);
+      if (delay === undefined) return status(failure.message, "error");
+      status("The service could not be reached just now. This page tries again by itself.", "warn");
+      schedulePoll(delay);
     }
   }
 

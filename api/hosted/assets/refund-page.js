@@ -33,22 +33,8 @@
     return token && token.length <= 200 ? token : undefined;
   }
 
-  async function post(suffix, body) {
-    const response = await fetch(`/v1/public/refunds/${encodeURIComponent(refundId)}/${suffix}`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ refundToken, ...body }),
-      credentials: "omit",
-      cache: "no-store",
-    });
-    const answer = await response.json().catch(() => ({}));
-    if (!response.ok) {
-      const error = new Error(answer.detail || `The service answered ${response.status}.`);
-      error.code = answer.code;
-      throw error;
-    }
-    return answer;
-  }
+  const post = (suffix, body) =>
+    window.UsdcHostedApi.call(`/v1/public/refunds/${encodeURIComponent(refundId)}/${suffix}`, { refundToken, ...body });
 
   function formatAmount(baseUnits) {
     const value = BigInt(baseUnits);
@@ -136,7 +122,12 @@
     try {
       render(await post("validate", {}));
     } catch (error) {
-      fail(error);
+      // A restart or a busy moment must not freeze the page: ask again, unless asking cannot help.
+      const delay = window.UsdcHostedApi.retryDelay(error, POLL_MS);
+      if (delay === undefined) return fail(error);
+      setStatus("The service could not be reached just now. This page tries again by itself.", "warn");
+      clearTimeout(pollTimer);
+      pollTimer = setTimeout(refresh, delay);
     }
   }
 
