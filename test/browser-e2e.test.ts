@@ -148,7 +148,7 @@ describe("a customer buys in the sample shop, pays, and mints the certificate (h
     await context.unrouteAll({ behavior: "ignoreErrors" });
 
     // 5. Completion: the frame, then the shop page through the component's callback.
-    await frame.locator("#done-step").waitFor({ timeout: 20_000 });
+    await frame.locator("#done-step").waitFor({ timeout: 60_000 });
     expect(await frame.locator("#done-hash").textContent()).toBe(paid.hash);
     await page.locator("#thanks").waitFor();
     expect(await page.locator("#thanks-message").textContent()).toContain(paid.hash);

@@ -148,7 +148,7 @@ describe("the console's Refunds screen (Chromium)", () => {
     const succeeded = await refundIn(refundId, "succeeded");
     expect(succeeded.transactionHash).toBe(hash);
     expect((await usdcBalance(api.destination)) - before).toBe(7_500_000n);
-    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 60_000 }).toBe("succeeded");
     await page.getByRole("row").filter({ hasText: refundId }).locator(".status-succeeded").waitFor();
     await capture(page, "03-refund-succeeded");
   });
@@ -199,7 +199,7 @@ describe("the console's Refunds screen (Chromium)", () => {
     await page.getByRole("status").filter({ hasText: "Sent:" }).waitFor({ timeout: 30_000 });
     await stack.testClient.mine({ blocks: 1 });
     await refundIn(readyId, "succeeded");
-    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 60_000 }).toBe("succeeded");
     const order = await partner(`/v1/orders/${session.orderId}`);
     expect(order).toMatchObject({ amountRefunded: "8500000", refundStatus: "partial" });
   });
@@ -225,7 +225,7 @@ describe("the console's Refunds screen (Chromium)", () => {
     expect(isAddressEqual(receipt.from, session.payment.recipient as Address)).toBe(false);
     await stack.testClient.mine({ blocks: 1 });
     expect((await refundIn(refundId, "succeeded")).transactionHash).toBe(hash);
-    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 60_000 }).toBe("succeeded");
     await capture(page, "05-refund-sent-gasless");
   });
 });

@@ -504,7 +504,7 @@ describe("the console: an issuer refunds a purchase (Chromium)", () => {
     await sent.waitFor({ timeout: 30_000 });
     const done = await refundIn(refundId, "succeeded");
     expect(await sent.locator("code").textContent()).toBe(done.transactionHash);
-    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 15_000 }).toBe("succeeded");
+    await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 60_000 }).toBe("succeeded");
     const row = page
       .getByRole("row")
       .filter({ hasText: `${purchase.units}` })
