@@ -170,15 +170,17 @@ describe("The customer's refund page (Chromium)", () => {
     });
     await stack.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
     await stack.testClient.mine({ blocks: 1 });
-    // The next status poll loses its connection (a restart, a dropped network): the page
-    // says so and asks again rather than freezing.
-    let droppedPolls = 0;
+    // The status polls lose their connection (a restart, a dropped network): the page says
+    // so and keeps asking rather than freezing; once they get through it shows the transfer.
+    let connected = false;
     const validate = "**/v1/public/refunds/*/validate";
-    await page.route(validate, (route) => (droppedPolls++ === 0 ? route.abort("connectionreset") : route.continue()));
+    await page.route(validate, (route) => (connected ? route.continue() : route.abort("connectionreset")));
     await page
       .locator("#status")
       .filter({ hasText: /tries again by itself/ })
       .waitFor({ timeout: 20_000 });
+    await shoot(page, "retrying");
+    connected = true;
     await stateOf(page, "succeeded", 60_000);
     await page.unroute(validate);
     await expect(page.locator("#detail-hash").textContent()).resolves.toBe(hash);
