@@ -62,6 +62,22 @@ export type LedgerEntry = Classification & {
 /** Reasons of an unresolved payment that have a kind of their own (SPEC 11). */
 const REASON_KINDS: Record<string, LedgerKind> = { underpaid: "underpaid", overpaid: "overpaid", late: "late" };
 
+/**
+ * The payments whose incoming kind is not `unmatched_in` (classifyIncoming below): a
+ * status of `statuses`, or one of `reasonedStatuses` with a reason of `reasons`. The
+ * reconciliation classifies only these transfers one by one; the rest of the money in
+ * is `unmatched_in` whatever it is.
+ */
+export const PAYMENTS_OF_OWN_KIND: {
+  statuses: readonly PaymentStatus[];
+  reasonedStatuses: readonly PaymentStatus[];
+  reasons: readonly string[];
+} = {
+  statuses: ["settled", "attached"],
+  reasonedStatuses: ["unresolved", "refund_requested"],
+  reasons: Object.keys(REASON_KINDS),
+};
+
 /** Money into a payment address. */
 export function classifyIncoming(payment: PaymentFact | undefined): Classification {
   const order = payment?.orderId ? { orderId: payment.orderId } : {};

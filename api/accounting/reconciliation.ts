@@ -3,10 +3,11 @@ import type { NetworkConfig } from "../config/networks.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import { checksum } from "../values/checksum-address.js";
 import { chainBalancesAt } from "./chain-balances.js";
-import { type BooksScope, booksAddresses, ledgerPages } from "./ledger.js";
-import { emptySums, LEDGER_KINDS, type LedgerKind, signedValue } from "./ledger-rules.js";
+import { type BooksScope, booksAddresses } from "./ledger.js";
+import { emptySums, LEDGER_KINDS, type LedgerKind } from "./ledger-rules.js";
 import { keepOpeningBalance, openingBalancesOf } from "./opening-balances.js";
 import type { ResolvedRange } from "./range.js";
+import { rangeSums } from "./range-sums.js";
 import { keepReconciliationCheck } from "./reconciliation-checks.js";
 
 type Context = Pick<AppContext, "store" | "indexed" | "rpc">;
@@ -81,7 +82,7 @@ export type ReconciliationRow = {
 /**
  * `GET /v1/reports/reconciliation` (docs/accounting.md): per payment address, the
  * opening balance before the range's first block and the closing balance after its
- * last, computed from the index; the sums per kind of the range's entries; the
+ * last, computed from the index; the sums per kind of the range's entries (range-sums.ts); the
  * chain's balance at the closing block; reconciled when they agree to the base unit.
  */
 export async function reconcile(
@@ -92,21 +93,11 @@ export async function reconcile(
   const owners = await booksAddresses(context, params.scope, range.chainId);
   const addresses = owners.map((row) => row.address);
   const opening = await indexedBalancesAt(context, { network: range.network, addresses, blockNumber: range.fromBlock - 1n });
-  const sums = new Map(addresses.map((address) => [address, emptySums()]));
-  const moved = new Map(addresses.map((address) => [address, 0n]));
-  for await (const page of ledgerPages(context, { range, addresses: new Set(addresses) })) {
-    for (const entry of page) {
-      const address = entry.paymentAddress.toLowerCase();
-      const own = sums.get(address);
-      if (own === undefined) continue;
-      own[entry.kind] += entry.value;
-      moved.set(address, (moved.get(address) ?? 0n) + signedValue(entry));
-    }
-  }
+  const sums = await rangeSums(context, { range, addresses });
   const chain = await chainBalancesAt(context, { network: range.network, addresses, blockNumber: range.toBlock });
   const rows = owners.map(({ address, partnerId }) => {
     const openingBalance = opening.get(address) ?? 0n;
-    const closingBalance = openingBalance + (moved.get(address) ?? 0n);
+    const closingBalance = openingBalance + (sums.get(address)?.moved ?? 0n);
     const chainBalance = chain.get(address) ?? 0n;
     return {
       chainId: range.chainId,
@@ -117,7 +108,7 @@ export async function reconcile(
       chainBalance,
       difference: chainBalance - closingBalance,
       reconciled: chainBalance === closingBalance,
-      sums: sums.get(address) ?? emptySums(),
+      sums: sums.get(address)?.sums ?? emptySums(),
     };
   });
   return { fromBlock: range.fromBlock, toBlock: range.toBlock, rows };

@@ -27,6 +27,8 @@ export type TransferPosition = { chainId: number; blockNumber: bigint; logIndex:
 export type TransferFilter = {
   chainIds?: number[];
   transactionHash?: Hex;
+  /** Transfers of any of these transactions (a few hundred at most per call). */
+  transactionHashes?: Hex[];
   from?: Address;
   to?: Address[];
   /** Transfers from or to any of these (the books of payment addresses: money in and out). */
@@ -71,6 +73,8 @@ export type RewardClaimFilter = {
   funders?: Address[];
   fromBlock?: bigint;
   toBlock?: bigint;
+  /** Claims after this one in (block, log index) order, on one chain (paging). */
+  after?: { blockNumber: bigint; logIndex: number };
   limit?: number;
 };
 
@@ -169,6 +173,7 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
       const conditions = [
         filter.chainIds && inArray(usdcTransfer.chainId, filter.chainIds),
         filter.transactionHash && eq(usdcTransfer.transactionHash, lower(filter.transactionHash)),
+        filter.transactionHashes && inArray(usdcTransfer.transactionHash, filter.transactionHashes.map(lower)),
         filter.from && eq(usdcTransfer.from, lower(filter.from)),
         filter.to && inArray(usdcTransfer.to, filter.to.map(lower)),
         filter.involving &&
@@ -241,6 +246,11 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         filter.funders && inArray(rewardClaim.funder, filter.funders.map(lower)),
         filter.fromBlock !== undefined && gte(rewardClaim.blockNumber, filter.fromBlock),
         filter.toBlock !== undefined && lte(rewardClaim.blockNumber, filter.toBlock),
+        filter.after &&
+          and(
+            gte(rewardClaim.blockNumber, filter.after.blockNumber),
+            or(gt(rewardClaim.blockNumber, filter.after.blockNumber), gt(rewardClaim.logIndex, filter.after.logIndex)),
+          ),
       ].filter((condition) => condition !== undefined && condition !== false);
       const rows = await db
         .select()

@@ -467,3 +467,49 @@ export async function paymentsOfOrder(db: Kysely<Database>, orderId: string): Pr
     .execute();
   return rows.map(toPayment);
 }
+
+/**
+ * The transactions (lower-case hashes) of the payments into these addresses recorded
+ * in blocks [fromBlock, toBlock] that match `kinds`: a status of `statuses`, or a
+ * status of `reasonedStatuses` with a reason of `reasons` (the reconciliation reads
+ * only the transfers whose ledger kind is not `unmatched_in`, api/accounting/).
+ */
+export async function paymentTransactionsOf(
+  db: Kysely<Database>,
+  params: {
+    chainId: number;
+    recipients: readonly string[];
+    fromBlock: bigint;
+    toBlock: bigint;
+    kinds: { statuses: readonly PaymentStatus[]; reasonedStatuses: readonly PaymentStatus[]; reasons: readonly string[] };
+  },
+): Promise<Set<string>> {
+  const found = new Set<string>();
+  if (params.recipients.length === 0) return found;
+  const { kinds } = params;
+  for (let start = 0; start < params.recipients.length; start += 500) {
+    const rows = await db
+      .selectFrom("payment")
+      .select("transaction_hash")
+      .distinct()
+      .where("chain_id", "=", params.chainId)
+      .where(
+        "to_address",
+        "in",
+        params.recipients.slice(start, start + 500).map((address) => address.toLowerCase()),
+      )
+      .where("block_number", ">=", Number(params.fromBlock))
+      .where("block_number", "<=", Number(params.toBlock))
+      .where((eb) =>
+        eb.or([
+          ...(kinds.statuses.length > 0 ? [eb("status", "in", [...kinds.statuses])] : []),
+          ...(kinds.reasonedStatuses.length > 0 && kinds.reasons.length > 0
+            ? [eb.and([eb("status", "in", [...kinds.reasonedStatuses]), eb("reason", "in", [...kinds.reasons])])]
+            : []),
+        ]),
+      )
+      .execute();
+    for (const row of rows) found.add(row.transaction_hash.toLowerCase());
+  }
+  return found;
+}

@@ -19,6 +19,7 @@ import * as m0012 from "./migrations/0012_relay_limits.js";
 import * as m0013 from "./migrations/0013_refunds.js";
 import * as m0014 from "./migrations/0014_accounting.js";
 import * as m0015 from "./migrations/0015_rewards.js";
+import * as m0016 from "./migrations/0016_books_reads.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   "0013_refunds": m0013,
   "0014_accounting": m0014,
   "0015_rewards": m0015,
+  "0016_books_reads": m0016,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

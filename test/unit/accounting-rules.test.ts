@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { csvCell, csvLine } from "../../api/accounting/csv-export.js";
-import { classifyIncoming, classifyOutgoing, ledgerEntriesOf, signedValue } from "../../api/accounting/ledger-rules.js";
+import {
+  classifyIncoming,
+  classifyOutgoing,
+  ledgerEntriesOf,
+  PAYMENTS_OF_OWN_KIND,
+  signedValue,
+} from "../../api/accounting/ledger-rules.js";
 import { firstBlockAtOrAfter, MAX_RANGE_BLOCKS, parseRange } from "../../api/accounting/range.js";
 import type { IndexedTransfer } from "../../api/indexed/indexed-chain.js";
 
@@ -54,6 +60,21 @@ describe("ledger classification", () => {
     });
     expect(classifyIncoming({ status: "pending", reason: null, orderId: null }).reason).toBe("awaiting_confirmations");
     expect(classifyIncoming({ status: "reorged", reason: null, orderId: null }).reason).toBe("reorged");
+  });
+
+  it("names exactly the payments whose kind is not unmatched_in, which the reconciliation reads one by one", () => {
+    const statuses = ["pending", "settled", "unresolved", "refund_requested", "attached", "reorged"] as const;
+    const reasons = [null, "unmatched", "underpaid", "overpaid", "late", "wrong_payer", "duplicate_payment", "predates_session"];
+    for (const status of statuses)
+      for (const reason of reasons) {
+        const own = classifyIncoming({ status, reason, orderId: null }).kind !== "unmatched_in";
+        const selected =
+          PAYMENTS_OF_OWN_KIND.statuses.includes(status) ||
+          (PAYMENTS_OF_OWN_KIND.reasonedStatuses.includes(status) &&
+            reason !== null &&
+            PAYMENTS_OF_OWN_KIND.reasons.includes(reason));
+        expect(selected, `${status} ${reason}`).toBe(own);
+      }
   });
 
   it("tells a reward claim and a refund from the partner's own outgoing move", () => {
