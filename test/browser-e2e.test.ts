@@ -136,12 +136,26 @@ describe("a customer buys in the sample shop, pays, and mints the certificate (h
       },
       { what: "the payment in the index" },
     );
+    // The first submissions lose their connection (a restart, a dropped network): the page
+    // does not call that a refusal; it says so and sends the hash again by itself.
+    let hashConnected = false;
+    const paymentsPath = "**/v1/public/checkout/payments";
+    await context.route(paymentsPath, (route) => (hashConnected ? route.continue() : route.abort("connectionreset")));
     await frame.locator("#transaction-hash").fill(paid.hash);
     await frame.getByRole("button", { name: "Submit transaction hash" }).click();
     await frame
       .locator("#status")
-      .filter({ hasText: /Payment (received|found)/ })
+      .filter({ hasText: /checks the hash again by itself/ })
       .waitFor();
+    expect(await frame.locator("#hash-error").isHidden()).toBe(true);
+    await screenshot(page, "05b-checkout-hash-retrying");
+    await audit(checkoutFrame(page), "checkout-hash-retrying");
+    hashConnected = true;
+    await frame
+      .locator("#status")
+      .filter({ hasText: /Payment (received|found)/ })
+      .waitFor({ timeout: 30_000 });
+    await context.unroute(paymentsPath);
     releasePolls();
     // A held poll the frame has given up on in the meantime (it saw the settlement
     // first) can no longer be continued; that is not a failure of the flow.

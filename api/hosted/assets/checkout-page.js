@@ -13,6 +13,9 @@
 (() => {
   const CHANNEL = "usdc-checkout";
   const POLL_MS = 2500;
+  // A hash the service could not check (a restart, a busy moment) is sent again by itself.
+  const HASH_RETRY_MS = 3000;
+  const HASH_RETRY_LIMIT = 40;
   const REDIRECT_MS = 4000;
   const NETWORK_LABELS = {
     base: "Base",
@@ -28,6 +31,9 @@
   let clientToken;
   let session;
   let state;
+  let hashRetryTimer;
+  let hashRetryPending = false;
+  let hashRetries = 0;
   let completed = false;
   let pollTimer;
   let countdownTimer;
@@ -149,7 +155,8 @@
     }
     showPayment();
     if (showMismatch()) return;
-    if (state === "payment_not_found" || state === "payment_rejected") return;
+    // A refusal stays until the customer acts; a hash waiting to be checked again keeps saying so.
+    if (state === "payment_not_found" || state === "payment_rejected" || hashRetryPending) return;
     setState("awaiting_payment", "Waiting for your payment.");
   }
 
@@ -419,7 +426,15 @@
     }
     input.setAttribute("aria-invalid", "false");
     error.hidden = true;
-    const button = event.submitter || $("hash-form").querySelector("button");
+    hashRetries = 0;
+    await sendHash(hash, event.submitter || $("hash-form").querySelector("button"));
+  }
+
+  async function sendHash(hash, button) {
+    const input = $("transaction-hash");
+    const error = $("hash-error");
+    clearTimeout(hashRetryTimer);
+    hashRetryPending = false;
     button.disabled = true;
     setState("checking", "Checking your transaction…");
     try {
@@ -429,6 +444,23 @@
       if (failure.problem?.recordedForShop) {
         input.value = "";
         return poll();
+      }
+      // A restart or a busy moment is not a verdict on the payment: say so, and check again.
+      const retry = window.UsdcHostedApi.retryDelay(failure, HASH_RETRY_MS);
+      if (retry !== undefined && hashRetries < HASH_RETRY_LIMIT) {
+        hashRetries++;
+        setState(
+          "checking",
+          "The service is busy or restarting. Your payment is safe on the network: this page checks the hash again by itself.",
+          "warn",
+        );
+        hashRetryPending = true;
+        hashRetryTimer = setTimeout(() => {
+          hashRetryPending = false;
+          // The poll may have found the payment meanwhile: then there is nothing to send.
+          if (session.status === "awaiting_payment" && session.contactProvided) sendHash(hash, button);
+        }, retry);
+        return;
       }
       const message = describeRejection(failure);
       setState(failure.code === "payment_not_found" ? "payment_not_found" : "payment_rejected", message, "error");
