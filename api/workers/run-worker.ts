@@ -22,14 +22,21 @@ export type RunningWorkers = {
 
 const instanceId = `${hostname()}:${process.pid}`;
 const wakers = new Map<string, () => void>();
+/** Workers woken while their tick ran: they tick again without waiting. */
+const wokenDuringTick = new Set<string>();
+const running = new Set<string>();
 
 /**
  * Ends the current wait of a worker in this process, so work that another
  * component just committed (an event for the dispatcher) is picked up at once
- * instead of at the next poll. Other processes still find it by polling.
+ * instead of at the next poll. A wake that finds the worker in a tick makes it
+ * tick again straight after (the tick may have read before the commit). Other
+ * processes still find the work by polling.
  */
 export function wakeWorker(name: string): void {
-  wakers.get(name)?.();
+  const wake = wakers.get(name);
+  if (wake !== undefined) wake();
+  else if (running.has(name)) wokenDuringTick.add(name);
 }
 
 /**
@@ -42,8 +49,10 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
   const loops = workers.map(async (worker) => {
     const heartbeatId = `${worker.name}@${instanceId}`;
     let lastBeat = 0;
+    running.add(worker.name);
     while (!stopped) {
       const started = Date.now();
+      wokenDuringTick.delete(worker.name);
       try {
         await worker.tick();
       } catch (error) {
@@ -58,7 +67,7 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
           .execute()
           .catch(() => undefined);
       }
-      const wait = Math.max(0, worker.intervalMs - (Date.now() - started));
+      const wait = wokenDuringTick.has(worker.name) ? 0 : Math.max(0, worker.intervalMs - (Date.now() - started));
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, wait);
         wakers.set(worker.name, () => {
@@ -68,6 +77,7 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
       });
       wakers.delete(worker.name);
     }
+    running.delete(worker.name);
   });
   return {
     async stop(graceMs) {
