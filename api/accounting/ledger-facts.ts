@@ -1,5 +1,6 @@
+import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
-import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
 import { paymentsByKeys } from "../payments/payment-record.js";
 import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
 import { rewardsByOnchainIds } from "../rewards/reward-record.js";
@@ -22,7 +23,7 @@ export type LedgerFacts = (transfer: IndexedTransfer) => TransferFacts;
  * - outgoing: the refunds record's match of the transfer (`outgoingTransfersByKeys`
  *   in api/refunds/outgoing-transfer-record.ts);
  * - reward claims: the index's `reward_claim` rows paid by these payment addresses
- *   within the outgoing transfers' blocks (`context.indexed.rewardClaims`), grouped by
+ *   in the outgoing transfers' transactions (`context.indexed.rewardClaims`), grouped by
  *   transaction, their on-chain reward ids turned into the service's reward ids.
  */
 export async function gatherLedgerFacts(
@@ -44,10 +45,11 @@ export async function gatherLedgerFacts(
   });
 }
 
-/** Most reward claims one page of outgoing transfers can ask about (a page is at most a few hundred transfers). */
-const CLAIMS_PER_CHAIN = 5_000;
+/** Transactions asked about per read of the index's reward claims, and claims per page of the answer. */
+const HASHES_PER_READ = 200;
+const CLAIMS_PER_READ = 5_000;
 
-/** The reward claims paid by the senders of these outgoing transfers, in their blocks, by transaction. */
+/** The reward claims paid by the senders of these outgoing transfers, in their transactions, by transaction. */
 async function rewardClaimsOf(
   context: Pick<AppContext, "store" | "indexed">,
   outgoing: readonly IndexedTransfer[],
@@ -56,23 +58,27 @@ async function rewardClaimsOf(
   if (outgoing.length === 0) return claims;
   const byChain = new Map<number, IndexedTransfer[]>();
   for (const transfer of outgoing) byChain.set(transfer.chainId, [...(byChain.get(transfer.chainId) ?? []), transfer]);
-  const wantedTransactions = new Set(outgoing.map(transactionKey));
-  const indexed = (
-    await Promise.all(
-      [...byChain].map(([chainId, transfers]) => {
-        const blocks = transfers.map((transfer) => transfer.blockNumber);
-        return context.indexed.rewardClaims({
+  const indexed: IndexedRewardClaim[] = [];
+  // By transaction (the claims table's key), however far apart the transfers' blocks are.
+  for (const [chainId, transfers] of byChain) {
+    const hashes = [...new Set(transfers.map((transfer) => transfer.transactionHash.toLowerCase() as Hex))];
+    const funders = [...new Set(transfers.map((transfer) => transfer.from))];
+    for (let start = 0; start < hashes.length; start += HASHES_PER_READ) {
+      let after: IndexedRewardClaim | undefined;
+      for (;;) {
+        const page = await context.indexed.rewardClaims({
           chainIds: [chainId],
-          funders: [...new Set(transfers.map((transfer) => transfer.from))],
-          fromBlock: blocks.reduce((low, block) => (block < low ? block : low)),
-          toBlock: blocks.reduce((high, block) => (block > high ? block : high)),
-          limit: CLAIMS_PER_CHAIN,
+          transactionHashes: hashes.slice(start, start + HASHES_PER_READ),
+          funders,
+          after,
+          limit: CLAIMS_PER_READ,
         });
-      }),
-    )
-  )
-    .flat()
-    .filter((claim) => wantedTransactions.has(transactionKey(claim)));
+        indexed.push(...page);
+        if (page.length < CLAIMS_PER_READ) break;
+        after = page.at(-1);
+      }
+    }
+  }
   const rewards = await rewardsByOnchainIds(context.store, [...new Set(indexed.map((claim) => claim.rewardId))]);
   const rewardIdOf = new Map(rewards.map((reward) => [reward.onchainId.toLowerCase(), reward.id]));
   for (const claim of indexed) {

@@ -70,6 +70,8 @@ export type IndexedRewardClaim = {
 export type RewardClaimFilter = {
   chainIds?: number[];
   rewardIds?: Hex[];
+  /** Claims of any of these transactions (a few hundred at most per call). */
+  transactionHashes?: Hex[];
   funders?: Address[];
   fromBlock?: bigint;
   toBlock?: bigint;
@@ -243,6 +245,7 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
       const conditions = [
         filter.chainIds && inArray(rewardClaim.chainId, filter.chainIds),
         filter.rewardIds && inArray(rewardClaim.rewardId, filter.rewardIds.map(lower)),
+        filter.transactionHashes && inArray(rewardClaim.transactionHash, filter.transactionHashes.map(lower)),
         filter.funders && inArray(rewardClaim.funder, filter.funders.map(lower)),
         filter.fromBlock !== undefined && gte(rewardClaim.blockNumber, filter.fromBlock),
         filter.toBlock !== undefined && lte(rewardClaim.blockNumber, filter.toBlock),
