@@ -22,9 +22,8 @@ export type RunningWorkers = {
 
 const instanceId = `${hostname()}:${process.pid}`;
 const wakers = new Map<string, () => void>();
-/** Workers woken while their tick ran: they tick again without waiting. */
+/** Workers woken while not waiting (in a tick): they tick again without waiting. A name this process does not run stays here unused (the names are a fixed few). */
 const wokenDuringTick = new Set<string>();
-const running = new Set<string>();
 
 /**
  * Ends the current wait of a worker in this process, so work that another
@@ -36,7 +35,7 @@ const running = new Set<string>();
 export function wakeWorker(name: string): void {
   const wake = wakers.get(name);
   if (wake !== undefined) wake();
-  else if (running.has(name)) wokenDuringTick.add(name);
+  else wokenDuringTick.add(name);
 }
 
 /**
@@ -49,7 +48,6 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
   const loops = workers.map(async (worker) => {
     const heartbeatId = `${worker.name}@${instanceId}`;
     let lastBeat = 0;
-    running.add(worker.name);
     while (!stopped) {
       const started = Date.now();
       wokenDuringTick.delete(worker.name);
@@ -77,7 +75,6 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
       });
       wakers.delete(worker.name);
     }
-    running.delete(worker.name);
   });
   return {
     async stop(graceMs) {
