@@ -484,32 +484,26 @@ export async function paymentTransactionsOf(
     kinds: { statuses: readonly PaymentStatus[]; reasonedStatuses: readonly PaymentStatus[]; reasons: readonly string[] };
   },
 ): Promise<Set<string>> {
-  const found = new Set<string>();
-  if (params.recipients.length === 0) return found;
+  if (params.recipients.length === 0) return new Set();
   const { kinds } = params;
-  for (let start = 0; start < params.recipients.length; start += 500) {
-    const rows = await db
-      .selectFrom("payment")
-      .select("transaction_hash")
-      .distinct()
-      .where("chain_id", "=", params.chainId)
-      .where(
-        "to_address",
-        "in",
-        params.recipients.slice(start, start + 500).map((address) => address.toLowerCase()),
-      )
-      .where("block_number", ">=", Number(params.fromBlock))
-      .where("block_number", "<=", Number(params.toBlock))
-      .where((eb) =>
-        eb.or([
-          ...(kinds.statuses.length > 0 ? [eb("status", "in", [...kinds.statuses])] : []),
-          ...(kinds.reasonedStatuses.length > 0 && kinds.reasons.length > 0
-            ? [eb.and([eb("status", "in", [...kinds.reasonedStatuses]), eb("reason", "in", [...kinds.reasons])])]
-            : []),
-        ]),
-      )
-      .execute();
-    for (const row of rows) found.add(row.transaction_hash.toLowerCase());
-  }
-  return found;
+  const rows = await db
+    .selectFrom("payment")
+    .select("transaction_hash")
+    .distinct()
+    .where("chain_id", "=", params.chainId)
+    .where(
+      "to_address",
+      "in",
+      params.recipients.map((address) => address.toLowerCase()),
+    )
+    .where("block_number", ">=", Number(params.fromBlock))
+    .where("block_number", "<=", Number(params.toBlock))
+    .where((eb) =>
+      eb.or([
+        eb("status", "in", [...kinds.statuses]),
+        eb.and([eb("status", "in", [...kinds.reasonedStatuses]), eb("reason", "in", [...kinds.reasons])]),
+      ]),
+    )
+    .execute();
+  return new Set(rows.map((row) => row.transaction_hash.toLowerCase()));
 }

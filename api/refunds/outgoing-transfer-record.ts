@@ -263,23 +263,20 @@ export async function matchedOutgoingTransactions(
   db: Kysely<Database>,
   params: { chainId: number; senders: readonly string[]; fromBlock: bigint; toBlock: bigint },
 ): Promise<Set<string>> {
-  const found = new Set<string>();
-  for (let start = 0; start < params.senders.length; start += 500) {
-    const rows = await db
-      .selectFrom("outgoing_transfer")
-      .select("transaction_hash")
-      .distinct()
-      .where("chain_id", "=", params.chainId)
-      .where("status", "=", "matched")
-      .where(
-        "from_address",
-        "in",
-        params.senders.slice(start, start + 500).map((address) => address.toLowerCase()),
-      )
-      .where("block_number", ">=", Number(params.fromBlock))
-      .where("block_number", "<=", Number(params.toBlock))
-      .execute();
-    for (const row of rows) found.add(row.transaction_hash.toLowerCase());
-  }
-  return found;
+  if (params.senders.length === 0) return new Set();
+  const rows = await db
+    .selectFrom("outgoing_transfer")
+    .select("transaction_hash")
+    .distinct()
+    .where("chain_id", "=", params.chainId)
+    .where("status", "=", "matched")
+    .where(
+      "from_address",
+      "in",
+      params.senders.map((address) => address.toLowerCase()),
+    )
+    .where("block_number", ">=", Number(params.fromBlock))
+    .where("block_number", "<=", Number(params.toBlock))
+    .execute();
+  return new Set(rows.map((row) => row.transaction_hash.toLowerCase()));
 }
