@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
+import { readByTransactions } from "../indexed/by-transactions.js";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
 import { paymentsByKeys } from "../payments/payment-record.js";
 import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
@@ -45,10 +46,6 @@ export async function gatherLedgerFacts(
   });
 }
 
-/** Transactions asked about per read of the index's reward claims, and claims per page of the answer. */
-const HASHES_PER_READ = 200;
-const CLAIMS_PER_READ = 5_000;
-
 /** The reward claims paid by the senders of these outgoing transfers, in their transactions, by transaction. */
 async function rewardClaimsOf(
   context: Pick<AppContext, "store" | "indexed">,
@@ -61,23 +58,13 @@ async function rewardClaimsOf(
   const indexed: IndexedRewardClaim[] = [];
   // By transaction (the claims table's key), however far apart the transfers' blocks are.
   for (const [chainId, transfers] of byChain) {
-    const hashes = [...new Set(transfers.map((transfer) => transfer.transactionHash.toLowerCase() as Hex))];
     const funders = [...new Set(transfers.map((transfer) => transfer.from))];
-    for (let start = 0; start < hashes.length; start += HASHES_PER_READ) {
-      let after: IndexedRewardClaim | undefined;
-      for (;;) {
-        const page = await context.indexed.rewardClaims({
-          chainIds: [chainId],
-          transactionHashes: hashes.slice(start, start + HASHES_PER_READ),
-          funders,
-          after,
-          limit: CLAIMS_PER_READ,
-        });
-        indexed.push(...page);
-        if (page.length < CLAIMS_PER_READ) break;
-        after = page.at(-1);
-      }
-    }
+    const hashes = [...new Set(transfers.map((transfer) => transfer.transactionHash.toLowerCase() as Hex))];
+    indexed.push(
+      ...(await readByTransactions<IndexedRewardClaim>(hashes, ({ transactionHashes, after, limit }) =>
+        context.indexed.rewardClaims({ chainIds: [chainId], transactionHashes, funders, after, limit }),
+      )),
+    );
   }
   const rewards = await rewardsByOnchainIds(context.store, [...new Set(indexed.map((claim) => claim.rewardId))]);
   const rewardIdOf = new Map(rewards.map((reward) => [reward.onchainId.toLowerCase(), reward.id]));

@@ -1,4 +1,6 @@
+import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
+import { readByTransactions } from "../indexed/by-transactions.js";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
 import { paymentTransactionsOf } from "../payments/payment-record.js";
 import { matchedOutgoingTransactions } from "../refunds/outgoing-transfer-record.js";
@@ -17,8 +19,8 @@ export type RangeSums = Map<string, { sums: Record<LedgerKind, bigint>; moved: b
  * and the index itself decides what is in the range.
  */
 const RECORD_BLOCK_SLACK = 256n;
-const HASHES_PER_READ = 200;
-const ROWS_PER_READ = 5_000;
+/** Reward claims per page of the index's answer. */
+const CLAIMS_PER_READ = 5_000;
 /** Transfers classified together: one gathering of facts, as one page of the ledger. */
 const CLASSIFY_BATCH = 1_000;
 
@@ -53,7 +55,7 @@ export async function rangeSums(
     toBlock: range.toBlock,
   });
   const transactions = await transactionsOfOwnKind(context, { range, addresses });
-  const transfers = await transfersOf(context, { range, addresses, transactionHashes: [...transactions] });
+  const transfers = await transfersOf(context, { range, addresses, transactionHashes: [...transactions] as Hex[] });
   const classified = new Map<string, { in: bigint; out: bigint }>(addresses.map((address) => [address, { in: 0n, out: 0n }]));
   for (let start = 0; start < transfers.length; start += CLASSIFY_BATCH) {
     const batch = transfers.slice(start, start + CLASSIFY_BATCH);
@@ -101,10 +103,10 @@ async function transactionsOfOwnKind(
       fromBlock: range.fromBlock,
       toBlock: range.toBlock,
       after,
-      limit: ROWS_PER_READ,
+      limit: CLAIMS_PER_READ,
     });
     for (const claim of claims) found.add(claim.transactionHash.toLowerCase());
-    if (claims.length < ROWS_PER_READ) break;
+    if (claims.length < CLAIMS_PER_READ) break;
     after = claims.at(-1);
   }
   return found;
@@ -113,28 +115,20 @@ async function transactionsOfOwnKind(
 /** The range's transfers of these transactions that involve the addresses, in chain order. */
 async function transfersOf(
   context: Context,
-  params: { range: ResolvedRange; addresses: readonly `0x${string}`[]; transactionHashes: readonly string[] },
+  params: { range: ResolvedRange; addresses: readonly `0x${string}`[]; transactionHashes: readonly Hex[] },
 ): Promise<IndexedTransfer[]> {
   const { range } = params;
-  const transfers: IndexedTransfer[] = [];
-  for (let start = 0; start < params.transactionHashes.length; start += HASHES_PER_READ) {
-    const transactionHashes = params.transactionHashes.slice(start, start + HASHES_PER_READ) as `0x${string}`[];
-    let after: IndexedTransfer | undefined;
-    for (;;) {
-      const page = await context.indexed.transfers({
-        chainIds: [range.chainId],
-        transactionHashes,
-        involving: [...params.addresses],
-        fromBlock: range.fromBlock,
-        toBlock: range.toBlock,
-        after,
-        limit: ROWS_PER_READ,
-      });
-      transfers.push(...page);
-      if (page.length < ROWS_PER_READ) break;
-      after = page.at(-1);
-    }
-  }
+  const transfers = await readByTransactions<IndexedTransfer>(params.transactionHashes, ({ transactionHashes, after, limit }) =>
+    context.indexed.transfers({
+      chainIds: [range.chainId],
+      transactionHashes,
+      involving: [...params.addresses],
+      fromBlock: range.fromBlock,
+      toBlock: range.toBlock,
+      after,
+      limit,
+    }),
+  );
   return transfers.sort((a, b) =>
     a.blockNumber !== b.blockNumber ? (a.blockNumber < b.blockNumber ? -1 : 1) : a.logIndex - b.logIndex,
   );
