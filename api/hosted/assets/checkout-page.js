@@ -31,8 +31,8 @@
   let clientToken;
   let session;
   let state;
+  /** Set while a hash waits to be sent again (a restart, a busy moment). */
   let hashRetryTimer;
-  let hashRetryPending = false;
   let hashRetries = 0;
   let completed = false;
   let pollTimer;
@@ -156,7 +156,7 @@
     showPayment();
     if (showMismatch()) return;
     // A refusal stays until the customer acts; a hash waiting to be checked again keeps saying so.
-    if (state === "payment_not_found" || state === "payment_rejected" || hashRetryPending) return;
+    if (state === "payment_not_found" || state === "payment_rejected" || hashRetryTimer !== undefined) return;
     setState("awaiting_payment", "Waiting for your payment.");
   }
 
@@ -434,7 +434,7 @@
     const input = $("transaction-hash");
     const error = $("hash-error");
     clearTimeout(hashRetryTimer);
-    hashRetryPending = false;
+    hashRetryTimer = undefined;
     button.disabled = true;
     setState("checking", "Checking your transaction…");
     try {
@@ -454,9 +454,8 @@
           "The service is busy or restarting. Your payment is safe on the network: this page checks the hash again by itself.",
           "warn",
         );
-        hashRetryPending = true;
         hashRetryTimer = setTimeout(() => {
-          hashRetryPending = false;
+          hashRetryTimer = undefined;
           // The poll may have found the payment meanwhile: then there is nothing to send.
           if (session.status === "awaiting_payment" && session.contactProvided) sendHash(hash, button);
         }, retry);
