@@ -73,6 +73,9 @@ async function expectProblem(response: Response, status: number, code: string) {
 // The local network indexes from block 1 (genesis holds no transfers); the whole history is [1, toBlock].
 const range = () => `fromBlock=1&toBlock=${toBlock}`;
 
+/** Every ledger kind, as the reconciliation's sums name them (docs/accounting.md). */
+const KINDS = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"];
+
 async function ledgerPages(limit: number, apiKey?: string, rangeQuery = range()): Promise<Entry[]> {
   const entries: Entry[] = [];
   let cursor: string | null = null;
@@ -332,17 +335,15 @@ describe("books over a real history", () => {
     expect(BigInt(row.closingBalance)).toBe(BigInt(row.openingBalance) + incoming - outgoing);
     expect(BigInt(row.closingBalance)).toBe(balance);
     const all = (await ledgerPages(500)).filter((entry) => entry.paymentAddress.toLowerCase() === paymentAddress());
-    for (const kind of ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"]) {
+    for (const kind of KINDS) {
       const ledgerSum = all.filter((entry) => entry.kind === kind).reduce((total, entry) => total + BigInt(entry.value), 0n);
       expect(sums[kind], kind).toBe(ledgerSum);
     }
-    for (const kind of ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"])
-      expect(sums[kind], kind).toBeGreaterThan(0n);
+    for (const kind of KINDS) expect(sums[kind], kind).toBeGreaterThan(0n);
     expect(sums.reward_claim).toBe(1_250_000n);
   });
 
   it("the sums are the ledger's on any part of the history as well, and each part reconciles", async () => {
-    const kinds = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"];
     const third = toBlock / 3n;
     const parts: [bigint, bigint][] = [
       [1n, third],
@@ -359,7 +360,7 @@ describe("books over a real history", () => {
       const entries = (await ledgerPages(500, undefined, query)).filter(
         (entry) => entry.paymentAddress.toLowerCase() === paymentAddress(),
       );
-      for (const kind of kinds) {
+      for (const kind of KINDS) {
         const ledgerSum = entries
           .filter((entry) => entry.kind === kind)
           .reduce((total, entry) => total + BigInt(entry.value), 0n);
@@ -368,7 +369,7 @@ describe("books over a real history", () => {
       }
     }
     // The parts between them hold every kind, so each kind's rule was taken on a part.
-    expect([...seen].sort()).toEqual([...kinds].sort());
+    expect([...seen].sort()).toEqual([...KINDS].sort());
   });
 
   it("CSV of the ledger equals the JSON; a cell starting with = + - @ is neutralised in the orders CSV", async () => {
