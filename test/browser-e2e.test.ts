@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { BrowserContext, Frame, Page } from "playwright-core";
+import type { BrowserContext, Frame, Locator, Page } from "playwright-core";
 import { type Address, getAddress, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseUsdc } from "../client/src/index.js";
@@ -53,6 +53,20 @@ afterAll(async () => {
 
 async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/**
+ * A state shot at 1280 and 390 px wide, then back to the flow's 1100. `shown` is scrolled
+ * into view after each resize: a framed checkout keeps its focused field in view while
+ * the component catches up with the new height, which would leave the state out of the shot.
+ */
+async function screenshotWideAndPhone(page: Page, name: string, shown: Locator) {
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await shown.scrollIntoViewIfNeeded();
+    await screenshot(page, `${name}-${width}`);
+  }
+  await page.setViewportSize({ width: 1100, height: 900 });
 }
 
 /** axe-core inside the page or frame; serious and critical violations fail the test. */
@@ -148,7 +162,7 @@ describe("a customer buys in the sample shop, pays, and mints the certificate (h
       .filter({ hasText: /checks the hash again by itself/ })
       .waitFor();
     expect(await frame.locator("#hash-error").isHidden()).toBe(true);
-    await screenshot(page, "05b-checkout-hash-retrying");
+    await screenshotWideAndPhone(page, "05b-checkout-hash-retrying", frame.locator("#status"));
     await audit(checkoutFrame(page), "checkout-hash-retrying");
     hashConnected = true;
     await frame
@@ -220,7 +234,7 @@ describe("a customer buys in the sample shop, pays, and mints the certificate (h
     await page.route(claimValidate, (route) => (connected ? route.continue() : route.abort("connectionreset")));
     await page.getByRole("button", { name: "Mint certificate" }).click();
     await page.locator("#status").filter({ hasText: "tries again by itself" }).waitFor({ timeout: 30_000 });
-    await screenshot(page, "08b-claim-retrying");
+    await screenshotWideAndPhone(page, "08b-claim-retrying", page.locator("#status"));
     await audit(page, "claim-retrying");
     connected = true;
     await page.locator("#status").filter({ hasText: "Certificate minted." }).waitFor({ timeout: 30_000 });
