@@ -503,13 +503,18 @@ describe("hostile reads", () => {
   // A function: the key exists only once beforeAll ran (a constant here would read it at collection time).
   const asOther = () => ({ headers: { Authorization: `Bearer ${otherPartnerKey}` } });
 
-  it("another partner sees none of the first partner's entries, and its evidence is 404", async () => {
+  it("another partner sees none of the first partner's entries nor its address's reconciliation, and its evidence is 404", async () => {
     const response = await stack.partnerFetch(`/v1/ledger?${range()}&limit=500`, asOther());
     expect(response.status).toBe(200);
     const entries = (await response.json()).data as Entry[];
     expect(entries.filter((entry) => entry.paymentAddress.toLowerCase() === paymentAddress())).toEqual([]);
     expect(entries.filter((entry) => expected.has(entry.transactionHash.toLowerCase()))).toEqual([]);
     await expectProblem(await stack.partnerFetch(`/v1/orders/${settled.orderId}/evidence`, asOther()), 404, "not_found");
+    // Nor a row of the first partner's address in its reconciliation.
+    const report = await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`, asOther()));
+    expect(report.data.map((row: { paymentAddress: string }) => row.paymentAddress.toLowerCase())).not.toContain(
+      paymentAddress(),
+    );
   });
 
   it("malformed ranges are 400 with their documented codes", async () => {
