@@ -56,6 +56,14 @@ function nativePackages(): Plugin {
 
 export default defineConfig({
   plugins: [nativePackages()],
+  // Vite's dependency pre-bundling is for browsers it serves; Ponder serves none. In
+  // middleware mode (below) Vite still started it with the server: an esbuild scan of
+  // console/index.html and everything it imports (1.7 s, in the background of every start),
+  // then an optimizer run. When that scan reached esbuild after the build was done, it
+  // started esbuild's child again and kept it for the life of the service
+  // (api/end-build-transformer.ts), and a run cut short by a stop left a
+  // .ponder/vite/deps_temp_* folder. No discovery and nothing included turns it off.
+  optimizeDeps: { noDiscovery: true, include: [] },
   server: {
     // Ponder uses the server for its module graph only and never listens on it. Outside
     // middleware mode Vite adds a SIGTERM handler that closes the server and calls

@@ -11,8 +11,9 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 let stack: TestStack;
 
 beforeAll(async () => {
-  // The embedded default (PGlite), as `npm start` runs it.
-  stack = await startTestStack({ index: "embedded" });
+  // The embedded default (PGlite), as `npm start` runs it. Vite's dependency optimizer
+  // says what it does on stderr under this DEBUG (the last test reads it).
+  stack = await startTestStack({ index: "embedded", env: { DEBUG: "vite:deps" } });
 });
 afterAll(async () => {
   await stack?.stop();
@@ -74,6 +75,9 @@ describe("local stack", () => {
     // api/end-build-transformer.ts: Vite's esbuild child held 70-150 MiB for the life of the service.
     const children = childCommands(stack.ponder.process.pid);
     expect(children).not.toMatch(/esbuild/);
+    // What started esbuild again after it was ended: Vite's background scan of the
+    // console's imports for pre-bundling, on a loaded machine (vite.config.ts turns it off).
+    expect(stack.ponder.output()).not.toMatch(/vite:deps/);
   });
 });
 
