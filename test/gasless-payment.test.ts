@@ -351,7 +351,7 @@ describe("relayer faults", () => {
   });
 
   it("a stuck transaction is replaced with a higher fee, and the replacement settles the session", {
-    timeout: 60_000,
+    timeout: 120_000,
   }, async () => {
     const session = await createSession(stack, { totalPriceUsdc: "6000000" });
     const payer = await walletWithUsdcOnly(BigInt(session.payment.amount));
@@ -367,7 +367,7 @@ describe("relayer faults", () => {
           const relay = (await validate(session)).gasless.authorization;
           return relay.transactionHash !== first.transactionHash ? relay : undefined;
         },
-        { timeoutMs: 20_000, what: "a replacement transaction" },
+        { timeoutMs: 60_000, what: "a replacement transaction" },
       );
       expect(replaced.replacedTransactions).toEqual([first.transactionHash]);
       const replacement = await stack.publicClient.getTransaction({ hash: replaced.transactionHash });

@@ -142,7 +142,7 @@ describe("the standalone hosted checkout", () => {
     expect(await page.evaluate(() => location.hash)).toBe("");
     await expect.poll(() => page.locator("#merchant-name").textContent()).toBe("Harbour Goods");
     // The logo has no box until its image arrived (a second request): wait for it, do not race it.
-    await expect.poll(() => page.locator("#merchant-logo").isVisible(), { timeout: 15_000 }).toBe(true);
+    await expect.poll(() => page.locator("#merchant-logo").isVisible(), { timeout: 60_000 }).toBe(true);
     expect(await page.locator("#back-link").getAttribute("href")).toBe(`${shopOrigin}/cart`);
     expect(await page.locator("#back-link").textContent()).toBe("Back to Harbour Goods");
     expect(await page.locator("#line-items").textContent()).toContain("2 × Wool socks");

@@ -178,7 +178,7 @@ describe("The customer's refund page (Chromium)", () => {
     await page
       .locator("#status")
       .filter({ hasText: /tries again by itself/ })
-      .waitFor({ timeout: 20_000 });
+      .waitFor({ timeout: 60_000 });
     await shoot(page, "retrying");
     connected = true;
     await stateOf(page, "succeeded", 60_000);

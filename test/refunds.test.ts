@@ -122,7 +122,7 @@ const refundIn = (id: string, status: string) =>
       const read = await readRefund(id);
       return read.status === status ? read : undefined;
     },
-    { what: `refund ${id} ${status}`, timeoutMs: 20_000 },
+    { what: `refund ${id} ${status}`, timeoutMs: 45_000 },
   );
 
 async function expectProblem(response: Response, status: number, code: string) {

@@ -104,7 +104,7 @@ describe("the console's rewards screens (Chromium)", () => {
     await page.getByLabel("Allowance to approve (USDC)").fill("50");
     await page.getByRole("button", { name: "Approve the distributor" }).click();
     await page.getByRole("status").filter({ hasText: "Approved." }).waitFor({ timeout: 30_000 });
-    await expect.poll(() => page.getByTestId("reward-allowance").textContent(), { timeout: 15_000 }).toBe("50.00 USDC");
+    await expect.poll(() => page.getByTestId("reward-allowance").textContent(), { timeout: 60_000 }).toBe("50.00 USDC");
     expect(
       await stack.publicClient.readContract({
         address: stack.local.contracts.usdc as Address,

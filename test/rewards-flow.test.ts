@@ -301,7 +301,7 @@ describe("grant → claim by a third party → indexed → reward.claimed", () =
     expect(claimed).toMatchObject({ recipient: accountAddress(RECIPIENT), transactionHash: hash });
 
     const delivered = await waitFor(async () => receiver.acknowledged.find((request) => request.type === "reward.claimed"), {
-      timeoutMs: 20_000,
+      timeoutMs: 45_000,
       what: "reward.claimed delivered",
     });
     const header = String(delivered.headers["service-signature"]);

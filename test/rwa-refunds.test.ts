@@ -509,9 +509,9 @@ describe("the console: an issuer refunds a purchase (Chromium)", () => {
       .getByRole("row")
       .filter({ hasText: `${purchase.units}` })
       .filter({ has: page.locator(".status-full") });
-    await row.first().waitFor({ timeout: 15_000 });
+    await row.first().waitFor({ timeout: 60_000 });
     expect(await unitsAvailable()).toBe(unitsBefore + 2);
-    await page.getByText(`${unitsBefore + 2} of 50 available`).waitFor({ timeout: 15_000 });
+    await page.getByText(`${unitsBefore + 2} of 50 available`).waitFor({ timeout: 60_000 });
     await expect.poll(async () => page.getByRole("button", { name: `Refund purchase ${purchase.id}` }).count()).toBe(0);
     await capture("03-issuer-refunded");
   });

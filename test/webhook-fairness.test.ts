@@ -163,7 +163,7 @@ describe("recovery after an outage", () => {
     const probe = await produce(partner.id, "ord_4");
     const all = [first, second, ...others, probe];
     await waitFor(async () => (all.every((event) => hook.acknowledged.some((r) => r.eventId === event.id)) ? true : undefined), {
-      timeoutMs: 20_000,
+      timeoutMs: 60_000,
       what: "every queued event after the recovery",
     });
     const order1 = hook.acknowledged.filter((r) => r.eventId === first.id || r.eventId === second.id).map((r) => r.eventId);
@@ -173,7 +173,7 @@ describe("recovery after an outage", () => {
         what: `${event.id} recorded as delivered`,
       });
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 /** The secret box of the key file this file's setup writes. */
