@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
-import { readByTransactions } from "../indexed/by-transactions.js";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
+import { readByTransactions } from "../indexed/whole-reads.js";
 import { paymentsByKeys } from "../payments/payment-record.js";
 import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
 import { rewardsByOnchainIds } from "../rewards/reward-record.js";

@@ -1,7 +1,7 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
-import { readByTransactions } from "../indexed/by-transactions.js";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
+import { readAllPages, readByTransactions } from "../indexed/whole-reads.js";
 import { paymentTransactionsOf } from "../payments/payment-record.js";
 import { matchedOutgoingTransactions } from "../refunds/outgoing-transfer-record.js";
 import { gatherLedgerFacts } from "./ledger-facts.js";
@@ -19,8 +19,6 @@ export type RangeSums = Map<string, { sums: Record<LedgerKind, bigint>; moved: b
  * and the index itself decides what is in the range.
  */
 const RECORD_BLOCK_SLACK = 256n;
-/** Reward claims per page of the index's answer. */
-const CLAIMS_PER_READ = 5_000;
 /** Transfers classified together: one gathering of facts, as one page of the ledger. */
 const CLASSIFY_BATCH = 1_000;
 
@@ -95,20 +93,17 @@ async function transactionsOfOwnKind(
   };
   const found = await paymentTransactionsOf(context.store, { ...around, recipients: addresses, kinds: PAYMENTS_OF_OWN_KIND });
   for (const hash of await matchedOutgoingTransactions(context.store, { ...around, senders: addresses })) found.add(hash);
-  let after: IndexedRewardClaim | undefined;
-  for (;;) {
-    const claims = await context.indexed.rewardClaims({
+  const claims = await readAllPages<IndexedRewardClaim>(({ after, limit }) =>
+    context.indexed.rewardClaims({
       chainIds: [range.chainId],
       funders: [...addresses],
       fromBlock: range.fromBlock,
       toBlock: range.toBlock,
       after,
-      limit: CLAIMS_PER_READ,
-    });
-    for (const claim of claims) found.add(claim.transactionHash.toLowerCase());
-    if (claims.length < CLAIMS_PER_READ) break;
-    after = claims.at(-1);
-  }
+      limit,
+    }),
+  );
+  for (const claim of claims) found.add(claim.transactionHash.toLowerCase());
   return found;
 }
 
