@@ -1,8 +1,8 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
+import { admit, assertEveryRouteDeclared, CALLERS, provideAdmission } from "./http/callers.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
 import { keepConnectionsOpen } from "./http/keep-alive.js";
 import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
@@ -12,7 +12,6 @@ import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-p
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
 import { logJson } from "./logging/redact.js";
-import { partnerAuth } from "./partners/partner-auth.js";
 import { ledgerRoutes, reportRoutes } from "./routes/accounting.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
 import type { AppEnv } from "./routes/app-env.js";
@@ -25,7 +24,7 @@ import { healthRoutes } from "./routes/health.js";
 import { hostedPageRoutes } from "./routes/hosted-pages.js";
 import { orderReadRoutes, orderRoutes } from "./routes/orders.js";
 import { paymentRoutes } from "./routes/payments.js";
-import { issuerPurchaseRefundRoutes, issuerRefundsAsPartner } from "./routes/portals/issuer-refund-routes.js";
+import { issuerPurchaseRefundRoutes } from "./routes/portals/issuer-refund-routes.js";
 import { memberRoutes } from "./routes/portals/partner-member-routes.js";
 import { partnerPortalRoutes } from "./routes/portals/partner-portal-routes.js";
 import { portalRoutes } from "./routes/portals/portal-routes.js";
@@ -36,8 +35,7 @@ import { refundRoutes } from "./routes/refunds.js";
 import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
-import { adminBooksAccess } from "./sign-in/admin-books-access.js";
-import { requireAdminMemberToChange, requirePartnerMember } from "./sign-in/partner-portal.js";
+import { callerAdmission } from "./sign-in/admit-callers.js";
 
 /** Routes a browser reaches without a credential besides `/v1/public/*` and the three portals' sign-in. */
 const BROWSER_ROUTES_WITHOUT_CREDENTIAL = ["/api/partner/auth/*", "/checkout/*", "/claim/*", "/refund/*"];
@@ -111,93 +109,59 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   });
   app.notFound((c) => problemResponse(c, problems.notFound(`${c.req.method} ${c.req.path}`)));
 
-  const requirePartner = partnerAuth(context.store);
-  /** Mounts routes that partner servers call with their API key. */
-  // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
-  const partnerRoutes = (prefix: string, routes: Hono<any, any, any>, auth = requirePartner) => {
-    app.use(prefix, auth);
-    app.use(`${prefix}/*`, auth);
-    app.route(prefix, routes);
-  };
-  /** Accounting reads (docs/accounting.md): an auditor key without `partnerId=` reads every partner's books. */
-  const acrossPartners = partnerAuth(context.store, { acrossPartners: true });
-
-  const requireMember = requirePartnerMember(context);
-  /**
-   * The console's partner portal: the same route handlers as `/v1`, behind a member
-   * wallet's session instead of the API key (both set the same `partner`).
-   */
-  // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
-  const memberPortalRoutes = (prefix: string, routes: Hono<any, any, any>, options: { adminChanges?: boolean } = {}) => {
-    for (const path of [prefix, `${prefix}/*`]) {
-      app.use(path, requireMember);
-      if (options.adminChanges) app.use(path, requireAdminMemberToChange);
-    }
-    app.route(prefix, routes);
-  };
+  // Who may call each route is declared beside it (api/http/callers.ts) and enforced by the
+  // middleware the route carries; the app only hands that middleware the store to check with.
+  // A router mounted under two prefixes admits the same callers under both.
+  app.use("*", provideAdmission(callerAdmission(context)));
 
   app.route("/v1/health", healthRoutes(context));
-  partnerRoutes("/v1/transfers", transfersRoutes(context));
-  partnerRoutes("/v1/webhook-endpoints", webhookEndpointsRoutes(context));
-  partnerRoutes("/v1/events", eventsRoutes(context));
-  partnerRoutes("/v1/checkout/sessions", checkoutSessionRoutes(context));
-  partnerRoutes("/v1/orders", orderRoutes(context), acrossPartners);
-  partnerRoutes("/v1/payments", paymentRoutes(context));
-  partnerRoutes("/v1/members", memberRoutes(context, [{ apiKey: [] }]));
-  memberPortalRoutes("/api/partner/webhook-endpoints", webhookEndpointsRoutes(context), { adminChanges: true });
-  memberPortalRoutes("/api/partner/events", eventsRoutes(context));
-  memberPortalRoutes("/api/partner/checkout/sessions", checkoutSessionRoutes(context));
-  memberPortalRoutes("/api/partner/orders", orderRoutes(context));
-  memberPortalRoutes("/api/partner/payments", paymentRoutes(context));
-  memberPortalRoutes("/api/partner/members", memberRoutes(context, [{ portalSession: [] }]), { adminChanges: true });
-  memberPortalRoutes("/api/partner/branding", brandingRoutes(context), { adminChanges: true });
-  for (const path of ["/api/partner/profile", "/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireMember);
-  for (const path of ["/api/partner/api-keys", "/api/partner/api-keys/*"]) app.use(path, requireAdminMemberToChange);
-  app.route("/api/partner", partnerPortalRoutes(context));
-  app.route("/console", consoleRoutes());
-  // Rewards (docs/rewards.md): the order routes' authentication already covers /v1/orders/*.
-  partnerRoutes("/v1/rewards", rewardRoutes(context));
+  app.route("/v1/transfers", transfersRoutes(context));
+  app.route("/v1/webhook-endpoints", webhookEndpointsRoutes(context));
+  app.route("/v1/events", eventsRoutes(context));
+  app.route("/v1/checkout/sessions", checkoutSessionRoutes(context));
+  app.route("/v1/orders", orderRoutes(context));
   app.route("/v1/orders", orderRewardRoutes(context));
-  // Rewards move the partner's money: in the console only an admin member changes them.
-  memberPortalRoutes("/api/partner/rewards", rewardRoutes(context), { adminChanges: true });
-  app.use("/api/partner/orders/*/rewards", requireAdminMemberToChange);
-  app.route("/api/partner/orders", orderRewardRoutes(context));
-  app.route("/v1/public/rewards", publicRewardRoutes(context));
-  partnerRoutes("/v1/branding", brandingRoutes(context));
-  // Accounting (issue 27, docs/accounting.md): read-only keys, the ledger, reconciliation.
-  partnerRoutes("/v1/api-keys", apiKeyRoutes(context));
-  partnerRoutes("/v1/ledger", ledgerRoutes(context), acrossPartners);
-  partnerRoutes("/v1/reports", reportRoutes(context), acrossPartners);
-  app.route("/", logoRoutes(context));
+  app.route("/v1/payments", paymentRoutes(context));
+  app.route("/v1/members", memberRoutes(context));
+  app.route("/v1/rewards", rewardRoutes(context));
+  app.route("/v1/branding", brandingRoutes(context));
+  app.route("/v1/api-keys", apiKeyRoutes(context));
+  app.route("/v1/ledger", ledgerRoutes(context));
+  app.route("/v1/reports", reportRoutes(context));
+  app.route("/v1/refunds", refundRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
   app.route("/v1/public/checkout", publicAuthorizationRoutes(context));
-  app.route("/", hostedPageRoutes(context));
-  app.route("/api", portalRoutes(context));
-  // Refunds (SPEC 15, docs/refunds.md)
-  partnerRoutes("/v1/refunds", refundRoutes(context));
-  memberPortalRoutes("/api/partner/refunds", refundRoutes(context));
-  // The console's Auditor view (docs/console.md): the same accounting reads behind a member's
-  // session, read-only (these routers have GET routes only); the orders list is /api/partner/orders.
-  memberPortalRoutes("/api/partner/ledger", ledgerRoutes(context));
-  memberPortalRoutes("/api/partner/reports", reportRoutes(context));
-  // The operator's books across partners (issue 27, docs/accounting.md): the same read handlers
-  // behind an admin portal session; `partnerId=` narrows to one partner, as for an auditor key.
-  const adminBooks = adminBooksAccess(context);
-  // biome-ignore lint/suspicious/noExplicitAny: sub-apps differ in their route schemas only
-  const adminBooksRoutes: [string, Hono<any, any, any>][] = [
-    ["/api/admin/ledger", ledgerRoutes(context)],
-    ["/api/admin/reports", reportRoutes(context)],
-    ["/api/admin/orders", orderReadRoutes(context)],
-  ];
-  for (const [prefix, routes] of adminBooksRoutes) {
-    for (const path of [prefix, `${prefix}/*`]) app.use(path, ...adminBooks);
+  app.route("/v1/public/refunds", publicRefundRoutes(context));
+  app.route("/v1/public/rewards", publicRewardRoutes(context));
+  // The console's partner portal: the same routers as /v1, which admit a member's session too.
+  for (const [prefix, routes] of [
+    ["/api/partner/webhook-endpoints", webhookEndpointsRoutes(context)],
+    ["/api/partner/events", eventsRoutes(context)],
+    ["/api/partner/checkout/sessions", checkoutSessionRoutes(context)],
+    ["/api/partner/orders", orderRoutes(context)],
+    ["/api/partner/orders", orderRewardRoutes(context)],
+    ["/api/partner/payments", paymentRoutes(context)],
+    ["/api/partner/members", memberRoutes(context)],
+    ["/api/partner/branding", brandingRoutes(context)],
+    ["/api/partner/rewards", rewardRoutes(context)],
+    ["/api/partner/refunds", refundRoutes(context)],
+    ["/api/partner/ledger", ledgerRoutes(context)],
+    ["/api/partner/reports", reportRoutes(context)],
+    // The operator's books across partners (docs/accounting.md): the read routes for an admin's session.
+    ["/api/admin/ledger", ledgerRoutes(context, "operator")],
+    ["/api/admin/reports", reportRoutes(context, "operator")],
+    ["/api/admin/orders", orderReadRoutes(context, "operator")],
+    // RWA refunds by the issuer (docs/refunds.md "Issuers"): the refund routes for an issuer as its own partner.
+    ["/api/issuer/refunds", refundRoutes(context, "issuer")],
+  ] as const) {
     app.route(prefix, routes);
   }
-  app.route("/v1/public/refunds", publicRefundRoutes(context));
-  // RWA refunds by the issuer (issue 26, docs/refunds.md "Issuers"): a purchase's refunds, and the
-  // partner's refund routes behind the issuer's session, as its own partner.
+  app.route("/api/partner", partnerPortalRoutes(context));
   app.route("/api/issuer", issuerPurchaseRefundRoutes(context));
-  app.route("/api/issuer/refunds", issuerRefundsAsPartner(context));
+  app.route("/api", portalRoutes(context));
+  app.route("/console", consoleRoutes());
+  app.route("/", logoRoutes(context));
+  app.route("/", hostedPageRoutes(context));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
   registerEventWebhooks(app);
@@ -218,8 +182,8 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
     );
     return finished;
   };
-  app.get("/openapi.json", (c) => c.json(openApi()));
-  app.get("/openapi/:file", (c) => {
+  app.get("/openapi.json", admit(CALLERS.anyone), (c) => c.json(openApi()));
+  app.get("/openapi/:file", admit(CALLERS.anyone), (c) => {
     const audience = c.req.param("file").replace(/\.json$/, "");
     if (!["partner", "browser", "portals"].includes(audience))
       throw problems.notFound(`Document ${c.req.param("file").slice(0, 40)}`);
@@ -229,5 +193,6 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   // Last, so that only what no route took reaches it: Ponder's own 404 is text/plain.
   const unmatched = unmatchedRouteHandler(app);
   for (const path of ["/v1", "/v1/*", "/api", "/api/*"]) app.all(path, unmatched);
+  assertEveryRouteDeclared(app.routes);
   return app;
 }

@@ -123,16 +123,19 @@ export function mountProblems(path: string, method: string, operation: Operation
   if (parameters.some((parameter) => parameter.in === "path")) codes.push("not_found");
   if (parameters.some((parameter) => parameter.in === "query" && (parameter.name === "cursor" || parameter.name === "after")))
     codes.push("invalid_cursor");
-  const secured = (operation.security ?? []).some((requirement) => Object.keys(requirement).length > 0);
-  if (secured) codes.push("unauthenticated");
-  if (secured && path.startsWith("/api/")) codes.push("wrong_portal", "portal_not_allowed");
-  // The partner key middleware (api/http/partner-auth.ts): read-only and auditor keys write nothing; an auditor's
-  // `partnerId=` names a partner that must exist (and a partner's key only its own), or is asked for.
-  if (secured && path.startsWith("/v1/") && method !== "get") codes.push("read_only_key");
-  if (secured && path.startsWith("/v1/") && method === "get") codes.push("invalid_request", "not_found");
-  // The operator's books (api/sign-in/admin-books-access.ts): `partnerId=` names a partner that must exist.
-  if (secured && path.startsWith("/api/admin/") && parameters.some((parameter) => parameter.name === "partnerId"))
-    codes.push("not_found");
+  // What the admission of the route's declared callers answers (api/sign-in/admit-callers.ts).
+  const requirements = (operation.security ?? []) as Record<string, string[]>[];
+  const keyRoles = requirements.flatMap((requirement) => requirement.apiKey ?? []);
+  const sessionRoles = requirements.flatMap((requirement) => requirement.portalSession ?? []);
+  if (keyRoles.length + sessionRoles.length > 0) codes.push("unauthenticated");
+  if (sessionRoles.length > 0) codes.push("wrong_portal", "portal_not_allowed");
+  if (sessionRoles.some((role) => role === "partner-admin" || role === "issuer-as-partner")) codes.push("forbidden");
+  // Read-only and auditor keys write nothing; an auditor's `partnerId=` names a partner that must exist (and a
+  // partner's key only its own), or is asked for.
+  if (keyRoles.length > 0 && method !== "get") codes.push("read_only_key");
+  if (keyRoles.includes("auditor") && method === "get") codes.push("invalid_request", "not_found");
+  // The operator's books: `partnerId=` names a partner that must exist.
+  if (sessionRoles.includes("admin-books")) codes.push("not_found");
   if (RATE_LIMITED.some((pattern) => pattern.test(path))) codes.push("rate_limited");
   return codes;
 }
@@ -146,10 +149,9 @@ function operationIdOf(method: string, path: string): string {
 }
 
 /**
- * Completes the generated document: operation ids, audience tags, the right security
- * scheme per mount (the partner routes are mounted twice, under `/v1` with an API key
- * and under `/api/partner` behind a member's portal session), public operations marked
+ * Completes the generated document: operation ids, audience tags, public operations marked
  * as such, every problem the mount can answer, and the `Problem` schema from the registry.
+ * Each operation's `security` is the route's own declaration of its callers (api/http/callers.ts).
  */
 export function finishOpenApiDocument(raw: OpenApiDocument, publicBaseUrl: string | undefined): OpenApiDocument {
   const document: OpenApiDocument = structuredClone(raw);
@@ -160,13 +162,6 @@ export function finishOpenApiDocument(raw: OpenApiDocument, publicBaseUrl: strin
       operation.operationId = operationIdOf(method, path);
       // Routes that group themselves keep their tags; the audience is the document's split (`/openapi/<audience>.json`).
       operation.tags = operation.tags?.length ? operation.tags : [AUDIENCES[audienceOf(path)].tag];
-      // The partner's handlers mounted behind a portal session: the partner's own console, the
-      // refund routes for issuers as their partner (api/routes/portals/issuer-refund-routes.ts),
-      // and the books across partners for the operator.
-      const portalMount = /^\/api\/(partner|admin)\//.test(path) || path.startsWith("/api/issuer/refunds");
-      if (portalMount && operation.security?.some((requirement) => "apiKey" in requirement)) {
-        operation.security = [{ portalSession: [] }];
-      }
       if (operation.security === undefined) operation.security = [];
       for (const code of mountProblems(path, method, operation)) addProblem(operation, code);
     }

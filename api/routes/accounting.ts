@@ -1,8 +1,9 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { wantsCsv } from "../accounting/csv-export.js";
 import { LEDGER_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
 import type { AppContext } from "../app-context.js";
+import { CALLERS, declaredFor, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { type PartnerVariables, readScope } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
@@ -66,11 +67,11 @@ export const ReconciliationSchema = z
 
 const rangeProblems = errorResponses("invalid_range", "range_too_wide", "range_not_indexed");
 
-const ledgerRoute = createRoute({
+const ledgerRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "The ledger: every movement through the payment addresses in a range, with its evidence and kind",
-  security: [{ apiKey: [] }],
+  security: CALLERS.booksRead,
   request: {
     query: RangeQuerySchema.extend({
       cursor: z.string().max(500).optional(),
@@ -96,12 +97,12 @@ const ledgerRoute = createRoute({
   },
 });
 
-const reconciliationRoute = createRoute({
+const reconciliationRoute = declareRoute({
   method: "get",
   path: "/reconciliation",
   summary:
     "Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance",
-  security: [{ apiKey: [] }],
+  security: CALLERS.booksRead,
   request: { query: RangeQuerySchema },
   responses: {
     200: {
@@ -118,9 +119,18 @@ const CSV_HEADERS = (name: string) => ({
   "Cache-Control": "no-store",
 });
 
+/**
+ * Whom the books are read for: a partner (its keys, its members, an auditor key), or the
+ * operator (`/api/admin/...`, an admin's session), each route declared for that audience.
+ */
+export type BooksAudience = "partner" | "operator";
+
+const forAudience = <route extends { security?: unknown; middleware?: unknown }>(route: route, audience: BooksAudience) =>
+  audience === "partner" ? route : declaredFor(route, CALLERS.operatorBooks);
+
 /** `/v1/ledger` (docs/accounting.md). */
-export function ledgerRoutes(context: AppContext) {
-  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(ledgerRoute, async (c) => {
+export function ledgerRoutes(context: AppContext, audience: BooksAudience = "partner") {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(forAudience(ledgerRoute, audience), async (c) => {
     const { cursor, limit, ...query } = c.req.valid("query");
     const scope = readScope(c);
     if (wantsCsv(c.req.header("Accept"))) return c.body(await ledgerCsv(context, { scope, query }), 200, CSV_HEADERS("ledger"));
@@ -129,12 +139,15 @@ export function ledgerRoutes(context: AppContext) {
 }
 
 /** `/v1/reports/...` (docs/accounting.md). */
-export function reportRoutes(context: AppContext) {
-  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(reconciliationRoute, async (c) => {
-    const query = c.req.valid("query");
-    const scope = readScope(c);
-    if (wantsCsv(c.req.header("Accept")))
-      return c.body(await reconciliationCsv(context, { scope, query }), 200, CSV_HEADERS("reconciliation"));
-    return c.json(await reconciliationReport(context, { scope, query }), 200);
-  });
+export function reportRoutes(context: AppContext, audience: BooksAudience = "partner") {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>().openapi(
+    forAudience(reconciliationRoute, audience),
+    async (c) => {
+      const query = c.req.valid("query");
+      const scope = readScope(c);
+      if (wantsCsv(c.req.header("Accept")))
+        return c.body(await reconciliationCsv(context, { scope, query }), 200, CSV_HEADERS("reconciliation"));
+      return c.json(await reconciliationReport(context, { scope, query }), 200);
+    },
+  );
 }

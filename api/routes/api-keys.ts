@@ -1,5 +1,6 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { createPartnerKey, pageOfApiKeys, revokePartnerKey } from "../partners/partner-admin.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
@@ -20,13 +21,13 @@ const KeySchema = z
   .object({ id: z.string(), prefix: z.string(), scope: ScopeSchema, createdAt: z.string(), revokedAt: z.string().nullable() })
   .openapi("ApiKey");
 
-const createRouteDef = createRoute({
+const createRouteDef = declareRoute({
   method: "post",
   path: "/",
   summary: "Create a read-only key (for an accountant): every GET of the partner API, nothing else",
   description:
     'A full key may mint read-only keys only (`scope: "read"`). The key is shown in this answer only; the service keeps its SHA-256.',
-  security: [{ apiKey: [] }],
+  security: CALLERS.keyChange,
   request: {
     body: {
       required: true,
@@ -39,11 +40,11 @@ const createRouteDef = createRoute({
   },
 });
 
-const listRoute = createRoute({
+const listRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "The partner's API keys (prefixes and scopes only), oldest first",
-  security: [{ apiKey: [] }],
+  security: CALLERS.keyRead,
   request: {
     query: z.object({
       cursor: z.string().max(500).optional(),
@@ -58,11 +59,11 @@ const listRoute = createRoute({
   },
 });
 
-const revokeRoute = createRoute({
+const revokeRoute = declareRoute({
   method: "delete",
   path: "/{keyId}",
   summary: "Revoke a read-only key (full keys are revoked from the console or the operator CLI)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.keyChange,
   request: { params: z.object({ keyId: z.string().min(1).max(100) }) },
   responses: { 204: { description: "Revoked" }, ...errorResponses("not_found", "read_only_key") },
 });

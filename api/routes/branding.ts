@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { MAX_FRAME_ORIGINS, parseFrameOrigin } from "../hosted/frame-origins.js";
+import { admit, CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import {
@@ -31,19 +32,19 @@ const BrandingSchema = z
 
 const json = { "application/json": { schema: BrandingSchema } };
 
-const readRoute = createRoute({
+const readRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "Your branding on the hosted checkout and claim pages",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   responses: { 200: { description: "Branding", content: json } },
 });
 
-const updateRoute = createRoute({
+const updateRoute = declareRoute({
   method: "patch",
   path: "/",
   summary: "Set display name, accent colour, support contacts and the origins that may frame the checkout (null clears one)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   request: {
     body: {
       required: true,
@@ -78,7 +79,7 @@ const updateRoute = createRoute({
   responses: { 200: { description: "Branding", content: json } },
 });
 
-const logoRoute = createRoute({
+const logoRoute = declareRoute({
   method: "put",
   path: "/logo",
   summary: `Upload the logo: the raw bytes as the body, Content-Type image/png or image/svg+xml, at most ${LOGO_MAX_BYTES} bytes`,
@@ -87,18 +88,18 @@ const logoRoute = createRoute({
     "(`invalid_request`, its detail naming what) unless every element and attribute is on a drawing allow-list: no script, event handlers, " +
     "foreignObject, style elements, DOCTYPE or entities, and references only to its own elements (`#id`, `url(#id)`). " +
     "Every logo is served with a CSP that forbids script.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   responses: {
     200: { description: "Branding", content: json },
     ...errorResponses("unsupported_logo_type", "logo_too_large", "invalid_request"),
   },
 });
 
-const removeLogoRoute = createRoute({
+const removeLogoRoute = declareRoute({
   method: "delete",
   path: "/logo",
   summary: "Remove the logo",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   responses: { 200: { description: "Branding", content: json } },
 });
 
@@ -141,7 +142,7 @@ export function brandingRoutes(context: AppContext) {
 /** `GET /branding/:partnerId/logo/:sha256`: public, like any shop's logo. */
 export function logoRoutes(context: AppContext) {
   const app = new OpenAPIHono<AppEnv>();
-  app.get("/branding/:partnerId/logo/:sha256", async (c) => {
+  app.get("/branding/:partnerId/logo/:sha256", admit(CALLERS.anyone), async (c) => {
     const sha256 = c.req.param("sha256");
     const partnerId = c.req.param("partnerId");
     if (!/^[0-9a-f]{64}$/.test(sha256) || partnerId.length > 100) throw problems.notFound("Logo");

@@ -1,4 +1,4 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { createCheckoutSession } from "../checkout/create-session.js";
 import {
@@ -16,6 +16,7 @@ import { sessionView } from "../checkout/session-view.js";
 import { NETWORK_NAMES } from "../config/networks.js";
 import { GaslessViewSchema } from "../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../gasless/gasless-view.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { getOrder } from "../orders/order-record.js";
@@ -132,11 +133,11 @@ export const TestPaymentResultSchema = z
   })
   .openapi("TestPaymentResult");
 
-const createRoute_ = createRoute({
+const createRoute_ = declareRoute({
   method: "post",
   path: "/",
   summary: "Create a checkout session",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: {
     body: {
       required: true,
@@ -180,11 +181,11 @@ const createRoute_ = createRoute({
   },
 });
 
-const readRoute = createRoute({
+const readRoute = declareRoute({
   method: "get",
   path: "/{id}",
   summary: "Read a checkout session",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: z.object({ id: z.string().max(100) }) },
   responses: {
     200: {
@@ -195,11 +196,11 @@ const readRoute = createRoute({
   },
 });
 
-const listRoute = createRoute({
+const listRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "List checkout sessions, newest first, each with its order's status",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: {
     query: z.object({
       status: z.enum(SESSION_STATUSES).optional(),
@@ -220,11 +221,11 @@ const listRoute = createRoute({
   },
 });
 
-const testPaymentRoute = createRoute({
+const testPaymentRoute = declareRoute({
   method: "post",
   path: "/{id}/test-payment",
   summary: "Local mode only: pay one of your sessions from a funded Anvil account (`npm run pay`); 404 elsewhere",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: {
     params: z.object({ id: z.string().max(100) }),
     body: {

@@ -3,6 +3,7 @@ import { serveStatic } from "@hono/node-server/serve-static";
 import { Hono } from "hono";
 import { currentConsoleBuild } from "../../console/build.js";
 import { consoleHeaders } from "../hosted/security-headers.js";
+import { admit, CALLERS } from "../http/callers.js";
 import { problemResponse, problems } from "../http/problem.js";
 import { noFile, servedFrom } from "../http/static-files.js";
 
@@ -16,7 +17,7 @@ import { noFile, servedFrom } from "../http/static-files.js";
  */
 export function consoleRoutes() {
   const app = new Hono();
-  app.get("/*", consoleHeaders, async (c) => {
+  app.get("/*", admit(CALLERS.anyone), consoleHeaders, async (c) => {
     const dir = currentConsoleBuild();
     if (dir === undefined) {
       return problemResponse(c, problems.notFound("The console build (run `npm start`, which builds it)"));

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { Hono } from "hono";
 import { html, raw } from "hono/html";
+import { admit, CALLERS } from "../http/callers.js";
 import { PROBLEM_CATALOGUE } from "../http/problem-catalogue.js";
 
 /**
@@ -56,7 +57,7 @@ export function docsRoutes(_openApi: () => unknown) {
 <script src="/docs/a11y.js" defer></script>
 </body></html>`;
   return new Hono()
-    .get("/scalar.js", (c) => {
+    .get("/scalar.js", admit(CALLERS.anyone), (c) => {
       const gzip = /\bgzip\b/.test(c.req.header("Accept-Encoding") ?? "");
       const body = scalarScript(gzip);
       return c.body(new Uint8Array(body), 200, {
@@ -66,11 +67,11 @@ export function docsRoutes(_openApi: () => unknown) {
         ...(gzip ? { "Content-Encoding": "gzip" } : {}),
       });
     })
-    .get("/a11y.js", (c) =>
+    .get("/a11y.js", admit(CALLERS.anyone), (c) =>
       c.body(A11Y_PATCH, 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "public, max-age=3600" }),
     )
-    .get("/", (c) => c.html(page))
-    .get("/problems", (c) =>
+    .get("/", admit(CALLERS.anyone), (c) => c.html(page))
+    .get("/problems", admit(CALLERS.anyone), (c) =>
       c.html(html`<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

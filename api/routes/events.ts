@@ -1,5 +1,6 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { DELIVERY_STATUSES, eventDeliveries, redeliverEvent } from "../outbox/deliveries.js";
 import { EVENT_TYPES, eventEnvelopeSchema, eventSchemaName } from "../outbox/event-types.js";
@@ -78,7 +79,7 @@ export function registerEventWebhooks(app: OpenAPIHono<AppEnv>): void {
 
 const IdParams = z.object({ id: z.string().max(100) });
 
-const listRouteDef = createRoute({
+const listRouteDef = declareRoute({
   method: "get",
   path: "/",
   summary: "Your events in the order they were recorded (reconciliation)",
@@ -86,7 +87,7 @@ const listRouteDef = createRoute({
     "Pass the id of the last event you processed as `after` to get what came since. `nextCursor` is set when more events " +
     "follow this page; pass it back as `cursor` (like every list) or as `after` (it is the id of the page's last event). " +
     "Every event ever recorded for you is here, whether or not a webhook delivered it.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: {
     query: z.object({
       after: z
@@ -113,11 +114,11 @@ const listRouteDef = createRoute({
   },
 });
 
-const getRouteDef = createRoute({
+const getRouteDef = declareRoute({
   method: "get",
   path: "/{id}",
   summary: "Read one event (the envelope its webhook carries)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: IdParams },
   responses: {
     200: { description: "The event", content: { "application/json": { schema: EventEnvelopeSchema } } },
@@ -125,11 +126,11 @@ const getRouteDef = createRoute({
   },
 });
 
-const deliveriesRouteDef = createRoute({
+const deliveriesRouteDef = declareRoute({
   method: "get",
   path: "/{id}/deliveries",
   summary: "Deliveries of an event, with every attempt",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: IdParams },
   responses: {
     200: {
@@ -144,14 +145,14 @@ const deliveriesRouteDef = createRoute({
   },
 });
 
-const redeliverRouteDef = createRoute({
+const redeliverRouteDef = declareRoute({
   method: "post",
   path: "/{id}/redeliver",
   summary: "Deliver an event again (same id, same body)",
   description:
     "With `endpointId`: to that endpoint (also one created after the event). Without: to every endpoint subscribed to the " +
     "event's type. The delivery starts a fresh retry schedule.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: {
     params: IdParams,
     body: {

@@ -1,7 +1,8 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { unreconciledChecks } from "../accounting/reconciliation-checks.js";
 import type { AppContext } from "../app-context.js";
 import { relayerHealth } from "../gasless/gasless-view.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
 import { checksum } from "../values/checksum-address.js";
@@ -89,9 +90,10 @@ const HealthSchema = z
   })
   .openapi("Health");
 
-const route = createRoute({
+const route = declareRoute({
   method: "get",
   path: "/",
+  security: CALLERS.anyone,
   summary: "Service health: indexer head and lag per chain, store, workers",
   responses: {
     200: { description: "Healthy", content: { "application/json": { schema: HealthSchema } } },

@@ -10,6 +10,7 @@ import { checkoutFrameAncestor } from "../hosted/frame-origins.js";
 import { checkoutPage, claimPage, refundPage } from "../hosted/pages.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { hostedPageHeaders } from "../hosted/security-headers.js";
+import { admit, CALLERS } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { noFile, servedFrom } from "../http/static-files.js";
@@ -37,6 +38,7 @@ export function hostedPageRoutes(context: AppContext) {
   // it (or a loopback page in local mode); standalone, by nobody (issue 24, finding 7).
   app.get(
     "/checkout/:sessionId",
+    admit(CALLERS.anyone),
     async (c, next) => {
       const sessionId = sessionIdOf(c.req.param("sessionId"));
       const session = await findSession(context.store, sessionId);
@@ -54,7 +56,7 @@ export function hostedPageRoutes(context: AppContext) {
   );
 
   // The EIP-681 link as an SVG QR code, for the checkout page (token in the body, like every browser call).
-  app.post("/checkout/:sessionId/qr", async (c) => {
+  app.post("/checkout/:sessionId/qr", admit(CALLERS.anyone), async (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
     const parsed = ClientTokenBody.safeParse(await c.req.json().catch(() => undefined));
     if (!parsed.success) throw problems.invalidRequest("Send `{ clientToken }` as JSON.");
@@ -71,13 +73,13 @@ export function hostedPageRoutes(context: AppContext) {
     });
   });
 
-  app.get("/claim/:sessionId", hostedPageHeaders(), (c) => {
+  app.get("/claim/:sessionId", admit(CALLERS.anyone), hostedPageHeaders(), (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
     return c.html(claimPage({ sessionId }), 200, noStore);
   });
 
   // The shop's "claim your certificate" form posts the client token here, so it never rides in a URL.
-  app.post("/claim/:sessionId", hostedPageHeaders(), async (c) => {
+  app.post("/claim/:sessionId", admit(CALLERS.anyone), hostedPageHeaders(), async (c) => {
     const sessionId = sessionIdOf(c.req.param("sessionId"));
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
     const token = form.clientToken;
@@ -86,7 +88,7 @@ export function hostedPageRoutes(context: AppContext) {
   });
 
   // The customer's refund page: the refund token stays in the fragment (`#rt=`), read by the page's script.
-  app.get("/refund/:refundId", hostedPageHeaders(), (c) => {
+  app.get("/refund/:refundId", admit(CALLERS.anyone), hostedPageHeaders(), (c) => {
     const refundId = c.req.param("refundId");
     if (!SESSION_ID.test(refundId)) throw problems.notFound(`Refund ${refundId.slice(0, 100)}`);
     return c.html(refundPage({ refundId }), 200, noStore);
@@ -94,7 +96,7 @@ export function hostedPageRoutes(context: AppContext) {
 
   // Only the listed names, each a file of HOSTED_ASSETS_DIR; serveStatic takes a root
   // relative to the working directory, worked out per request so any start directory works.
-  app.get("/assets/:name", async (c) => {
+  app.get("/assets/:name", admit(CALLERS.anyone), async (c) => {
     const name = hostedAssetName(c.req.param("name"));
     if (name === undefined) throw problems.notFound(`Asset ${c.req.param("name").slice(0, 100)}`);
     const served = await serveStatic({

@@ -1,15 +1,16 @@
-import { createRoute, OpenAPIHono, type RouteHandler, z } from "@hono/zod-openapi";
+import { OpenAPIHono, type RouteHandler, z } from "@hono/zod-openapi";
 import { wantsCsv } from "../accounting/csv-export.js";
 import { orderEvidence, ordersCsv, ordersReport } from "../accounting/reports.js";
 import type { AppContext } from "../app-context.js";
 import { RelayViewSchema } from "../gasless/authorization-schema.js";
+import { CALLERS, declaredFor, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { fulfilOrder } from "../orders/fulfil-order.js";
 import { findOrder } from "../orders/order-record.js";
 import { type PartnerVariables, readScope } from "../partners/partner-auth.js";
 import { readOrder } from "../views/order-view.js";
-import { RangeQuerySchema } from "./accounting.js";
+import { type BooksAudience, RangeQuerySchema } from "./accounting.js";
 import type { AppEnv } from "./app-env.js";
 import { PaymentSchema } from "./checkout-sessions.js";
 import { ContactSchema, DeliverySchema } from "./public-checkout.js";
@@ -71,11 +72,11 @@ export const OrderSchema = z
   })
   .openapi("Order");
 
-const readRoute = createRoute({
+const readRoute = declareRoute({
   method: "get",
   path: "/{orderId}",
   summary: "Read an order: status, amounts, transfer, contact and delivery details, certificate",
-  security: [{ apiKey: [] }],
+  security: CALLERS.booksRead,
   request: { params: OrderParam },
   responses: {
     200: { description: "The order", content: { "application/json": { schema: OrderSchema } } },
@@ -83,11 +84,11 @@ const readRoute = createRoute({
   },
 });
 
-const fulfilRoute = createRoute({
+const fulfilRoute = declareRoute({
   method: "post",
   path: "/{orderId}/fulfilment",
   summary: "Mark a settled order fulfilled",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: {
     params: OrderParam,
     body: {
@@ -107,12 +108,12 @@ const fulfilRoute = createRoute({
   },
 });
 
-const listRoute = createRoute({
+const listRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "Orders created in a range (accounting), the same shape as GET /v1/orders/{orderId}",
   description: "`Accept: text/csv` streams the whole range as CSV (columns in docs/accounting.md).",
-  security: [{ apiKey: [] }],
+  security: CALLERS.booksRead,
   request: {
     query: RangeQuerySchema.extend({
       status: z.enum(["awaiting_payment", "paid", "fulfilled"]).optional(),
@@ -132,12 +133,12 @@ const listRoute = createRoute({
   },
 });
 
-const evidenceRoute = createRoute({
+const evidenceRoute = declareRoute({
   method: "get",
   path: "/{orderId}/evidence",
   summary:
     "An order's evidence: transfers with block hash and confirmations now, the matching rule, refunds, rewards, events and deliveries",
-  security: [{ apiKey: [] }],
+  security: CALLERS.booksRead,
   request: { params: OrderParam },
   responses: {
     200: { description: "The evidence", content: { "application/json": { schema: z.record(z.string(), z.unknown()) } } },
@@ -159,9 +160,11 @@ export function orderRoutes(context: AppContext) {
  * The order reads alone (list, evidence, one order), without fulfil: mounted as they are
  * where only reading is allowed (the operator's books across partners, docs/accounting.md).
  */
-export function orderReadRoutes(context: AppContext) {
+export function orderReadRoutes(context: AppContext, audience: BooksAudience = "partner") {
+  const declared = <route extends { security?: unknown; middleware?: unknown }>(route: route) =>
+    audience === "partner" ? route : declaredFor(route, CALLERS.operatorBooks);
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
-    .openapi(listRoute, async (c) => {
+    .openapi(declared(listRoute), async (c) => {
       const { status, cursor, limit, ...query } = c.req.valid("query");
       const scope = readScope(c);
       if (wantsCsv(c.req.header("Accept")))
@@ -172,10 +175,10 @@ export function orderReadRoutes(context: AppContext) {
         });
       return c.json(await ordersReport(context, { scope, query, status, cursor, limit }), 200);
     })
-    .openapi(evidenceRoute, async (c) =>
+    .openapi(declared(evidenceRoute), async (c) =>
       c.json(await orderEvidence(context, { scope: readScope(c), orderId: c.req.valid("param").orderId }), 200),
     )
-    .openapi(readRoute, async (c) => {
+    .openapi(declared(readRoute), async (c) => {
       const { orderId } = c.req.valid("param");
       // An auditor reading across partners reads the order of whichever partner it belongs to.
       const partnerId = readScope(c).partnerId ?? (await findOrder(context.store, orderId))?.partnerId;

@@ -1,5 +1,6 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
 import { refundPageUrl, viewRefund } from "../refunds/refunds.js";
@@ -29,11 +30,11 @@ export const PaymentSchema = z
   })
   .openapi("Payment");
 
-const listRoute = createRoute({
+const listRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "Payments the engine recorded, e.g. `status=unresolved` for transfers that matched no session",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: {
     query: z.object({
       status: z.enum(PAYMENT_STATUSES).optional(),
@@ -67,13 +68,13 @@ const PaymentParam = z.object({
     .openapi({ param: { required: true }, type: "integer", minimum: 0 }),
 });
 
-const attachRoute = createRoute({
+const attachRoute = declareRoute({
   method: "post",
   path: "/{chainId}/{transactionHash}/{logIndex}/attach",
   summary:
     "Credit one of your unresolved payments to one of your orders (settles it, `purchase.settled` with `resolution: attached`; " +
     "below the total with `underpaid: true`)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: {
     params: PaymentParam,
     body: {
@@ -87,12 +88,12 @@ const attachRoute = createRoute({
   },
 });
 
-const refundRoute = createRoute({
+const refundRoute = declareRoute({
   method: "post",
   path: "/{chainId}/{transactionHash}/{logIndex}/refund-requested",
   summary:
     "Send one of your unresolved payments back: creates a refund of all of it, waiting for the customer's address (prefer `POST /v1/refunds`)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: {
     params: PaymentParam,
     body: {

@@ -1,14 +1,16 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { AuthorizationBody, RelayAnswerSchema, toSubmission } from "../gasless/authorization-schema.js";
 import { submitAuthorization } from "../gasless/submit-authorization.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { AppEnv } from "./app-env.js";
 
-const route = createRoute({
+const route = declareRoute({
   method: "post",
   path: "/sessions/{id}/authorizations",
+  security: CALLERS.anyone,
   summary: "Pay without gas: a signed EIP-3009 authorization, relayed by the service (browser)",
   description:
     "The customer's wallet signs `TransferWithAuthorization` with `to` = the session's payment address, `value` = the displayed " +

@@ -1,4 +1,4 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
@@ -7,6 +7,7 @@ import { CustomerPrefillSchema, LineItemSchema } from "../checkout/hosted-option
 import { SESSION_STATUSES } from "../checkout/list-sessions.js";
 import { readSession, recordCustomerDetails } from "../checkout/public-session.js";
 import { GaslessViewSchema } from "../gasless/authorization-schema.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
@@ -105,16 +106,18 @@ const CertificateClaimSchema = z
 /** Every browser call proves the client token of one session. */
 const tokenProblems = ["invalid_client_token", "not_found", "session_expired"] as const;
 
-const validateRoute = createRoute({
+const validateRoute = declareRoute({
   method: "post",
   path: "/sessions/{id}/validate",
+  security: CALLERS.anyone,
   summary: "Validate a session for the hosted checkout (browser)",
   request: { params: SessionParam, body: json(z.object({ clientToken })) },
   responses: { ...ok("The session as the customer may see it", PublicSessionSchema), ...errorResponses(...tokenProblems) },
 });
-const detailsRoute = createRoute({
+const detailsRoute = declareRoute({
   method: "post",
   path: "/sessions/{id}/details",
+  security: CALLERS.anyone,
   summary: "Contact and delivery details (browser)",
   request: {
     params: SessionParam,
@@ -125,9 +128,10 @@ const detailsRoute = createRoute({
     ...errorResponses(...tokenProblems, "session_not_open"),
   },
 });
-const paymentsRoute = createRoute({
+const paymentsRoute = declareRoute({
   method: "post",
   path: "/payments",
+  security: CALLERS.anyone,
   summary: "Submit the transaction hash of the payment (browser)",
   request: {
     body: json(
@@ -165,9 +169,10 @@ const paymentsRoute = createRoute({
     ),
   },
 });
-const claimRoute = createRoute({
+const claimRoute = declareRoute({
   method: "post",
   path: "/sessions/{id}/claim",
+  security: CALLERS.anyone,
   summary: "Claim the certificate of a settled purchase (browser)",
   request: {
     params: SessionParam,
@@ -191,9 +196,10 @@ const claimRoute = createRoute({
   },
 });
 
-const testPaymentRoute = createRoute({
+const testPaymentRoute = declareRoute({
   method: "post",
   path: "/sessions/{id}/test-payment",
+  security: CALLERS.anyone,
   summary: "Local mode only: the service pays the session from a funded Anvil account (404 elsewhere)",
   request: {
     params: SessionParam,

@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, isAddress } from "viem";
 import type { AppContext } from "../app-context.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { REFUND_STATUSES } from "../refunds/refund-rules.js";
 import { publicRefundView, refundOfToken, setRefundDestination } from "../refunds/refunds.js";
@@ -34,9 +35,10 @@ export const PublicRefundSchema = z
   })
   .openapi("PublicRefund");
 
-const validateRoute = createRoute({
+const validateRoute = declareRoute({
   method: "post",
   path: "/{id}/validate",
+  security: CALLERS.anyone,
   summary: "The refund as its customer may see it (refund page)",
   request: { params: RefundParam, body: json(z.object({ refundToken }).strict()) },
   responses: {
@@ -45,9 +47,10 @@ const validateRoute = createRoute({
   },
 });
 
-const destinationRoute = createRoute({
+const destinationRoute = declareRoute({
   method: "post",
   path: "/{id}/destination",
+  security: CALLERS.anyone,
   summary: "The customer names the address that receives the refund (once; refund page)",
   request: {
     params: RefundParam,

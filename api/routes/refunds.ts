@@ -1,9 +1,10 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { requestHash } from "../checkout/idempotency.js";
 import { AuthorizationBody, toSubmission } from "../gasless/authorization-schema.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
+import { CALLERS, declaredFor, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
 import { refundAuthorizationRequest, relayRefundAuthorization } from "../refunds/refund-relay.js";
@@ -93,11 +94,11 @@ const CreateRefundBody = z
 
 const RefundParam = z.object({ id: z.string().max(100) });
 
-const createRoute_ = createRoute({
+const createRoute_ = declareRoute({
   method: "post",
   path: "/",
   summary: "Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: { body: { required: true, content: { "application/json": { schema: CreateRefundBody } } } },
   responses: {
     201: { description: "Created", content: { "application/json": { schema: RefundSchema } } },
@@ -115,11 +116,11 @@ const createRoute_ = createRoute({
   },
 });
 
-const listRoute = createRoute({
+const listRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "Your refunds, newest first",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: {
     query: z.object({
       orderId: z.string().max(100).optional(),
@@ -136,11 +137,11 @@ const listRoute = createRoute({
   },
 });
 
-const readRoute = createRoute({
+const readRoute = declareRoute({
   method: "get",
   path: "/{id}",
   summary: "One of your refunds",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: RefundParam },
   responses: {
     200: { description: "The refund", content: { "application/json": { schema: RefundSchema } } },
@@ -148,11 +149,11 @@ const readRoute = createRoute({
   },
 });
 
-const cancelRoute = createRoute({
+const cancelRoute = declareRoute({
   method: "post",
   path: "/{id}/cancel",
   summary: "Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: { params: RefundParam },
   responses: {
     200: { description: "Cancelled (again: the same answer)", content: { "application/json": { schema: RefundSchema } } },
@@ -160,12 +161,12 @@ const cancelRoute = createRoute({
   },
 });
 
-const testSendRoute = createRoute({
+const testSendRoute = declareRoute({
   method: "post",
   path: "/{id}/test-send",
   summary:
     "Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: { params: RefundParam },
   responses: {
     200: {
@@ -176,11 +177,11 @@ const testSendRoute = createRoute({
   },
 });
 
-const qrRoute = createRoute({
+const qrRoute = declareRoute({
   method: "get",
   path: "/{id}/qr",
   summary: "A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: RefundParam },
   responses: {
     200: { description: "SVG image", content: { "image/svg+xml": { schema: z.string() } } },
@@ -198,11 +199,11 @@ const RELAY_REFUSALS = [
   "relay_budget_spent",
 ] as const;
 
-const authorizationRequestRoute = createRoute({
+const authorizationRequestRoute = declareRoute({
   method: "get",
   path: "/{id}/authorization",
   summary: "What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: RefundParam },
   responses: {
     200: {
@@ -231,12 +232,12 @@ const authorizationRequestRoute = createRoute({
   },
 });
 
-const relayRoute = createRoute({
+const relayRoute = declareRoute({
   method: "post",
   path: "/{id}/authorization",
   summary:
     "Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: { params: RefundParam, body: { required: true, content: { "application/json": { schema: AuthorizationBody } } } },
   responses: {
     200: {
@@ -264,10 +265,16 @@ const relayRoute = createRoute({
   },
 });
 
-/** The partner's refunds (`/v1/refunds`, and `/api/partner/refunds` for the console). */
-export function refundRoutes(context: AppContext) {
+/**
+ * The partner's refunds (`/v1/refunds`, and `/api/partner/refunds` for the console), or the
+ * same routes for an issuer acting as its own partner (`/api/issuer/refunds`, docs/refunds.md
+ * "Issuers"), each route then declared for the issuer's session alone.
+ */
+export function refundRoutes(context: AppContext, audience: "partner" | "issuer" = "partner") {
+  const declared = <route extends { security?: unknown; middleware?: unknown }>(route: route) =>
+    audience === "partner" ? route : declaredFor(route, CALLERS.issuerAsPartner);
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
-    .openapi(createRoute_, async (c) => {
+    .openapi(declared(createRoute_), async (c) => {
       const body = c.req.valid("json");
       const created = await createRefund(context, {
         partnerId: c.get("partner").id,
@@ -285,30 +292,30 @@ export function refundRoutes(context: AppContext) {
       const customerUrl = created.token === null ? null : refundPageUrl(baseUrl, created.refund.id, created.token);
       return c.json(await viewRefund(context.store, created.refund, customerUrl), created.replayed ? 200 : 201);
     })
-    .openapi(listRoute, async (c) =>
+    .openapi(declared(listRoute), async (c) =>
       c.json(await listRefunds(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
     )
-    .openapi(readRoute, async (c) => {
+    .openapi(declared(readRoute), async (c) => {
       const refund = await partnerRefund(context.store, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
       return c.json(await viewRefund(context.store, refund), 200);
     })
-    .openapi(cancelRoute, async (c) => {
+    .openapi(declared(cancelRoute), async (c) => {
       const refund = await cancelRefund(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
       return c.json(await viewRefund(context.store, refund), 200);
     })
-    .openapi(testSendRoute, async (c) =>
+    .openapi(declared(testSendRoute), async (c) =>
       c.json(
         await sendRefundWithTestAccount(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id }),
         200,
       ),
     )
-    .openapi(authorizationRequestRoute, async (c) =>
+    .openapi(declared(authorizationRequestRoute), async (c) =>
       c.json(
         await refundAuthorizationRequest(context, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id }),
         200,
       ),
     )
-    .openapi(relayRoute, async (c) =>
+    .openapi(declared(relayRoute), async (c) =>
       c.json(
         await relayRefundAuthorization(context, {
           partnerId: c.get("partner").id,
@@ -318,7 +325,7 @@ export function refundRoutes(context: AppContext) {
         200,
       ),
     )
-    .openapi(qrRoute, async (c) => {
+    .openapi(declared(qrRoute), async (c) => {
       const refund = await partnerRefund(context.store, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
       const instructions = refundInstructions(refund);
       if (refund.status !== "ready" || instructions === null) throw refundNotReady(refund.status);

@@ -1,7 +1,8 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, isAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problem } from "../http/problem.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
@@ -66,18 +67,18 @@ export const RewardSettingsSchema = z
 
 const RewardParam = z.object({ rewardId: z.string().max(100) });
 
-const settingsRead = createRoute({
+const settingsRead = declareRoute({
   method: "get",
   path: "/settings",
   summary: "Reward settings: funding address, automatic cashback, allowance, balance and outstanding rewards",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   responses: { ...ok(200, "The settings", RewardSettingsSchema), ...errorResponses("rpc_unavailable") },
 });
-const settingsWrite = createRoute({
+const settingsWrite = declareRoute({
   method: "put",
   path: "/settings",
   summary: "Change the reward settings (partial: a field left out keeps its value)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   request: {
     body: json(
       z
@@ -93,11 +94,11 @@ const settingsWrite = createRoute({
     ...errorResponses("invalid_request", "invalid_funding_address", "rpc_unavailable"),
   },
 });
-const listRoute = createRoute({
+const listRoute = declareRoute({
   method: "get",
   path: "/",
   summary: "The partner's rewards, newest first",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: {
     query: z.object({
       orderId: z.string().max(100).optional(),
@@ -111,19 +112,19 @@ const listRoute = createRoute({
     ...errorResponses("invalid_request", "invalid_cursor"),
   },
 });
-const readRoute = createRoute({
+const readRoute = declareRoute({
   method: "get",
   path: "/{rewardId}",
   summary: "Read a reward",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: RewardParam },
   responses: { ...ok(200, "The reward", RewardSchema), ...errorResponses("not_found") },
 });
-const revokeRoute = createRoute({
+const revokeRoute = declareRoute({
   method: "post",
   path: "/{rewardId}/revoke",
   summary: "Revoke a reward nothing is paying (with a voucher out: only after its deadline)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   request: {
     params: RewardParam,
     body: {
@@ -164,11 +165,11 @@ export function rewardRoutes(context: AppContext) {
     });
 }
 
-const grantRoute = createRoute({
+const grantRoute = declareRoute({
   method: "post",
   path: "/{orderId}/rewards",
   summary: "Grant a reward (USDC cashback) on a settled order; idempotent on idempotencyKey",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   request: {
     params: z.object({ orderId: z.string().max(100) }),
     body: json(z.object({ amount: baseUnits, idempotencyKey: z.string().min(1).max(255) }).strict()),
@@ -220,9 +221,10 @@ const ClaimAnswerSchema = z
   ])
   .openapi("RewardClaim");
 
-const publicClaimRoute = createRoute({
+const publicClaimRoute = declareRoute({
   method: "post",
   path: "/{rewardId}/claim",
+  security: CALLERS.anyone,
   summary: "Claim a reward (browser): the voucher and ready-to-send transaction, or with gasless the relayed transaction's hash",
   request: {
     params: RewardParam,
@@ -252,9 +254,10 @@ const publicClaimRoute = createRoute({
   },
 });
 
-const publicReadRoute = createRoute({
+const publicReadRoute = declareRoute({
   method: "post",
   path: "/{rewardId}",
+  security: CALLERS.anyone,
   summary: "Read a reward of one's own order (browser; the client token rides in the body)",
   request: { params: RewardParam, body: json(z.object({ clientToken: z.string().min(1).max(200) }).strict()) },
   responses: {

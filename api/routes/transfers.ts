@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { listTransfers } from "../indexed/list-transfers.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
@@ -51,13 +52,13 @@ export const TransferSchema = z
   })
   .openapi("Transfer");
 
-const route = createRoute({
+const route = declareRoute({
   method: "get",
   path: "/",
   summary: "Indexed USDC transfers to the partner's payment addresses",
   description:
     "For reconciliation and audit. Answered from the index, ordered by chain, block and log index; filters combine with AND.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.keyRead,
   request: { query: TransfersQuery },
   responses: {
     200: {

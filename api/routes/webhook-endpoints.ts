@@ -1,5 +1,6 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../app-context.js";
+import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { EVENT_TYPES } from "../outbox/event-types.js";
 import { ALL_EVENTS } from "../outbox/subscription.js";
@@ -44,14 +45,14 @@ const CreateBody = z
 
 const IdParams = z.object({ id: z.string().max(100) });
 
-const createRouteDef = createRoute({
+const createRouteDef = declareRoute({
   method: "post",
   path: "/",
   summary: "Register a webhook endpoint",
   description:
     "The URL must be https (http only in local mode) and must not point at a private, loopback, link-local or reserved address, " +
     "directly or through DNS. The signing secret is shown only in this answer. The endpoint receives events recorded from now on.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   request: { body: { content: { "application/json": { schema: CreateBody } }, required: true } },
   responses: {
     201: {
@@ -64,11 +65,11 @@ const createRouteDef = createRoute({
   },
 });
 
-const listRouteDef = createRoute({
+const listRouteDef = declareRoute({
   method: "get",
   path: "/",
   summary: "List webhook endpoints (without secrets)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: {
     query: z.object({
       cursor: z.string().max(500).optional(),
@@ -85,11 +86,11 @@ const listRouteDef = createRoute({
   },
 });
 
-const getRouteDef = createRoute({
+const getRouteDef = declareRoute({
   method: "get",
   path: "/{id}",
   summary: "Read a webhook endpoint (without its secret)",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerRead,
   request: { params: IdParams },
   responses: {
     200: { description: "The endpoint", content: { "application/json": { schema: WebhookEndpointSchema } } },
@@ -97,12 +98,12 @@ const getRouteDef = createRoute({
   },
 });
 
-const deleteRouteDef = createRoute({
+const deleteRouteDef = declareRoute({
   method: "delete",
   path: "/{id}",
   summary: "Delete a webhook endpoint",
   description: "Deliveries to it that were not made yet are cancelled.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   request: { params: IdParams },
   responses: {
     200: {
@@ -113,14 +114,14 @@ const deleteRouteDef = createRoute({
   },
 });
 
-const rotateRouteDef = createRoute({
+const rotateRouteDef = declareRoute({
   method: "post",
   path: "/{id}/rotate-secret",
   summary: "Rotate the signing secret",
   description:
     "Returns the new secret (shown only here). Until `previousSecretExpiresAt` (default 24 h) every delivery carries two `v1=` " +
     "signatures, one per secret, so a receiver can switch at its own pace.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerAdminChange,
   request: {
     params: IdParams,
     body: {
@@ -153,14 +154,14 @@ const rotateRouteDef = createRoute({
   },
 });
 
-const testRouteDef = createRoute({
+const testRouteDef = declareRoute({
   method: "post",
   path: "/{id}/test",
   summary: "Send a test event to this endpoint now",
   description:
     "POSTs one signed `webhook.test` event to this endpoint at once, outside the outbox (not recorded, not retried, not in " +
     "`GET /v1/events`), and answers how the endpoint replied. The same URL check and signature as a real delivery.",
-  security: [{ apiKey: [] }],
+  security: CALLERS.partnerChange,
   request: { params: IdParams },
   responses: {
     200: {

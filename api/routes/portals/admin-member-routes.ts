@@ -1,7 +1,8 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { addMember, MEMBER_ROLES, memberView, pageOfMembers } from "../../partners/members.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
 import { MembersQuery } from "./partner-member-routes.js";
 import { AddressSchema, IdParam, jsonBody, jsonResponse, problemResponses } from "./schemas.js";
@@ -10,17 +11,14 @@ const MemberSchema = z.object({ partnerId: z.string(), address: z.string(), role
 
 /** `/api/admin/partners/{id}/members`: an admin registers a partner's console users. */
 export function adminMemberRoutes(context: AppContext) {
-  const adminOnly = requirePortalSession(context, "admin");
   const tags = ["Admin portal"];
-  const security = [{ portalSession: [] }];
   return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>()
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/{id}/members",
+        security: CALLERS.admin,
         tags,
-        security,
-        middleware: [adminOnly] as const,
         summary: "A partner's console members",
         request: { params: IdParam, query: MembersQuery },
         responses: {
@@ -32,12 +30,11 @@ export function adminMemberRoutes(context: AppContext) {
         c.json(await pageOfMembers(context.store, { partnerId: c.req.valid("param").id, ...c.req.valid("query") }), 200),
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/{id}/members",
+        security: CALLERS.admin,
         tags,
-        security,
-        middleware: [adminOnly] as const,
         summary: "Register a wallet as a console member of a partner",
         request: {
           params: IdParam,

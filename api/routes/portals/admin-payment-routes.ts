@@ -1,10 +1,11 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { type createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
 import { appendAudit, type PortalActor } from "../../audit/audit-log.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { listPayments, PAYMENT_STATUSES } from "../../settlement/list-payments.js";
 import { attachPaymentToOrder, markPaymentForRefund } from "../../settlement/resolve-payment.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
 import { PaymentSchema } from "../payments.js";
 import { jsonBody, jsonResponse, PageQuery, problemResponses, TransactionHashSchema } from "./schemas.js";
@@ -24,9 +25,8 @@ const PaymentParam = z.object({
 
 /** `/api/admin/payments`: every partner's payments, and the hand resolution of unresolved ones. */
 export function adminPaymentRoutes(context: AppContext) {
-  const adminOnly = requirePortalSession(context, "admin");
   const route = <config extends Parameters<typeof createRoute>[0]>(config: config) =>
-    createRoute({ ...config, tags: ["Admin portal"], security: [{ portalSession: [] }], middleware: [adminOnly] as const });
+    declareRoute({ ...config, tags: ["Admin portal"], security: CALLERS.admin });
   const actorOf = (c: Context<AdminEnv>): PortalActor => ({ role: "admin", address: c.get("portalSession").address });
   const audit =
     (actor: PortalActor, action: string, key: z.infer<typeof PaymentParam>, details: Record<string, unknown>) =>

@@ -1,23 +1,22 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { listRelays, relayView } from "../../gasless/gasless-view.js";
 import { relaySpendByPartner } from "../../gasless/relay-charges.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
 
 /** `/api/admin/relayed-authorizations`: every gasless payment the relayers sent, with the gas each cost. */
 export function adminRelayRoutes(context: AppContext) {
-  const adminOnly = requirePortalSession(context, "admin");
   return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>().openapi(
-    createRoute({
+    declareRoute({
       method: "get",
       path: "/",
       tags: ["Admin portal"],
       summary:
         "Relayed EIP-3009 authorizations, newest first, with status, transaction and gas spent (wei), and today's spend of the relayer per partner against its limits",
-      security: [{ portalSession: [] }],
-      middleware: [adminOnly] as const,
+      security: CALLERS.admin,
       request: {
         query: z.object({
           status: z.enum(["queued", "submitted", "mined", "failed"]).optional(),

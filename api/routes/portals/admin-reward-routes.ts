@@ -1,7 +1,8 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { listUnknownClaims } from "../../rewards/unknown-claims.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
 
@@ -23,15 +24,13 @@ const UnknownClaimSchema = z.object({
 
 /** `/api/admin/reward-claims`: claims the distributors paid that match no reward expecting one (docs/rewards.md). */
 export function adminRewardRoutes(context: AppContext) {
-  const adminOnly = requirePortalSession(context, "admin");
   return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>().openapi(
-    createRoute({
+    declareRoute({
       method: "get",
       path: "/",
       tags: ["Admin portal"],
       summary: "Reward claims seen on chain for no known reward (or for one not expecting a claim), newest first",
-      security: [{ portalSession: [] }],
-      middleware: [adminOnly] as const,
+      security: CALLERS.admin,
       request: { query: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }) },
       responses: { 200: jsonResponse("Unknown claims", z.object({ data: z.array(UnknownClaimSchema) })), ...problemResponses },
     }),

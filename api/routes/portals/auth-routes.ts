@@ -1,11 +1,12 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { errorResponses } from "../../http/openapi-contract.js";
 import { problem, problems } from "../../http/problem.js";
 import { assertMayUsePortal } from "../../sign-in/portal-access.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import { completeSignIn, signOut } from "../../sign-in/sign-in.js";
 import { checkSignedChallenge, issueChallenge, type SignInOrigin } from "../../sign-in/siwe-challenge.js";
@@ -82,12 +83,14 @@ export function signInOrigin(c: Context, settings: AppContext["settings"], role:
 /** `/api/<role>/auth/*`: Sign-In with Ethereum for one portal. */
 export function authRoutes(context: AppContext, portal: PortalSettings, role: PortalRole) {
   const tag = `${role[0]?.toUpperCase()}${role.slice(1)} portal: sign-in`;
-  const session = requirePortalSession(context, role);
+  /** Sign-out and the current session: a session of this portal. */
+  const ownPortal = role === "partner" ? CALLERS.member : CALLERS[role];
   return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>()
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/challenge",
+        security: CALLERS.anyone,
         tags: [tag],
         summary: `Ask for a sign-in message (EIP-4361) for the ${role} portal`,
         request: { body: jsonBody(ChallengeBody) },
@@ -114,9 +117,10 @@ export function authRoutes(context: AppContext, portal: PortalSettings, role: Po
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/verify",
+        security: CALLERS.anyone,
         tags: [tag],
         summary: `Exchange the signed message for a ${role} session`,
         request: { body: jsonBody(VerifyBody) },
@@ -147,13 +151,12 @@ export function authRoutes(context: AppContext, portal: PortalSettings, role: Po
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/logout",
         tags: [tag],
         summary: "Revoke this session",
-        security: [{ portalSession: [] }],
-        middleware: [session] as const,
+        security: ownPortal,
         responses: { 204: { description: "Signed out" }, ...problemResponses },
       }),
       async (c) => {
@@ -162,13 +165,12 @@ export function authRoutes(context: AppContext, portal: PortalSettings, role: Po
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/session",
         tags: [tag],
         summary: "The current session",
-        security: [{ portalSession: [] }],
-        middleware: [session] as const,
+        security: ownPortal,
         responses: { 200: jsonResponse("The session", CurrentSessionSchema), ...problemResponses },
       }),
       (c) => {

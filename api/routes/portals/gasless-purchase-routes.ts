@@ -1,10 +1,11 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { AuthorizationBody, RelayAnswerSchema, RelayViewSchema, toSubmission } from "../../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../../gasless/gasless-view.js";
 import { submitAuthorization } from "../../gasless/submit-authorization.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { ownPurchase, sessionOf } from "../../purchases/purchases.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import { checksum } from "../../values/checksum-address.js";
 import type { AppEnv } from "../app-env.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
@@ -28,9 +29,8 @@ const GaslessPurchaseSchema = z
  * domain, read by the service: the console never reads the chain) and the relay's progress.
  */
 export function gaslessPurchaseRoutes(context: AppContext) {
-  const investor = requirePortalSession(context, "investor");
   const submit = new OpenAPIHono<AppEnv & { Variables: PortalVariables }>().openapi(
-    createRoute({
+    declareRoute({
       method: "post",
       path: "/authorization",
       tags: ["RWA: investor purchases"],
@@ -38,8 +38,7 @@ export function gaslessPurchaseRoutes(context: AppContext) {
       description:
         "As the checkout's `/authorizations`: `from` must be the signed-in investor's wallet, `to` the purchase's settlement " +
         "address, `value` its exact amount, `validBefore` at most its expiry. The service relays it; the purchase settles from the index.",
-      security: [{ portalSession: [] }],
-      middleware: [investor] as const,
+      security: CALLERS.investor,
       request: {
         body: {
           required: true,
@@ -62,13 +61,12 @@ export function gaslessPurchaseRoutes(context: AppContext) {
     },
   );
   return submit.openapi(
-    createRoute({
+    declareRoute({
       method: "get",
       path: "/authorization/{purchaseId}",
       tags: ["RWA: investor purchases"],
       summary: "Whether a purchase may be paid without gas, the domain to sign against, and the relay's progress",
-      security: [{ portalSession: [] }],
-      middleware: [investor] as const,
+      security: CALLERS.investor,
       request: { params: z.object({ purchaseId: z.string().min(1).max(100) }) },
       responses: { 200: jsonResponse("The purchase's gasless payment", GaslessPurchaseSchema), ...problemResponses },
     }),

@@ -1,8 +1,9 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
 import { paymentAddressesOfOtherPartners } from "../../compliance/issuers.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
 import { jsonResponse, problemResponses } from "./schemas.js";
 
@@ -13,12 +14,11 @@ import { jsonResponse, problemResponses } from "./schemas.js";
  */
 export function issuerNetworkRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>().openapi(
-    createRoute({
+    declareRoute({
       method: "get",
       path: "/networks",
       tags: ["Issuer portal"],
-      security: [{ portalSession: [] }],
-      middleware: [requirePortalSession(context, "issuer")] as const,
+      security: CALLERS.issuer,
       summary: "Enabled networks and their watched payment addresses",
       responses: {
         200: jsonResponse(

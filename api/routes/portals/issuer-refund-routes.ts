@@ -1,19 +1,16 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { type createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { createMiddleware } from "hono/factory";
 import type { AppContext } from "../../app-context.js";
 import { requestHash } from "../../checkout/idempotency.js";
 import { issuerOfWallet } from "../../compliance/issuers.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { errorResponses } from "../../http/openapi-contract.js";
-import { problems } from "../../http/problem.js";
-import { findPartner } from "../../partners/api-keys.js";
-import type { PartnerVariables } from "../../partners/partner-auth.js";
 import { purchaseRefunds, refundPurchase } from "../../purchases/purchase-refunds.js";
 import { REFUND_REASONS } from "../../refunds/refund-rules.js";
 import { refundPageUrl, viewRefund } from "../../refunds/refunds.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
-import { RefundSchema, refundRoutes } from "../refunds.js";
+import { RefundSchema } from "../refunds.js";
 import { jsonBody, jsonResponse, PageQuery } from "./schemas.js";
 
 type IssuerEnv = AppEnv & { Variables: PortalVariables };
@@ -44,10 +41,9 @@ const RefundListSchema = z.object({ data: z.array(RefundSchema), nextCursor: z.s
  * routes, mounted for the issuer's session by `issuerRefundsAsPartner`.
  */
 export function issuerPurchaseRefundRoutes(context: AppContext) {
-  const issuerOnly = requirePortalSession(context, "issuer");
   const issuerOf = (c: Context<IssuerEnv>) => issuerOfWallet(context.store, c.get("portalSession").address);
   const route = <config extends Parameters<typeof createRoute>[0]>(config: config) =>
-    createRoute({ ...config, tags: ["Issuer portal"], security: [{ portalSession: [] }], middleware: [issuerOnly] as const });
+    declareRoute({ ...config, tags: ["Issuer portal"], security: CALLERS.issuer });
   return new OpenAPIHono<IssuerEnv>()
     .openapi(
       route({
@@ -105,23 +101,4 @@ export function issuerPurchaseRefundRoutes(context: AppContext) {
           200,
         ),
     );
-}
-
-/**
- * `/api/issuer/refunds`: the partner's refund routes (api/routes/refunds.ts) behind an
- * issuer's session, acting as the issuer's own partner, as `/api/partner/refunds` does
- * behind a member's. An issuer reaches only its partner's refunds; any other is 404.
- */
-export function issuerRefundsAsPartner(context: AppContext) {
-  const issuerOnly = requirePortalSession(context, "issuer");
-  const asPartner = createMiddleware<{ Variables: PortalVariables & PartnerVariables }>(async (c, next) => {
-    const issuer = await issuerOfWallet(context.store, c.get("portalSession").address);
-    const partner = await findPartner(context.store, issuer.partner_id);
-    if (partner === undefined) throw problems.forbidden("This issuer has no partner.");
-    c.set("partner", partner);
-    await next();
-  });
-  const app = new OpenAPIHono<AppEnv & { Variables: PortalVariables & PartnerVariables }>();
-  for (const path of ["/", "/*"]) app.use(path, issuerOnly, asPartner);
-  return app.route("/", refundRoutes(context));
 }

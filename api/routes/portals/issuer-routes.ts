@@ -1,8 +1,9 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { type createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
 import type { PortalActor } from "../../audit/audit-log.js";
 import { issuerOfWallet, issuerView } from "../../compliance/issuers.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { toCsv } from "../../http/csv.js";
 import {
   closeOffering,
@@ -18,7 +19,7 @@ import {
 import { listHolders } from "../../purchases/holders.js";
 import { listPurchases, loadPurchaseRecords, pageOfPurchases, purchaseView } from "../../purchases/purchases.js";
 import { reconcileOfferings } from "../../purchases/reservations.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";
 import { OfferingBody, offeringInput } from "./offering-input.js";
@@ -50,8 +51,6 @@ type IssuerEnv = AppEnv & { Variables: PortalVariables };
 
 /** `/api/issuer`: an issuer's own offerings, their purchases and holder register. */
 export function issuerRoutes(context: AppContext, portal: PortalSettings) {
-  const issuerOnly = requirePortalSession(context, "issuer");
-  const security = [{ portalSession: [] }];
   const tags = ["Issuer portal"];
   const actorOf = (c: Context<IssuerEnv>): PortalActor => ({ role: "issuer", address: c.get("portalSession").address });
   const issuerOf = (c: Context<IssuerEnv>) => issuerOfWallet(context.store, c.get("portalSession").address);
@@ -63,7 +62,7 @@ export function issuerRoutes(context: AppContext, portal: PortalSettings) {
     return { issuer, offering: await ownOffering(context.store, issuer, id) };
   };
   const route = <config extends Parameters<typeof createRoute>[0]>(config: config) =>
-    createRoute({ ...config, tags, security, middleware: [issuerOnly] as const });
+    declareRoute({ ...config, tags, security: CALLERS.issuer });
   const transitionRoute = (action: "submit" | "pause" | "resume" | "close", summary: string) =>
     route({
       method: "post",

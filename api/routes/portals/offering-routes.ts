@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { findEligibility, ineligibilityReasons } from "../../compliance/eligibility.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { problems } from "../../http/problem.js";
 import {
   findOffering,
@@ -10,7 +11,7 @@ import {
   pageOfOfferings,
 } from "../../offerings/offerings.js";
 import { reconcileOfferings } from "../../purchases/reservations.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";
 import { IdParam, jsonResponse, OfferingListSchema, OfferingSchema, PageQuery, problemResponses } from "./schemas.js";
@@ -28,9 +29,10 @@ export function offeringRoutes(context: AppContext, portal: PortalSettings) {
   };
   return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>()
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/",
+        security: CALLERS.anyone,
         tags,
         summary: "List offerings (open ones unless `status` says otherwise)",
         request: { query: PageQuery.extend({ status: z.enum(PUBLIC_OFFERING_STATUSES).default("open") }) },
@@ -49,9 +51,10 @@ export function offeringRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/{id}",
+        security: CALLERS.anyone,
         tags,
         summary: "Read an offering",
         request: { params: IdParam },
@@ -66,13 +69,12 @@ export function offeringRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/{id}/eligibility",
         tags,
         summary: "Whether the signed-in investor may buy into this offering, and why not",
-        security: [{ portalSession: [] }],
-        middleware: [requirePortalSession(context, "investor")] as const,
+        security: CALLERS.investor,
         request: { params: IdParam },
         responses: {
           200: jsonResponse("The verdict", z.object({ eligible: z.boolean(), reasons: z.array(z.string()) })),

@@ -1,7 +1,8 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
 import type { PortalActor } from "../../audit/audit-log.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import {
   addMember,
   MAX_MEMBERS_PER_PARTNER,
@@ -47,15 +48,15 @@ function actorOf(c: Context<Env>): PortalActor {
  * `/v1/members` (API key) and `/api/partner/members` (member wallet): the wallets
  * that may sign in to the partner portal of the console.
  */
-export function memberRoutes(context: AppContext, security: Record<string, string[]>[]) {
+export function memberRoutes(context: AppContext) {
   const tags = ["Partner members"];
   return new OpenAPIHono<Env>()
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/",
+        security: CALLERS.partnerRead,
         tags,
-        security,
         summary: "List the partner's console members",
         description: "Oldest first. A page holds every member by default (a partner has at most 100).",
         request: { query: MembersQuery },
@@ -64,11 +65,11 @@ export function memberRoutes(context: AppContext, security: Record<string, strin
       async (c) => c.json(await pageOfMembers(context.store, { partnerId: c.get("partner").id, ...c.req.valid("query") }), 200),
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/",
+        security: CALLERS.partnerAdminChange,
         tags,
-        security,
         summary: "Register a wallet as a console member of the partner",
         request: { body: jsonBody(AddBody) },
         responses: { 201: jsonResponse("The member", MemberSchema), ...problemResponses },
@@ -84,11 +85,11 @@ export function memberRoutes(context: AppContext, security: Record<string, strin
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "delete",
         path: "/{address}",
+        security: CALLERS.partnerAdminChange,
         tags,
-        security,
         summary: "Remove a console member",
         request: { params: AddressParam },
         responses: { 204: { description: "Removed" }, ...problemResponses },

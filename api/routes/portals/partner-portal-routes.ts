@@ -1,5 +1,6 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { apiKeyModeFor } from "../../partners/api-keys.js";
 import { createPartnerKey, pageOfApiKeys, partnerDetails, revokePartnerKey } from "../../partners/partner-admin.js";
 import type { MemberVariables } from "../../sign-in/partner-portal.js";
@@ -20,15 +21,14 @@ const KeySchema = z.object({
  */
 export function partnerPortalRoutes(context: AppContext) {
   const tags = ["Partner portal"];
-  const security = [{ portalSession: [] }];
   const keyMode = apiKeyModeFor({ localMode: context.settings.localMode, networks: context.networks });
   return new OpenAPIHono<AppEnv & { Variables: MemberVariables }>()
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/profile",
+        security: CALLERS.member,
         tags,
-        security,
         summary: "The partner this member acts for, with key prefixes and payment addresses",
         responses: {
           200: jsonResponse(
@@ -68,11 +68,11 @@ export function partnerPortalRoutes(context: AppContext) {
         ),
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/api-keys",
+        security: CALLERS.member,
         tags,
-        security,
         summary: "The partner's API keys (prefixes only), oldest first",
         request: { query: PageQuery },
         responses: {
@@ -83,11 +83,11 @@ export function partnerPortalRoutes(context: AppContext) {
       async (c) => c.json(await pageOfApiKeys(context.store, { partnerId: c.get("partner").id, ...c.req.valid("query") }), 200),
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/api-keys",
+        security: CALLERS.memberAdmin,
         tags,
-        security,
         summary: "Issue an API key (the key is shown in this answer only)",
         description: '`scope: "read"` issues a read-only key (`rk_…`) for an accountant: every GET, nothing else.',
         request: {
@@ -109,11 +109,11 @@ export function partnerPortalRoutes(context: AppContext) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "delete",
         path: "/api-keys/{keyId}",
+        security: CALLERS.memberAdmin,
         tags,
-        security,
         summary: "Revoke an API key",
         request: { params: z.object({ keyId: z.string().min(1).max(100) }) },
         responses: { 204: { description: "Revoked" }, ...problemResponses },

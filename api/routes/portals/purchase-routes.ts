@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { findEligibility } from "../../compliance/eligibility.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import {
   claimPurchaseCertificate,
   listPurchases,
@@ -11,7 +12,7 @@ import {
   startPurchase,
 } from "../../purchases/purchases.js";
 import { submitWalletSettlement } from "../../settlement/submit-purchase-payment.js";
-import { type PortalVariables, requirePortalSession } from "../../sign-in/portal-auth.js";
+import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";
 import {
@@ -57,17 +58,14 @@ const CertificateListSchema = z.object({
 
 /** `/api/rwa/checkout`, `/settlements/wallet` and `/certificates`: the signed-in investor's purchases. */
 export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
-  const investor = requirePortalSession(context, "investor");
-  const security = [{ portalSession: [] }];
   return new OpenAPIHono<AppEnv & { Variables: PortalVariables }>()
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/checkout",
+        security: CALLERS.investor,
         tags: ["RWA: investor purchases"],
         summary: "Start a purchase: reserve units and get the exact payment to make",
-        security,
-        middleware: [investor] as const,
         request: { body: jsonBody(CheckoutBody) },
         responses: { 201: jsonResponse("The purchase, units reserved until expiresAt", PurchaseSchema), ...problemResponses },
       }),
@@ -78,13 +76,12 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/checkout",
+        security: CALLERS.investor,
         tags: ["RWA: investor purchases"],
         summary: "The investor's own purchases, newest first",
-        security,
-        middleware: [investor] as const,
         request: { query: PageQuery },
         responses: { 200: jsonResponse("A page of purchases", PurchaseListSchema), ...problemResponses },
       }),
@@ -99,13 +96,12 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/checkout/{id}",
+        security: CALLERS.investor,
         tags: ["RWA: investor purchases"],
         summary: "One of the investor's own purchases",
-        security,
-        middleware: [investor] as const,
         request: { params: IdParam },
         responses: { 200: jsonResponse("The purchase", PurchaseSchema), ...problemResponses },
       }),
@@ -118,15 +114,14 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/settlements/wallet",
+        security: CALLERS.investor,
         tags: ["RWA: investor purchases"],
         summary: "Submit the hash of the payment sent from the investor's wallet",
         description:
           "The transfer is credited from what the index shows: from this investor's wallet, the purchase's exact amount, to its settlement address, on its network, never credited before.",
-        security,
-        middleware: [investor] as const,
         request: { body: jsonBody(SettlementBody) },
         responses: { 200: jsonResponse("Settled, or seen and waiting for confirmations", SettlementSchema), ...problemResponses },
       }),
@@ -141,13 +136,12 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/certificates",
+        security: CALLERS.investor,
         tags: ["RWA: certificates"],
         summary: "The investor's certificates (settled purchases of offerings with certificates)",
-        security,
-        middleware: [investor] as const,
         responses: { 200: jsonResponse("Certificates", CertificateListSchema), ...problemResponses },
       }),
       async (c) => {
@@ -171,14 +165,13 @@ export function purchaseRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/certificates/{purchaseId}/claim",
+        security: CALLERS.investor,
         tags: ["RWA: certificates"],
         summary: "Get the signed voucher to mint the certificate of a settled purchase",
         description: "Same answer as the commerce claim: the voucher, its signature and the ready-to-send mint transaction.",
-        security,
-        middleware: [investor] as const,
         request: {
           params: z.object({ purchaseId: z.string().min(1).max(100) }),
           body: { ...jsonBody(ClaimBody), required: false },

@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { errorResponses } from "../../http/openapi-contract.js";
 import { listTestAccounts, signInWithTestAccount } from "../../sign-in/test-accounts.js";
 import type { AppEnv } from "../app-env.js";
@@ -29,9 +30,10 @@ const tags = ["Local mode: test accounts"];
 export function testAccountRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv>()
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/local/test-accounts",
+        security: CALLERS.anyone,
         tags,
         summary: "Local mode: the test account of each console role",
         responses: {
@@ -42,9 +44,10 @@ export function testAccountRoutes(context: AppContext) {
       (c) => c.json(listTestAccounts(context), 200),
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "post",
         path: "/{role}/auth/test-account",
+        security: CALLERS.anyone,
         tags,
         summary: "Local mode: sign in with the role's test account (the service signs the EIP-4361 message)",
         request: { params: RoleParam },

@@ -1,6 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { rateLimiter } from "hono-rate-limiter";
 import type { AppContext } from "../../app-context.js";
+import { CALLERS, declareRoute } from "../../http/callers.js";
 import { clientIp } from "../../http/client-ip.js";
 import { problem, problemResponse } from "../../http/problem.js";
 import { verifyTokenId, verifyTransaction, verifyWallet } from "../../purchases/certificate-verification.js";
@@ -62,9 +63,10 @@ export function verifyRoutes(context: AppContext, portal: PortalSettings) {
   );
   return app
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/certificates/{tokenId}",
+        security: CALLERS.anyone,
         tags: ["RWA: verification"],
         summary: "Verify a certificate by token id",
         request: { params: TokenIdParam },
@@ -78,9 +80,10 @@ export function verifyRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/transactions/{hash}",
+        security: CALLERS.anyone,
         tags: ["RWA: verification"],
         summary: "Verify the certificate minted in a transaction, or paid for by a settled payment transaction",
         request: { params: z.object({ hash: TransactionHashSchema }) },
@@ -94,9 +97,10 @@ export function verifyRoutes(context: AppContext, portal: PortalSettings) {
       },
     )
     .openapi(
-      createRoute({
+      declareRoute({
         method: "get",
         path: "/wallets/{address}",
+        security: CALLERS.anyone,
         tags: ["RWA: verification"],
         summary: "Verify every certificate held by a wallet",
         request: { params: z.object({ address: AddressSchema }) },
