@@ -70,6 +70,7 @@ const destinationRoute = createRoute({
       "destination_is_zero_address",
       "destination_is_token",
       "destination_is_payment_address",
+      "destination_is_service_address",
     ),
   },
 });

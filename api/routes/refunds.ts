@@ -111,6 +111,7 @@ const createRoute_ = createRoute({
       "destination_is_zero_address",
       "destination_is_token",
       "destination_is_payment_address",
+      "destination_is_service_address",
     ),
   },
 });
@@ -172,7 +173,7 @@ const testSendRoute = createRoute({
       description: "Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer",
       content: { "application/json": { schema: z.object({ transactionHash: z.string(), refund: RefundSchema }) } },
     },
-    ...errorResponses("not_found", "refund_not_ready", "local_mode_only"),
+    ...errorResponses("not_found", "refund_not_ready", "refund_already_sent", "local_mode_only"),
   },
 });
 
