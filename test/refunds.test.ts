@@ -506,7 +506,11 @@ describe("the client library", () => {
 async function outgoingRows(hash: Hex) {
   return waitFor(
     async () => {
-      const rows = await store.selectFrom("outgoing_transfer").selectAll().where("transaction_hash", "=", hash.toLowerCase()).execute();
+      const rows = await store
+        .selectFrom("outgoing_transfer")
+        .selectAll()
+        .where("transaction_hash", "=", hash.toLowerCase())
+        .execute();
       return rows.length > 0 ? rows : undefined;
     },
     { what: `outgoing transfers of ${hash} recorded` },
@@ -580,9 +584,7 @@ describe("a reward claim to the destination of a ready refund, of its amount (is
       chain: stack.chain,
       account: claimer.account!,
     });
-    expect((await stack.publicClient.waitForTransactionReceipt({ hash: claimHash, pollingInterval: 50 })).status).toBe(
-      "success",
-    );
+    expect((await stack.publicClient.waitForTransactionReceipt({ hash: claimHash, pollingInterval: 50 })).status).toBe("success");
     await mine();
     await mine();
     await waitFor(

@@ -308,9 +308,7 @@ async function rematchRecent(context: AppContext, network: NetworkConfig, head: 
     const now = Date.now();
     const done = await context.store.transaction().execute(async (trx) => {
       const current = await findOutgoingTransfer(trx, outgoing);
-      return current === undefined
-        ? false
-        : matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
+      return current === undefined ? false : matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
     });
     if (done) matched++;
   }

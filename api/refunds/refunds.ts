@@ -187,9 +187,7 @@ export async function createRefund(context: AppContext, input: CreateRefundInput
   const readyBlocks = input.destination === undefined ? undefined : await context.indexed.heads();
   for (let attempt = 0; ; attempt++) {
     try {
-      return await context.store
-        .transaction()
-        .execute((trx) => createRefundInTransaction(trx, context, input, readyBlocks));
+      return await context.store.transaction().execute((trx) => createRefundInTransaction(trx, context, input, readyBlocks));
     } catch (error) {
       // A concurrent request with the same key recorded it first: answer what it created.
       if (error instanceof IdempotencyRace && attempt < 3) continue;
