@@ -188,6 +188,27 @@ describe("gasless refund sends", () => {
   });
 });
 
+describe("Send with the test account, once (issue 40, finding 7)", () => {
+  it("three concurrent test-sends of one refund send one transfer; the others are refused, nothing more sent", async () => {
+    const refund = await readyRefund("1000000");
+    const before = await usdcBalance(refund.destination);
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => call(`/v1/refunds/${refund.id}/test-send`, { method: "POST", json: {} })),
+    );
+    const sent = answers.filter((answer) => answer.status === 200);
+    expect(answers.map((answer) => answer.status).sort(), JSON.stringify(answers.map((answer) => answer.body))).toEqual([
+      200, 409, 409,
+    ]);
+    for (const refused of answers.filter((answer) => answer.status !== 200)) expectProblem(refused, 409, "refund_already_sent");
+    await stack.testClient.mine({ blocks: 1 });
+    const succeeded = await refundIn(refund.id, "succeeded");
+    expect(succeeded.transactionHash).toBe(sent[0]?.body.transactionHash);
+    expect((await usdcBalance(refund.destination)) - before).toBe(1_000_000n);
+    // Once it left the ready state, it is not ready to send at all.
+    expectProblem(await call(`/v1/refunds/${refund.id}/test-send`, { method: "POST", json: {} }), 409, "refund_not_ready");
+  });
+});
+
 describe("refusals of the sending routes", () => {
   it("another partner's refund, a refund not ready, a cancelled one: refused with their codes, nothing sent", async () => {
     const refund = await readyRefund("1000000");

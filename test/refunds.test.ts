@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { type Address, createWalletClient, erc20Abi, type Hex, http, parseEther } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { outgoingTransfersByKeys } from "../api/refunds/outgoing-transfer-record.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createClient } from "../client/src/index.js";
-import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
+import { loadOrCreateLocalSecrets, localRelayerAccount } from "../local/local-secrets.js";
 import {
   type CreatedSession,
   createSession,
@@ -499,5 +499,141 @@ describe("the client library", () => {
     const listed = await client.refunds.list({ orderId: order.orderId });
     expect(listed.data.map((row) => row.id)).toEqual([made.id]);
     expect((await client.refunds.cancel(made.id)).status).toBe("cancelled");
+  });
+});
+
+/** Waits until the refund worker recorded the transfers of this transaction, and answers their rows. */
+async function outgoingRows(hash: Hex) {
+  return waitFor(
+    async () => {
+      const rows = await store
+        .selectFrom("outgoing_transfer")
+        .selectAll()
+        .where("transaction_hash", "=", hash.toLowerCase())
+        .execute();
+      return rows.length > 0 ? rows : undefined;
+    },
+    { what: `outgoing transfers of ${hash} recorded` },
+  );
+}
+
+const freshAddress = () => privateKeyToAccount(generatePrivateKey()).address;
+
+describe("destinations where money would be stuck (issue 40, finding 8)", () => {
+  it("the relayer, the reward distributor and the certificate contract are refused, by the partner and on the refund page", async () => {
+    const order = await settledOrder(2);
+    const ours = [localRelayerAccount().address, stack.local.contracts.rewardDistributor, stack.local.contracts.certificate];
+    const asking = await created(await refund({ orderId: order.orderId, amount: "1000000" }));
+    const token = new URLSearchParams(new URL(asking.customerUrl as string).hash.slice(1)).get("rt") as string;
+    const before = await refundState();
+    for (const destination of ours) {
+      await expectProblem(
+        await refund({ orderId: order.orderId, amount: "1000000", destination }),
+        422,
+        "destination_is_service_address",
+      );
+      await expectProblem(
+        await publicPost(stack, `/v1/public/refunds/${asking.id}/destination`, { refundToken: token, destination }),
+        422,
+        "destination_is_service_address",
+      );
+    }
+    expect(await refundState()).toEqual(before);
+  });
+});
+
+describe("a reward claim to the destination of a ready refund, of its amount (issue 40, finding 2)", () => {
+  it("is a reward claim in the books and never completes the refund; the refund's own transfer does", async () => {
+    const order = await settledOrder(4);
+    const customer = freshAddress();
+    // The payment address is the partner's funding address (docs/accounting.md allows it).
+    const settings = await stack.partnerFetch("/v1/rewards/settings", {
+      method: "PUT",
+      json: { fundingAddress: shop.account!.address },
+    });
+    expect(settings.status, await settings.text()).toBe(200);
+    const approval = await shop.writeContract({
+      address: stack.local.contracts.usdc as Address,
+      abi: erc20Abi,
+      functionName: "approve",
+      args: [stack.local.contracts.rewardDistributor as Address, 1_000_000_000n],
+      chain: stack.chain,
+      account: shop.account!,
+    });
+    await stack.publicClient.waitForTransactionReceipt({ hash: approval, pollingInterval: 50 });
+    await stack.partnerFetch("/v1/rewards/settings", { method: "PUT", json: {} }); // forgets the cached allowance
+
+    const ready = await created(await refund({ orderId: order.orderId, amount: "1000000", destination: customer }));
+    expect(ready.status).toBe("ready");
+    const granted = await stack.partnerFetch(`/v1/orders/${order.orderId}/rewards`, {
+      method: "POST",
+      json: { amount: "1000000", idempotencyKey: `rw-${randomUUID()}` },
+    });
+    const reward = JSON.parse(await granted.text());
+    expect(granted.status, JSON.stringify(reward)).toBe(201);
+    const voucher = await publicPost(stack, `/v1/public/rewards/${reward.id}/claim`, {
+      clientToken: order.clientToken,
+      walletAddress: customer,
+    });
+    const claim = JSON.parse(await voucher.text());
+    expect(voucher.status, JSON.stringify(claim)).toBe(200);
+    const claimer = stack.wallet(6);
+    const claimHash = await claimer.sendTransaction({
+      to: claim.transaction.to,
+      data: claim.transaction.data,
+      chain: stack.chain,
+      account: claimer.account!,
+    });
+    expect((await stack.publicClient.waitForTransactionReceipt({ hash: claimHash, pollingInterval: 50 })).status).toBe("success");
+    await mine();
+    await mine();
+    await waitFor(
+      async () => ((await (await stack.partnerFetch(`/v1/rewards/${reward.id}`)).json()).status === "claimed" ? true : undefined),
+      { what: "reward claimed" },
+    );
+    // The distributor's transferFrom out of the payment address is recorded, and stays unmatched.
+    const rows = await outgoingRows(claimHash);
+    expect(rows.map((row) => [row.to_address, row.amount, row.status, row.refund_id])).toEqual([
+      [customer.toLowerCase(), "1000000", "unmatched", null],
+    ]);
+    const read = await readRefund(ready.id);
+    expect(read.status).toBe("ready");
+    expect(read.transactionHash).toBeNull();
+    const head = await stack.publicClient.getBlockNumber();
+    const ledger = await (await stack.partnerFetch(`/v1/ledger?fromBlock=1&toBlock=${head}&limit=500`)).json();
+    const entries = ledger.data.filter(
+      (entry: { transactionHash: string }) => entry.transactionHash.toLowerCase() === claimHash.toLowerCase(),
+    );
+    expect(entries.map((entry: { kind: string; rewardId?: string }) => [entry.kind, entry.rewardId])).toEqual([
+      ["reward_claim", reward.id],
+    ]);
+
+    // The refund is still owed: its own transfer completes it.
+    const sent = await sendFromShop(customer, 1_000_000n);
+    await mine();
+    const done = await refundIn(ready.id, "succeeded");
+    expect(done.transactionHash).toBe(sent.hash);
+  });
+});
+
+describe("the chain's clock behind the service's (issue 40)", () => {
+  it("a refund sent right after it became ready completes it, though its block time is before the ready time", async () => {
+    const order = await settledOrder(5);
+    const ready = await created(await refund({ orderId: order.orderId, amount: "2000000", destination: "payer" }));
+    const readyAt = Date.now();
+    // The chain's clock 30 s behind the service's (a server clock running ahead, or Anvil after a reorg).
+    await stack.testClient.request({ method: "anvil_setTime" as never, params: [Math.floor(readyAt / 1000) - 30] as never });
+    try {
+      const sent = await sendFromShop(order.payer, 2_000_000n);
+      const block = await stack.publicClient.getBlock({ blockNumber: sent.blockNumber });
+      expect(Number(block.timestamp) * 1000).toBeLessThan(readyAt - 20_000);
+      await mine();
+      const done = await refundIn(ready.id, "succeeded");
+      expect(done.transactionHash).toBe(sent.hash);
+      expect(await outgoingRecord(sent.hash)).toEqual({ status: "matched", refundId: ready.id });
+    } finally {
+      await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 1) });
+      await mine();
+    }
   });
 });

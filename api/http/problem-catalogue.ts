@@ -638,6 +638,12 @@ export const PROBLEM_REGISTRY = {
     meaning:
       "The address is a payment address of a partner of this service: money sent there would be taken for an incoming payment, not a refund.",
   },
+  destination_is_service_address: {
+    status: 422,
+    title: "The refund cannot go to an address of the service",
+    meaning:
+      "The address is one of this service's own, on some network: a relayer, the certificate contract or the reward distributor. Nobody would ever send money on from there; name the wallet that should receive the refund.",
+  },
   refund_not_cancellable: {
     status: 409,
     title: "The refund can no longer be cancelled",
@@ -671,6 +677,12 @@ export const PROBLEM_REGISTRY = {
     title: "The relayer already sent this refund",
     meaning:
       "A refund is relayed once (EIP-3009, no ETH needed): the refund completes when the index shows that transfer. Send it otherwise only after that authorization's `validBefore` has passed. Nothing was sent.",
+  },
+  refund_already_sent: {
+    status: 409,
+    title: "The test account already sent this refund",
+    meaning:
+      "Send with the test account (local and fork mode) sends a refund once, also when several requests arrive together: the refund completes when the index shows that transfer. Nothing more was sent.",
   },
   local_mode_only: {
     status: 404,

@@ -33,6 +33,12 @@ export type Refund = {
   destination: Address | null;
   status: RefundStatus;
   readyAt: number | null;
+  /**
+   * The indexed head when it became ready: a transfer completes it only from a later
+   * block (the chain's clock, not the service's). Null before it is ready, and for a
+   * refund ready before migration 0018.
+   */
+  readyBlock: bigint | null;
   transfer: { transactionHash: Hex; logIndex: number; blockNumber: bigint; blockHash: Hex } | null;
   createdAt: number;
   updatedAt: number;
@@ -63,6 +69,7 @@ export function toRefund(row: RefundRow): Refund {
     destination: row.destination === null ? null : checksum(row.destination),
     status: row.status,
     readyAt: row.ready_at === null ? null : Number(row.ready_at),
+    readyBlock: row.ready_block === null ? null : BigInt(row.ready_block),
     transfer:
       row.transfer_transaction_hash === null
         ? null
@@ -98,6 +105,8 @@ function toRefundRow(refund: Refund, tokenHash: string | null): RefundRow {
     status: refund.status,
     token_hash: tokenHash,
     ready_at: refund.readyAt,
+    ready_block: refund.readyBlock === null ? null : Number(refund.readyBlock),
+    test_send_claimed_at: null,
     transfer_transaction_hash: null,
     transfer_log_index: null,
     transfer_block_number: null,
@@ -212,6 +221,8 @@ export async function moveRefund(
     transition: RefundTransition;
     now: number;
     destination?: Address;
+    /** `set_destination`: the indexed head now (see `Refund.readyBlock`). */
+    readyBlock?: bigint;
     transfer?: { transactionHash: Hex; logIndex: number; blockNumber: bigint; blockHash: Hex };
   },
 ): Promise<boolean> {
@@ -220,9 +231,12 @@ export async function moveRefund(
   const rule = ruleFor<RefundStatus, RefundTransition>("refund", refundTransitions, transition, refund.status);
   const set: Partial<RefundRow> = { status: rule.to, updated_at: now };
   if (transition === "set_destination") {
-    if (params.destination === undefined) throw new Error("set_destination needs a destination");
+    if (params.destination === undefined || params.readyBlock === undefined) {
+      throw new Error("set_destination needs a destination and the indexed head");
+    }
     set.destination = params.destination.toLowerCase();
     set.ready_at = now;
+    set.ready_block = Number(params.readyBlock);
   }
   if (transition === "see_transfer" || (transition === "reorg" && params.transfer !== undefined)) {
     const transfer = params.transfer;
@@ -259,6 +273,37 @@ export async function moveRefund(
   }
   const result = await update.executeTakeFirst();
   return result.numUpdatedRows === 1n;
+}
+
+/**
+ * Claims the one send of "Send with the test account" for a ready refund: a guarded
+ * `UPDATE … WHERE test_send_claimed_at IS NULL`, so of concurrent requests (in one
+ * process or several, SQLite or Postgres) one wins. Answers whether this call won.
+ */
+export async function claimTestSend(trx: Kysely<Database>, params: { refundId: string; now: number }): Promise<boolean> {
+  assertInTransaction(trx, "refund");
+  const result = await trx
+    .updateTable("refund")
+    .set({ test_send_claimed_at: params.now, updated_at: params.now })
+    .where("id", "=", params.refundId)
+    .where("status", "=", "ready")
+    .where("test_send_claimed_at", "is", null)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/** Gives back a claim whose send never reached the chain (the node refused it), so it may be tried again. */
+export async function releaseTestSend(
+  trx: Kysely<Database>,
+  params: { refundId: string; claimedAt: number; now: number },
+): Promise<void> {
+  assertInTransaction(trx, "refund");
+  await trx
+    .updateTable("refund")
+    .set({ test_send_claimed_at: null, updated_at: params.now })
+    .where("id", "=", params.refundId)
+    .where("test_send_claimed_at", "=", params.claimedAt)
+    .execute();
 }
 
 /** A transfer re-mined in another block by a reorg: the refund keeps it, with its new block. */

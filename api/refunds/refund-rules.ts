@@ -50,22 +50,52 @@ export function refundTotals(paid: bigint | null, refunds: readonly { status: Re
   return { amountRefunded, amountRefundPending, refundStatus };
 }
 
-export type DestinationRefusal = "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address";
+export type DestinationRefusal =
+  | "destination_is_zero_address"
+  | "destination_is_token"
+  | "destination_is_payment_address"
+  | "destination_is_service_address";
 
 /**
  * Why money may not be sent to `destination`, or undefined when it may: the zero
- * address burns it, the token contract traps it, and a payment address (of any
- * partner) would be taken for an incoming payment.
+ * address burns it, the token contract traps it, a payment address (of any partner)
+ * would be taken for an incoming payment, and an address of the service itself (a
+ * relayer, the certificate contract, the reward distributor, on any network) holds
+ * money nobody would ever send on.
  */
 export function refusedDestination(params: {
   destination: Address;
   token: Address;
   isPaymentAddress: boolean;
+  serviceAddresses: readonly Address[];
 }): DestinationRefusal | undefined {
   if (isAddressEqual(params.destination, zeroAddress)) return "destination_is_zero_address";
   if (isAddressEqual(params.destination, params.token)) return "destination_is_token";
   if (params.isPaymentAddress) return "destination_is_payment_address";
+  if (params.serviceAddresses.some((address) => isAddressEqual(address, params.destination))) {
+    return "destination_is_service_address";
+  }
   return undefined;
+}
+
+/** A reward distributor's `RewardClaimed` in a transfer's transaction (api/accounting/ledger-rules.ts reads the same). */
+export type RewardClaimOfTransaction = { funder: Address; recipient: Address; amount: bigint };
+
+/**
+ * Whether a transfer is the distributor's `transferFrom` of a reward claim in its
+ * transaction: the claim's funder, recipient and amount. Such a transfer is a reward
+ * claim in the books, so it is never also a refund: one transfer, one fact.
+ */
+export function paysRewardClaim(
+  transfer: { from: Address; to: Address; amount: bigint },
+  claims: readonly RewardClaimOfTransaction[],
+): boolean {
+  return claims.some(
+    (claim) =>
+      isAddressEqual(claim.funder, transfer.from) &&
+      isAddressEqual(claim.recipient, transfer.to) &&
+      claim.amount === transfer.amount,
+  );
 }
 
 /** An outgoing transfer as the matcher sees it. */
@@ -75,10 +105,13 @@ export type OutgoingFacts = {
   from: Address;
   to: Address;
   amount: bigint;
-  /** The block's timestamp, epoch milliseconds. */
+  blockNumber: bigint;
+  /** The block's timestamp, epoch milliseconds (only for a refund ready before its ready block was recorded). */
   minedAt: number;
   /** The partner owning the sending payment address. */
   partnerId: string | null;
+  /** The reward claims of its transaction, as indexed: a transfer that pays one is that claim, not a refund. */
+  rewardClaims: readonly RewardClaimOfTransaction[];
 };
 
 /** A ready refund as the matcher sees it. */
@@ -89,10 +122,24 @@ export type ReadyRefund = {
   token: Address;
   destination: Address;
   amount: bigint;
-  /** When it became ready, epoch milliseconds. */
+  /** When it became ready, epoch milliseconds (orders refunds; matches only a legacy refund, see below). */
   readyAt: number;
+  /** The indexed head when it became ready; null for a refund ready before migration 0018. */
+  readyBlock: bigint | null;
   createdAt: number;
 };
+
+/**
+ * Whether the transfer was mined after the refund became ready, in the chain's own
+ * clock: in a block after the indexed head of that moment. The service's wall clock
+ * and the chain's block time may disagree (a server clock running ahead, Anvil's clock
+ * after a reorg), so comparing one with the other misses a transfer sent at once. Only
+ * a refund ready before its head was recorded compares times, to the second.
+ */
+function minedAfterReady(transfer: OutgoingFacts, refund: ReadyRefund): boolean {
+  if (refund.readyBlock !== null) return transfer.blockNumber > refund.readyBlock;
+  return transfer.minedAt >= Math.floor(refund.readyAt / 1000) * 1000;
+}
 
 /** Whether `transfer` is a transfer that completes `refund` (SPEC 15's rule; "never used by another" is the store's). */
 export function transferMatchesRefund(transfer: OutgoingFacts, refund: ReadyRefund): boolean {
@@ -103,8 +150,8 @@ export function transferMatchesRefund(transfer: OutgoingFacts, refund: ReadyRefu
     isAddressEqual(transfer.token, refund.token) &&
     isAddressEqual(transfer.to, refund.destination) &&
     transfer.amount === refund.amount &&
-    // Block timestamps have whole seconds: compare with the second the refund became ready in.
-    transfer.minedAt >= Math.floor(refund.readyAt / 1000) * 1000
+    minedAfterReady(transfer, refund) &&
+    !paysRewardClaim(transfer, transfer.rewardClaims)
   );
 }
 

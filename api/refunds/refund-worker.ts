@@ -4,7 +4,8 @@ import type { AppContext } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
-import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
+import { readByTransactions } from "../indexed/whole-reads.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import { findPayment } from "../payments/payment-record.js";
@@ -31,7 +32,7 @@ import {
   refundsOfPayment,
   relocateRefundTransfer,
 } from "./refund-record.js";
-import { refundForTransfer, refundTotals } from "./refund-rules.js";
+import { type RewardClaimOfTransaction, refundForTransfer, refundTotals } from "./refund-rules.js";
 import { recordRefundEvent } from "./refunds.js";
 
 /** Ponder rewrites its last 30 blocks on a reorg; outgoing transfers are re-read and watched twice that far back. */
@@ -103,9 +104,11 @@ async function recordOutgoing(context: AppContext, network: NetworkConfig, head:
         chainId: network.chainId,
         transactionHashes: transfers.map((transfer) => transfer.transactionHash),
       });
-      for (const transfer of transfers) {
-        if (known.has(`${transfer.transactionHash.toLowerCase()}:${transfer.logIndex}`)) continue;
-        if (await recordOutgoingTransfer(context.store, { transfer, network, head })) recorded++;
+      const fresh = transfers.filter((transfer) => !known.has(`${transfer.transactionHash.toLowerCase()}:${transfer.logIndex}`));
+      const claims = await rewardClaimsOf(context, network.chainId, fresh);
+      for (const transfer of fresh) {
+        const rewardClaims = claims.get(transfer.transactionHash.toLowerCase()) ?? [];
+        if (await recordOutgoingTransfer(context.store, { transfer, network, head, rewardClaims })) recorded++;
       }
       const last = transfers.at(-1) as IndexedTransfer;
       after = { chainId: last.chainId, blockNumber: last.blockNumber, logIndex: last.logIndex };
@@ -117,12 +120,47 @@ async function recordOutgoing(context: AppContext, network: NetworkConfig, head:
 }
 
 /**
+ * The reward claims of these transfers' transactions that their senders funded, by
+ * lower-case transaction hash: the index's `RewardClaimed` logs. The distributor's
+ * `transferFrom` and its `RewardClaimed` are logs of one transaction, which the
+ * indexer commits with its block, so a transfer read from the index is read with its claim.
+ */
+async function rewardClaimsOf(
+  context: AppContext,
+  chainId: number,
+  transfers: readonly Pick<IndexedTransfer, "transactionHash" | "from">[],
+): Promise<Map<string, RewardClaimOfTransaction[]>> {
+  const byTransaction = new Map<string, RewardClaimOfTransaction[]>();
+  if (transfers.length === 0) return byTransaction;
+  const funders = [...new Set(transfers.map((transfer) => transfer.from.toLowerCase() as Hex))];
+  const hashes = [...new Set(transfers.map((transfer) => transfer.transactionHash.toLowerCase() as Hex))];
+  const claims = await readByTransactions<IndexedRewardClaim>(hashes, ({ transactionHashes, after, limit }) =>
+    context.indexed.rewardClaims({ chainIds: [chainId], transactionHashes, funders, after, limit }),
+  );
+  for (const claim of claims) {
+    const key = claim.transactionHash.toLowerCase();
+    byTransaction.set(key, [
+      ...(byTransaction.get(key) ?? []),
+      { funder: claim.funder, recipient: claim.recipient, amount: claim.amount },
+    ]);
+  }
+  return byTransaction;
+}
+
+/**
  * Records one indexed outgoing transfer, once, and matches it to the oldest ready
  * refund it completes, in one transaction. Answers whether this call recorded it.
+ * `rewardClaims` are the indexed reward claims of its transaction (`rewardClaimsOf`).
  */
 export async function recordOutgoingTransfer(
   store: Kysely<Database>,
-  params: { transfer: IndexedTransfer; network: NetworkConfig; head: bigint; now?: number },
+  params: {
+    transfer: IndexedTransfer;
+    network: NetworkConfig;
+    head: bigint;
+    rewardClaims: readonly RewardClaimOfTransaction[];
+    now?: number;
+  },
 ): Promise<boolean> {
   const now = params.now ?? Date.now();
   return store.transaction().execute(async (trx) => {
@@ -130,7 +168,15 @@ export async function recordOutgoingTransfer(
       (await paymentAddressOwner(trx, { chainId: params.transfer.chainId, address: params.transfer.from })) ?? null;
     if (!(await insertOutgoingTransfer(trx, { transfer: params.transfer, partnerId, now }))) return false;
     const outgoing = await findOutgoingTransfer(trx, params.transfer);
-    if (outgoing !== undefined) await matchOutgoingTransfer(trx, { outgoing, network: params.network, head: params.head, now });
+    if (outgoing !== undefined) {
+      await matchOutgoingTransfer(trx, {
+        outgoing,
+        network: params.network,
+        head: params.head,
+        rewardClaims: params.rewardClaims,
+        now,
+      });
+    }
     return true;
   });
 }
@@ -139,11 +185,18 @@ export async function recordOutgoingTransfer(
  * Completes the oldest ready refund an unmatched outgoing transfer matches (SPEC 15):
  * the refund moves to `pending` (and on to `succeeded` when the transfer already has
  * the network's confirmations) and the transfer records which refund it paid. A
- * transfer that matches none stays `unmatched`. Answers whether it matched.
+ * transfer that matches none, or that pays a reward claim of its transaction (the
+ * books list it as that claim), stays `unmatched`. Answers whether it matched.
  */
 async function matchOutgoingTransfer(
   trx: Kysely<Database>,
-  params: { outgoing: OutgoingTransfer; network: NetworkConfig; head: bigint; now: number },
+  params: {
+    outgoing: OutgoingTransfer;
+    network: NetworkConfig;
+    head: bigint;
+    rewardClaims: readonly RewardClaimOfTransaction[];
+    now: number;
+  },
 ): Promise<boolean> {
   const { outgoing, network, now } = params;
   if (outgoing.status !== "unmatched" || outgoing.partnerId === null) return false;
@@ -160,6 +213,7 @@ async function matchOutgoingTransfer(
             destination: refund.destination,
             amount: refund.amount,
             readyAt: refund.readyAt,
+            readyBlock: refund.readyBlock,
             createdAt: refund.createdAt,
           },
         ],
@@ -171,8 +225,10 @@ async function matchOutgoingTransfer(
     from: outgoing.from,
     to: outgoing.to,
     amount: outgoing.amount,
+    blockNumber: outgoing.blockNumber,
     minedAt: outgoing.minedAt,
     partnerId: outgoing.partnerId,
+    rewardClaims: params.rewardClaims,
   };
   const chosen = refundForTransfer(facts, candidates);
   if (chosen === undefined) return false;
@@ -229,23 +285,30 @@ async function confirmPendingRefunds(context: AppContext, network: NetworkConfig
   return changed;
 }
 
-/** Unmatched outgoing transfers of the recent window get another chance (a refund that became ready in the same second). */
+/**
+ * Unmatched outgoing transfers of the recent window get another chance: a refund whose
+ * ready block was read from a head a moment old, or that became ready after the
+ * transfer was recorded.
+ */
 async function rematchRecent(context: AppContext, network: NetworkConfig, head: bigint): Promise<number> {
   const from = head > WATCH_BLOCKS ? head - WATCH_BLOCKS : 0n;
-  const unmatched = await outgoingTransfersBetween(context.store, {
-    chainId: network.chainId,
-    fromBlock: from,
-    toBlock: head,
-    statuses: ["unmatched"],
-    limit: BATCH,
-  });
+  const unmatched = (
+    await outgoingTransfersBetween(context.store, {
+      chainId: network.chainId,
+      fromBlock: from,
+      toBlock: head,
+      statuses: ["unmatched"],
+      limit: BATCH,
+    })
+  ).filter((outgoing) => outgoing.partnerId !== null);
+  const claims = await rewardClaimsOf(context, network.chainId, unmatched);
   let matched = 0;
   for (const outgoing of unmatched) {
-    if (outgoing.partnerId === null) continue;
+    const rewardClaims = claims.get(outgoing.transactionHash.toLowerCase()) ?? [];
     const now = Date.now();
     const done = await context.store.transaction().execute(async (trx) => {
       const current = await findOutgoingTransfer(trx, outgoing);
-      return current === undefined ? false : matchOutgoingTransfer(trx, { outgoing: current, network, head, now });
+      return current === undefined ? false : matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
     });
     if (done) matched++;
   }
@@ -292,12 +355,13 @@ async function watchOutgoing(context: AppContext, network: NetworkConfig, head: 
       indexed.get(`${outgoing.transactionHash}:${outgoing.logIndex}`) ??
       (await context.indexed.transfersByHash(outgoing.transactionHash)).find((row) => row.logIndex === outgoing.logIndex);
     if (back === undefined) continue;
+    const rewardClaims = (await rewardClaimsOf(context, network.chainId, [back])).get(back.transactionHash.toLowerCase()) ?? [];
     const now = Date.now();
     const restored = await context.store.transaction().execute(async (trx) => {
       const block = { number: back.blockNumber, hash: back.blockHash };
       if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "restore", now, block }))) return false;
       const current = await findOutgoingTransfer(trx, outgoing);
-      if (current !== undefined) await matchOutgoingTransfer(trx, { outgoing: current, network, head, now });
+      if (current !== undefined) await matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
       return true;
     });
     if (restored) changed++;

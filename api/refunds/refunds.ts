@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
 import { type Address, encodeFunctionData, erc20Abi, getAddress, isAddressEqual } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import { findIdempotentResource, recordIdempotentResource } from "../checkout/idempotency.js";
@@ -10,6 +11,7 @@ import { networkByChainId } from "../config/enabled-networks.js";
 import type { NetworkConfig } from "../config/networks.js";
 import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problem, problems } from "../http/problem.js";
+import { IndexNotReadyError } from "../http/unavailable-problems.js";
 import { findOrderOfPartner, ordersByIds } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { readBranding } from "../partners/branding.js";
@@ -115,24 +117,64 @@ async function subjectOf(
   );
 }
 
-/** Refuses a destination money must not go to (SPEC 15), with the code that says why. */
+const serviceAddressCache = new WeakMap<AppContext["networks"], readonly Address[]>();
+
+/**
+ * The service's own addresses on every network, where refunded money would be stuck:
+ * each relayer, certificate contract, reward distributor and token, and the voucher
+ * signer. Every network's, since one key or one deployment may serve several.
+ */
+export function serviceAddresses(context: Pick<AppContext, "networks" | "settings">): readonly Address[] {
+  const cached = serviceAddressCache.get(context.networks);
+  if (cached !== undefined) return cached;
+  const addresses = context.networks.flatMap((network) => [
+    network.usdc,
+    ...(network.certificate === undefined ? [] : [network.certificate]),
+    ...(network.rewardDistributor === undefined ? [] : [network.rewardDistributor]),
+    ...(network.relayerPrivateKey === undefined ? [] : [privateKeyToAccount(network.relayerPrivateKey).address]),
+  ]);
+  const voucherKey = context.settings.voucherPrivateKey;
+  if (voucherKey !== undefined) addresses.push(privateKeyToAccount(voucherKey).address);
+  serviceAddressCache.set(context.networks, addresses);
+  return addresses;
+}
+
+/** Refuses a destination money must not go to (SPEC 15, issue 40), with the code that says why. */
 export async function checkDestination(
   db: Kysely<Database>,
-  params: { destination: Address; network: NetworkConfig },
+  params: { destination: Address; network: NetworkConfig; serviceAddresses: readonly Address[] },
 ): Promise<void> {
   const { destination, network } = params;
   const isPaymentAddress =
     network.paymentAddresses.some((address) => isAddressEqual(address, destination)) ||
     (await paymentAddressOwner(db, { chainId: network.chainId, address: destination })) !== undefined;
-  const refusal = refusedDestination({ destination, token: network.usdc, isPaymentAddress });
+  const refusal = refusedDestination({
+    destination,
+    token: network.usdc,
+    isPaymentAddress,
+    serviceAddresses: params.serviceAddresses,
+  });
   if (refusal === undefined) return;
   const detail = {
     destination_is_zero_address: "The zero address burns what it receives; enter the address that should receive the refund.",
     destination_is_token: "That is the USDC contract itself: money sent there is lost. Enter your own wallet's address.",
     destination_is_payment_address:
       "That is a shop's payment address on this service: money sent there would be taken for a new payment. Enter your own wallet's address.",
+    destination_is_service_address:
+      "That address belongs to the payment service itself (a relayer or one of its contracts): money sent there could not be given back. Enter your own wallet's address.",
   }[refusal];
   throw new ProblemError({ code: refusal, detail });
+}
+
+/**
+ * The indexed head of a chain now: a refund that becomes ready records it, and only a
+ * transfer of a later block completes it (refund-rules.ts, `minedAfterReady`). Read
+ * before the refund's transaction, so the store is not held while the index answers.
+ */
+async function readyBlockOf(context: AppContext, chainId: number): Promise<bigint> {
+  const head = (await context.indexed.heads()).get(chainId);
+  if (head === undefined) throw new IndexNotReadyError(`no indexed block of chain ${chainId} yet`);
+  return head.blockNumber;
 }
 
 /**
@@ -142,9 +184,10 @@ export async function checkDestination(
  * `changeCommittedRefunds`). Without a destination it waits for the customer's.
  */
 export async function createRefund(context: AppContext, input: CreateRefundInput): Promise<CreatedRefund> {
+  const readyBlocks = input.destination === undefined ? undefined : await context.indexed.heads();
   for (let attempt = 0; ; attempt++) {
     try {
-      return await context.store.transaction().execute((trx) => createRefundInTransaction(trx, context, input));
+      return await context.store.transaction().execute((trx) => createRefundInTransaction(trx, context, input, readyBlocks));
     } catch (error) {
       // A concurrent request with the same key recorded it first: answer what it created.
       if (error instanceof IdempotencyRace && attempt < 3) continue;
@@ -157,6 +200,8 @@ async function createRefundInTransaction(
   trx: Kysely<Database>,
   context: AppContext,
   input: CreateRefundInput,
+  /** The indexed heads read before the transaction, when the refund may be ready at once. */
+  readyBlocks?: Map<number, { blockNumber: bigint }>,
 ): Promise<CreatedRefund> {
   const now = Date.now();
   const scoped = { partnerId: input.partnerId, scope: IDEMPOTENCY_SCOPE, key: input.idempotencyKey, hash: input.requestHash };
@@ -178,7 +223,9 @@ async function createRefundInTransaction(
   if (network === undefined) throw problems.invalidRequest("The payment's network is not enabled.");
   const destination =
     input.destination === undefined ? null : input.destination === "payer" ? payment.from : getAddress(input.destination);
-  if (destination !== null) await checkDestination(trx, { destination, network });
+  if (destination !== null) await checkDestination(trx, { destination, network, serviceAddresses: serviceAddresses(context) });
+  const readyBlock = destination === null ? null : readyBlocks?.get(payment.chainId)?.blockNumber;
+  if (readyBlock === undefined) throw new IndexNotReadyError(`no indexed block of chain ${payment.chainId} yet`);
 
   const remaining = remainingRefundable(payment.amount, await refundsOfPayment(trx, payment));
   const amount = input.amount ?? remaining;
@@ -207,6 +254,7 @@ async function createRefundInTransaction(
     destination,
     status: destination === null ? "awaiting_destination" : "ready",
     readyAt: destination === null ? null : now,
+    readyBlock,
     transfer: null,
     createdAt: now,
     updatedAt: now,
@@ -309,6 +357,8 @@ export async function setRefundDestination(
   context: AppContext,
   params: { refundId: string; refundToken: string; destination: Address },
 ): Promise<Refund> {
+  const peek = await refundOfToken(context.store, params);
+  const readyBlock = await readyBlockOf(context, peek.chainId);
   return context.store.transaction().execute(async (trx) => {
     const now = Date.now();
     const refund = await refundOfToken(trx, params);
@@ -324,9 +374,9 @@ export async function setRefundDestination(
     const network = networkByChainId(context, refund.chainId);
     if (network === undefined) throw problems.invalidRequest("The refund's network is not enabled.");
     const destination = getAddress(params.destination);
-    await checkDestination(trx, { destination, network });
-    if (!(await moveRefund(trx, { refund, transition: "set_destination", now, destination }))) throw locked();
-    const ready: Refund = { ...refund, status: "ready", destination, readyAt: now, updatedAt: now };
+    await checkDestination(trx, { destination, network, serviceAddresses: serviceAddresses(context) });
+    if (!(await moveRefund(trx, { refund, transition: "set_destination", now, destination, readyBlock }))) throw locked();
+    const ready: Refund = { ...refund, status: "ready", destination, readyAt: now, readyBlock, updatedAt: now };
     await recordRefundEvent(trx, { refund: ready, type: "refund.ready", now });
     return ready;
   });

@@ -4,6 +4,7 @@ import type { AppContext } from "../app-context.js";
 import { isAnvilNode } from "../config/anvil-node.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import { ProblemError } from "../http/problem.js";
+import { claimTestSend, releaseTestSend } from "./refund-record.js";
 import { partnerRefund, refundInstructions, viewRefund } from "./refunds.js";
 
 /**
@@ -14,7 +15,10 @@ import { partnerRefund, refundInstructions, viewRefund } from "./refunds.js";
  * to impersonate: no key of the payment address is needed, and the same code serves
  * the console's button, the route and `npm run refund -- <id>`. The service then
  * proves the refund from the index, exactly as for any wallet: this function never
- * changes a refund.
+ * moves a refund. It sends a refund once (`refund_already_sent` after), like the
+ * relayed send: a claim on the refund's row, taken before anything reaches the node,
+ * makes concurrent requests (a double click, a script beside the console, another
+ * process) send one transfer.
  */
 
 export type RefundTransaction = { from: Address; to: Address; data: Hex };
@@ -27,6 +31,9 @@ const localModeOnly = (detail: string) =>
     code: "local_mode_only",
     detail: `${detail} Send the refund from the payment address's wallet with its instructions instead.`,
   });
+
+/** The node took the transaction and its outcome is unknown: it may still move the money. */
+class OutcomeUnknown extends Error {}
 
 /**
  * Sends `transaction` from its `from` on an Anvil node and waits for the receipt:
@@ -54,7 +61,9 @@ export async function sendFromAnvilAccount(client: PublicClient, transaction: Re
   const sent = queue.then(send, send);
   queue = sent.catch(() => undefined);
   const hash = await sent;
-  const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 100 });
+  const receipt = await client.waitForTransactionReceipt({ hash, pollingInterval: 100 }).catch((error: unknown) => {
+    throw new OutcomeUnknown(`the refund's transfer ${hash} was sent; its receipt could not be read`, { cause: error });
+  });
   if (receipt.status !== "success") throw new Error(`the refund's transfer ${hash} reverted`);
   return hash;
 }
@@ -86,10 +95,32 @@ export async function sendRefundWithTestAccount(context: AppContext, params: { p
   if (network === undefined || client === undefined || !(await isAnvilNode(context, refund.chainId))) {
     throw localModeOnly("This refund's network is not a local Anvil.");
   }
-  const transactionHash = await sendFromAnvilAccount(client, {
-    from: instructions.from,
-    to: instructions.transaction.to,
-    data: instructions.transaction.data,
-  });
+  const claimedAt = Date.now();
+  if (!(await context.store.transaction().execute((trx) => claimTestSend(trx, { refundId: refund.id, now: claimedAt })))) {
+    const current = await partnerRefund(context.store, params);
+    if (current.status !== "ready") throw refundNotReady(current.status);
+    throw new ProblemError({
+      code: "refund_already_sent",
+      detail:
+        "The test account already sent this refund (or is sending it): wait for the index to show the transfer. Nothing more was sent.",
+    });
+  }
+  let transactionHash: Hex;
+  try {
+    transactionHash = await sendFromAnvilAccount(client, {
+      from: instructions.from,
+      to: instructions.transaction.to,
+      data: instructions.transaction.data,
+    });
+  } catch (error) {
+    // Refused by the node, or reverted: no money moved, so it may be tried again. A
+    // transaction the node took with no receipt yet may still land: its claim stays.
+    if (!(error instanceof OutcomeUnknown)) {
+      await context.store
+        .transaction()
+        .execute((trx) => releaseTestSend(trx, { refundId: refund.id, claimedAt, now: Date.now() }));
+    }
+    throw error;
+  }
   return { transactionHash, refund: await viewRefund(context.store, await partnerRefund(context.store, params)) };
 }

@@ -73,6 +73,7 @@ const destinationRoute = declareRoute({
       "destination_is_zero_address",
       "destination_is_token",
       "destination_is_payment_address",
+      "destination_is_service_address",
     ),
   },
 });

@@ -112,6 +112,7 @@ const createRoute_ = declareRoute({
       "destination_is_zero_address",
       "destination_is_token",
       "destination_is_payment_address",
+      "destination_is_service_address",
     ),
   },
 });
@@ -173,7 +174,7 @@ const testSendRoute = declareRoute({
       description: "Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer",
       content: { "application/json": { schema: z.object({ transactionHash: z.string(), refund: RefundSchema }) } },
     },
-    ...errorResponses("not_found", "refund_not_ready", "local_mode_only"),
+    ...errorResponses("not_found", "refund_not_ready", "refund_already_sent", "local_mode_only"),
   },
 });
 

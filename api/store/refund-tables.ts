@@ -1,5 +1,5 @@
 /**
- * Tables of refunds (SPEC 15, migration 0013). Same conventions as `database.ts`:
+ * Tables of refunds (SPEC 15, migrations 0013 and 0018). Same conventions as `database.ts`:
  * addresses and hashes lower-case hex, money as decimal strings of USDC base units,
  * instants as integer milliseconds since epoch.
  */
@@ -36,6 +36,10 @@ export interface RefundTable {
   /** SHA-256 (hex) of the customer's refund token; the token itself is shown once, in `customerUrl`. */
   token_hash: string | null;
   ready_at: number | null;
+  /** The indexed head (block number) when it became ready (migration 0018; null for a refund ready before it). */
+  ready_block: number | null;
+  /** When "Send with the test account" claimed its one send (local and fork mode; migration 0018). */
+  test_send_claimed_at: number | null;
   transfer_transaction_hash: string | null;
   transfer_log_index: number | null;
   transfer_block_number: number | null;

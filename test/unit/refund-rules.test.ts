@@ -17,6 +17,8 @@ const TOKEN = "0x00000000000000000000000000000000000000cc" as Address;
 const CUSTOMER = "0x00000000000000000000000000000000000000bb" as Address;
 const OTHER = "0x00000000000000000000000000000000000000dd" as Address;
 const FROM = "0x00000000000000000000000000000000000000aa" as Address;
+const RELAYER = "0x00000000000000000000000000000000000000ee" as Address;
+const DISTRIBUTOR = "0x00000000000000000000000000000000000000ff" as Address;
 
 const refund = (overrides: Partial<ReadyRefund> = {}): ReadyRefund => ({
   id: "rfd_1",
@@ -26,6 +28,7 @@ const refund = (overrides: Partial<ReadyRefund> = {}): ReadyRefund => ({
   destination: CUSTOMER,
   amount: 5_000_000n,
   readyAt: 1_700_000_000_500,
+  readyBlock: 100n,
   createdAt: 1_700_000_000_000,
   ...overrides,
 });
@@ -35,8 +38,10 @@ const transfer = (overrides: Partial<OutgoingFacts> = {}): OutgoingFacts => ({
   from: FROM,
   to: CUSTOMER,
   amount: 5_000_000n,
+  blockNumber: 101n,
   minedAt: 1_700_000_010_000,
   partnerId: "ptr_a",
+  rewardClaims: [],
   ...overrides,
 });
 
@@ -76,8 +81,9 @@ describe("refund totals of an order", () => {
 });
 
 describe("refused destinations", () => {
+  const ours = [RELAYER, DISTRIBUTOR];
   it("refuses the zero address, the token and payment addresses, and takes any other", () => {
-    expect(refusedDestination({ destination: zeroAddress, token: TOKEN, isPaymentAddress: false })).toBe(
+    expect(refusedDestination({ destination: zeroAddress, token: TOKEN, isPaymentAddress: false, serviceAddresses: ours })).toBe(
       "destination_is_zero_address",
     );
     expect(
@@ -85,12 +91,23 @@ describe("refused destinations", () => {
         destination: TOKEN.toUpperCase().replace("0X", "0x") as Address,
         token: TOKEN,
         isPaymentAddress: false,
+        serviceAddresses: ours,
       }),
     ).toBe("destination_is_token");
-    expect(refusedDestination({ destination: FROM, token: TOKEN, isPaymentAddress: true })).toBe(
+    expect(refusedDestination({ destination: FROM, token: TOKEN, isPaymentAddress: true, serviceAddresses: ours })).toBe(
       "destination_is_payment_address",
     );
-    expect(refusedDestination({ destination: CUSTOMER, token: TOKEN, isPaymentAddress: false })).toBeUndefined();
+    expect(
+      refusedDestination({ destination: CUSTOMER, token: TOKEN, isPaymentAddress: false, serviceAddresses: ours }),
+    ).toBeUndefined();
+  });
+
+  it("refuses the service's own addresses (a relayer, its contracts), where money would be stuck (issue 40, finding 8)", () => {
+    for (const destination of [RELAYER, DISTRIBUTOR.toUpperCase().replace("0X", "0x") as Address]) {
+      expect(refusedDestination({ destination, token: TOKEN, isPaymentAddress: false, serviceAddresses: ours })).toBe(
+        "destination_is_service_address",
+      );
+    }
   });
 });
 
@@ -104,11 +121,30 @@ describe("matching an outgoing transfer to a ready refund", () => {
     expect(transferMatchesRefund(transfer({ chainId: 8453 }), refund())).toBe(false);
     expect(transferMatchesRefund(transfer({ partnerId: "ptr_b" }), refund())).toBe(false);
     expect(transferMatchesRefund(transfer({ partnerId: null }), refund())).toBe(false);
-    // Mined before the refund was ready: not its transfer (block time counts whole seconds).
-    expect(transferMatchesRefund(transfer({ minedAt: 1_699_999_999_000 }), refund())).toBe(false);
-    expect(transferMatchesRefund(transfer({ minedAt: 1_700_000_000_000 }), refund())).toBe(true);
+    // Mined in or before the indexed head of when the refund became ready: not its transfer.
+    expect(transferMatchesRefund(transfer({ blockNumber: 100n }), refund())).toBe(false);
+    expect(transferMatchesRefund(transfer({ blockNumber: 99n }), refund())).toBe(false);
+    // A refund ready before its ready block was recorded keeps the time rule (block time counts whole seconds).
+    const legacy = refund({ readyBlock: null });
+    expect(transferMatchesRefund(transfer({ minedAt: 1_699_999_999_000 }), legacy)).toBe(false);
+    expect(transferMatchesRefund(transfer({ minedAt: 1_700_000_000_000 }), legacy)).toBe(true);
     // Addresses in any case.
     expect(transferMatchesRefund(transfer({ to: CUSTOMER.toUpperCase().replace("0X", "0x") as Address }), refund())).toBe(true);
+  });
+
+  it("compares in the chain's clock: a later block matches even when its time is behind the service's (issue 40)", () => {
+    // The chain's clock 5 s behind the wall clock the refund became ready by.
+    expect(transferMatchesRefund(transfer({ blockNumber: 101n, minedAt: 1_699_999_995_000 }), refund())).toBe(true);
+  });
+
+  it("a transfer that pays a reward claim of its transaction is that claim, never a refund (issue 40, finding 2)", () => {
+    const claim = { funder: FROM, recipient: CUSTOMER, amount: 5_000_000n };
+    expect(transferMatchesRefund(transfer({ rewardClaims: [claim] }), refund())).toBe(false);
+    expect(refundForTransfer(transfer({ rewardClaims: [claim] }), [refund()])).toBeUndefined();
+    // A claim of another funder, recipient or amount in the same transaction explains another transfer.
+    for (const other of [{ funder: OTHER }, { recipient: OTHER }, { amount: 4_999_999n }]) {
+      expect(transferMatchesRefund(transfer({ rewardClaims: [{ ...claim, ...other }] }), refund())).toBe(true);
+    }
   });
 
   it("serves the oldest ready refund first; the second waits for another transfer", () => {

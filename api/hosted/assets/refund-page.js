@@ -14,6 +14,8 @@
     destination_is_zero_address: "This is the zero address: whatever is sent to it is lost. Enter your own wallet's address.",
     destination_is_token:
       "This is the address of the USDC contract itself: money sent to it is lost. Enter your own wallet's address.",
+    destination_is_service_address:
+      "This address belongs to the payment service itself, not to you: money sent there could not be given back. Enter your own wallet's address.",
     invalid_refund_token: "This refund link is not valid (or was replaced by a newer one). Ask the shop for a new refund link.",
     refund_destination_locked: "The receiving address of this refund is already set and cannot be changed.",
     invalid_request: "That is not a wallet address: it must be 0x followed by 40 hexadecimal characters.",
