@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, readConfig } from "../api/config/config.js";
+import { ConfigError, productionProfileProblems, readConfig } from "../api/config/config.js";
 import { checkChainIds, completeFirstStart, prepareStart, recoverInterruptedFirstStart } from "../api/config/startup.js";
 import { migrateStore, openSqliteStore } from "../api/store/open-store.js";
 import { type AnvilInstance, startAnvil } from "../local/anvil.js";
@@ -25,10 +25,14 @@ function file(name: string, content: string): string {
   return path;
 }
 
-/** A valid Base configuration; each test breaks one or more variables. */
+/**
+ * A valid Base configuration; each test breaks one or more variables. A trial on the embedded
+ * databases (EMBEDDED_TRIAL), so that a check reads a store without a Postgres server.
+ */
 function baseEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     NETWORKS: "base",
+    EMBEDDED_TRIAL: "true",
     BASE_RPC_URL: "https://base.example",
     BASE_START_BLOCK: "1",
     BASE_PAYMENT_ADDRESSES: ADDRESS,
@@ -64,6 +68,41 @@ describe("configuration schema", () => {
       expect.stringMatching(/^PUBLIC_BASE_URL is not set/),
       expect.stringMatching(/^SECRETS_KEY_FILE is not set/),
     ]);
+  });
+
+  it("runs the production profile on Postgres only, unless EMBEDDED_TRIAL says it is a trial", async () => {
+    const production = { EMBEDDED_TRIAL: undefined };
+    const problems = productionProfileProblems(readConfig(baseEnv(production)).config);
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^DATABASE_URL is not set: .*PGlite is for local development only\. For a trial on one machine, set EMBEDDED_TRIAL=true$/,
+      ),
+      expect.stringMatching(/^STORE_URL is not set: .*For a trial on one machine, set EMBEDDED_TRIAL=true$/),
+    ]);
+    // A start (and `config check`) refuses with them, naming the variable.
+    await expect(prepareStart(baseEnv(production), "check")).rejects.toThrow(/set EMBEDDED_TRIAL=true/);
+    const pgliteStore = readConfig(
+      baseEnv({ ...production, DATABASE_URL: "postgres://db/index", STORE_URL: `pglite:${join(directory, "store")}` }),
+    );
+    expect(productionProfileProblems(pgliteStore.config)).toEqual([
+      expect.stringMatching(/^STORE_URL names an embedded pglite: store/),
+    ]);
+    const fleet = readConfig(baseEnv({ ...production, DATABASE_URL: "postgres://db/index", STORE_URL: "postgres://db/store" }));
+    expect(productionProfileProblems(fleet.config)).toEqual([]);
+    expect(productionProfileProblems(readConfig(baseEnv()).config)).toEqual([]);
+    // Base Sepolia is the production profile too; local mode (npm start, fork mode) never is.
+    const sepolia = baseEnv({
+      ...production,
+      NETWORKS: "base-sepolia",
+      BASE_SEPOLIA_RPC_URL: "https://sepolia.example",
+      BASE_SEPOLIA_START_BLOCK: "1",
+      BASE_SEPOLIA_PAYMENT_ADDRESSES: ADDRESS,
+    });
+    expect(productionProfileProblems(readConfig(sepolia).config)).toEqual([
+      expect.stringMatching(/^DATABASE_URL is not set: on base-sepolia/),
+      expect.stringMatching(/^STORE_URL is not set: on base-sepolia/),
+    ]);
+    expect(productionProfileProblems(readConfig(baseEnv({ ...production, LOCAL_MODE: "true" })).config)).toEqual([]);
   });
 
   it.each([

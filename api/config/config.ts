@@ -32,6 +32,8 @@ export type ServiceConfig = {
   /** How long workers get to finish on shutdown (`WORKERS_STOP_GRACE_MS`). */
   workersStopGraceMs: number;
   localMode: boolean;
+  /** `EMBEDDED_TRIAL=true`: a production network on the embedded index and store, for a trial on one machine. */
+  embeddedTrial: boolean;
   publicBaseUrl: string | undefined;
   adminAddresses: Address[];
   voucherPrivateKey: Hex | undefined;
@@ -226,6 +228,7 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
     databaseUrl: service.DATABASE_URL,
     databaseSchema: service.DATABASE_SCHEMA ?? "public",
     storeUrl: service.STORE_URL,
+    embeddedTrial: service.EMBEDDED_TRIAL === "true",
     workers: service.WORKERS !== "off",
     workersStopGraceMs: service.WORKERS_STOP_GRACE_MS ?? 4_000,
     localMode,
@@ -308,4 +311,32 @@ function dedupe(addresses: string[]): Address[] {
   const seen = new Map<string, Address>();
   for (const address of addresses) seen.set(address.toLowerCase(), getAddress(address));
   return [...seen.values()];
+}
+
+/** The networks that take real money: a service naming one runs the production profile (docs/deploy.md). */
+const PRODUCTION_NETWORKS: readonly NetworkName[] = ["base", "base-sepolia"];
+
+/**
+ * The production profile (SPEC 10): outside local mode, a service on Base or Base Sepolia keeps
+ * its index (DATABASE_URL) and its store (STORE_URL) on Postgres servers, unless the operator
+ * says `EMBEDDED_TRIAL=true` for a trial on one machine. Each refusal names what to set.
+ */
+export function productionProfileProblems(
+  config: Pick<ServiceConfig, "networks" | "localMode" | "databaseUrl" | "storeUrl" | "embeddedTrial">,
+): string[] {
+  const production = config.networks.filter((network) => PRODUCTION_NETWORKS.includes(network.name));
+  if (config.localMode || production.length === 0 || config.embeddedTrial) return [];
+  const named = production.map((network) => network.name).join(" and ");
+  const problems: string[] = [];
+  if (config.databaseUrl === undefined) {
+    problems.push(
+      `DATABASE_URL is not set: on ${named} the index lives on a Postgres server (postgres://…); Ponder's embedded PGlite is for local development only. For a trial on one machine, set EMBEDDED_TRIAL=true`,
+    );
+  }
+  if (config.storeUrl === undefined || config.storeUrl.startsWith("pglite:")) {
+    problems.push(
+      `STORE_URL ${config.storeUrl === undefined ? "is not set" : "names an embedded pglite: store"}: on ${named} the service's own state lives on a Postgres server (postgres://…) that every process of the fleet shares. For a trial on one machine, set EMBEDDED_TRIAL=true`,
+    );
+  }
+  return problems;
 }

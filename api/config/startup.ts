@@ -6,7 +6,7 @@ import { type Address, getAddress } from "viem";
 import { guardSyncCache } from "../indexed/sync-cache-guard.js";
 import { redactSecrets } from "../logging/redact.js";
 import { migrateStore, openStore, type Store } from "../store/open-store.js";
-import { ConfigError, readConfig, type ServiceConfig } from "./config.js";
+import { ConfigError, productionProfileProblems, readConfig, type ServiceConfig } from "./config.js";
 import { envPrefix, type NetworkConfig } from "./networks.js";
 
 /**
@@ -32,6 +32,8 @@ export async function prepareStart(
 ): Promise<ServiceConfig> {
   const { config, problems } = readConfig(env);
   if (options.indexSchema !== undefined) config.databaseSchema = options.indexSchema;
+  // The production profile (docs/deploy.md): a process of a Base service starts on Postgres only.
+  problems.push(...productionProfileProblems(config));
   if (role === "indexer") recoverInterruptedFirstStart(config);
   const [chainProblems, storeResult] = await Promise.all([
     checkChainIds(config.networks),

@@ -92,6 +92,13 @@ export const SERVICE_VARIABLES = {
     description:
       "The service's own state (partners, sessions, payments, events, audit log): `postgres://…` (several processes), `pglite:<directory>` (embedded Postgres, one process) or unset for the SQLite file `<DATA_DIR>/app.sqlite`.",
   },
+  EMBEDDED_TRIAL: {
+    group: "storage",
+    schema: bool,
+    description:
+      "`true` lets a `base` or `base-sepolia` service run on the embedded index (PGlite) and store (SQLite or `pglite:`) for a trial on one machine. Without it the production profile refuses to start unless DATABASE_URL and STORE_URL name Postgres servers: Ponder calls PGlite fit for local development only, and a fleet shares one Postgres.",
+    default: "false",
+  },
   PUBLIC_BASE_URL: {
     group: "service",
     schema: httpUrl,
