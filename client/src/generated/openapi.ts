@@ -887,6 +887,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rewards/settings/funding-challenge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The message a funding address signs to prove it is yours (single use, valid 10 minutes) */
+        post: operations["postV1RewardsSettingsFundingChallenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rewards": {
         parameters: {
             query?: never;
@@ -967,6 +984,23 @@ export interface paths {
         /** Change the reward settings (partial: a field left out keeps its value) */
         put: operations["putApiPartnerRewardsSettings"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/rewards/settings/funding-challenge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The message a funding address signs to prove it is yours (single use, valid 10 minutes) */
+        post: operations["postApiPartnerRewardsSettingsFundingChallenge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3141,6 +3175,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "reward.reorged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `reward.reorged` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveRewardReorgedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "session.expired": {
         parameters: {
             query?: never;
@@ -3443,6 +3497,32 @@ export interface components {
                 blockNumber: string;
                 /** @description ISO 8601 */
                 claimedAt: string;
+            };
+        };
+        RewardReorgedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "reward.reorged";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId: string;
+                orderId: string;
+                purchaseId: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                rewardId: string;
+                /** @description The reward's status after the reorg: `voucher_issued` */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                /** @description The claim that left the chain */
+                transactionHash: string;
+                network: string;
+                chainId: number;
             };
         };
         SessionExpiredEvent: {
@@ -3847,7 +3927,7 @@ export interface components {
             id: string;
             url: string;
             /** @description `["*"]`: every type, including types added later */
-            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
+            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
             /** @description ISO 8601 */
             createdAt: string;
             /** @description While a secret rotation is in progress: when the previous secret stops signing */
@@ -3857,7 +3937,7 @@ export interface components {
             /** @example https://shop.example/webhooks/settlement */
             url: string;
             /** @description Event types to receive; omitted or `["*"]`: all types */
-            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
+            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
         };
         EventEnvelope: {
             /**
@@ -3866,7 +3946,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
             /** @description ISO 8601 */
             createdAt: string;
             /** @description externalOrderId, orderId, purchaseId, transactionHash and type-specific fields (see docs/events.md) */
@@ -4220,6 +4300,9 @@ export interface components {
         };
         RewardSettings: {
             fundingAddress: string | null;
+            /** @description Whether the funding address proved it is yours; an unproven one pays no reward */
+            fundingProven: boolean;
+            fundingProvenAt: string | null;
             cashbackBps: number;
             distributor: {
                 address: string;
@@ -4233,6 +4316,10 @@ export interface components {
             /** @description Rewards not yet paid, revoked or expired */
             outstanding: string;
             warnings: ("allowance_below_outstanding" | "balance_below_outstanding")[];
+        };
+        RewardFundingChallenge: {
+            message: string;
+            expiresAt: string;
         };
         Reward: {
             /** @example rw_5f1c… */
@@ -4550,7 +4637,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "purchase_not_paid";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "purchase_not_paid";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -5539,7 +5626,7 @@ export interface operations {
                 after?: string;
                 /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
                 cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
                 limit?: number;
             };
             header?: never;
@@ -8226,7 +8313,7 @@ export interface operations {
                 after?: string;
                 /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
                 cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
                 limit?: number;
             };
             header?: never;
@@ -11361,6 +11448,11 @@ export interface operations {
             content: {
                 "application/json": {
                     fundingAddress?: string;
+                    /** @description A new funding address's proof: the message of POST /v1/rewards/settings/funding-challenge, signed by that address */
+                    fundingProof?: {
+                        message: string;
+                        signature: string;
+                    };
                     cashbackBps?: number;
                 };
             };
@@ -11375,7 +11467,7 @@ export interface operations {
                     "application/json": components["schemas"]["RewardSettings"];
                 };
             };
-            /** @description The request is not valid: `invalid_request`, `invalid_funding_address` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_request`, `invalid_funding_address`, `invalid_funding_proof` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11383,7 +11475,117 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request" | "invalid_funding_address";
+                        code?: "invalid_request" | "invalid_funding_address" | "invalid_funding_proof";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                    };
+                };
+            };
+            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `funding_address_taken` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "funding_address_taken";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `signature_check_unavailable`, `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "signature_check_unavailable" | "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1RewardsSettingsFundingChallenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fundingAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The challenge */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardFundingChallenge"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
                     };
                 };
             };
@@ -11435,7 +11637,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11443,7 +11645,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11948,6 +12150,11 @@ export interface operations {
             content: {
                 "application/json": {
                     fundingAddress?: string;
+                    /** @description A new funding address's proof: the message of POST /v1/rewards/settings/funding-challenge, signed by that address */
+                    fundingProof?: {
+                        message: string;
+                        signature: string;
+                    };
                     cashbackBps?: number;
                 };
             };
@@ -11962,7 +12169,7 @@ export interface operations {
                     "application/json": components["schemas"]["RewardSettings"];
                 };
             };
-            /** @description The request is not valid: `invalid_request`, `invalid_funding_address` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_request`, `invalid_funding_address`, `invalid_funding_proof` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11970,7 +12177,117 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request" | "invalid_funding_address";
+                        code?: "invalid_request" | "invalid_funding_address" | "invalid_funding_proof";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `funding_address_taken` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "funding_address_taken";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `signature_check_unavailable`, `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "signature_check_unavailable" | "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRewardsSettingsFundingChallenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fundingAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The challenge */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardFundingChallenge"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
                     };
                 };
             };
@@ -12022,7 +12339,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -12030,7 +12347,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12689,6 +13006,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small";
                     };
                 };
             };
@@ -30070,6 +30399,32 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["RewardClaimedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveRewardReorgedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "reward.reorged";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RewardReorgedEvent"];
             };
         };
         responses: {
