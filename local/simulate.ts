@@ -576,17 +576,32 @@ async function ensureRewardFunding(
 ) {
   const settings = (await api.call("GET", "/v1/rewards/settings")).body as {
     fundingAddress: string | null;
+    fundingProven: boolean;
     allowance: string | null;
   };
   let funding = settings.fundingAddress;
-  if (funding === null) {
-    funding = params.local.accounts[SIMULATE_FUNDER_INDEX]?.address as string;
-    const set = await api.call("PUT", "/v1/rewards/settings", { fundingAddress: funding });
+  if (funding === null || !settings.fundingProven) {
+    // Unset, or set before funding addresses were proven: a test account's key signs the proof (docs/rewards.md).
+    const known =
+      funding === null
+        ? undefined
+        : params.local.accounts.find((account) => account.address.toLowerCase() === funding?.toLowerCase());
+    const account = known ?? params.local.accounts[SIMULATE_FUNDER_INDEX];
+    if (account === undefined) throw new SimulationRefused("local.json lists no test account to fund rewards from");
+    funding = account.address;
+    const challenge = await api.call("POST", "/v1/rewards/settings/funding-challenge", { fundingAddress: funding });
+    if (challenge.status !== 200) {
+      throw new SimulationRefused(`no funding challenge (${challenge.status}): ${challenge.body.code}`);
+    }
+    const message = String(challenge.body.message);
+    const signature = await privateKeyToAccount(account.privateKey as Hex).signMessage({ message });
+    const set = await api.call("PUT", "/v1/rewards/settings", { fundingAddress: funding, fundingProof: { message, signature } });
     if (set.status !== 200) throw new SimulationRefused(`the funding address was refused (${set.status}): ${set.body.code}`);
-    params.step(`set the reward funding address to Anvil account ${SIMULATE_FUNDER_INDEX} (${funding})`);
+    params.step(`set and proved the reward funding address ${funding} (a test account)`);
   }
-  if (BigInt(settings.allowance ?? "0") >= params.amount) return;
-  const funder = params.local.accounts.find((account) => account.address.toLowerCase() === funding.toLowerCase());
+  if (BigInt(settings.allowance ?? "0") >= params.amount && settings.fundingProven) return;
+  const fundingAddress = funding;
+  const funder = params.local.accounts.find((account) => account.address.toLowerCase() === fundingAddress.toLowerCase());
   if (funder === undefined) {
     throw new SimulationRefused(
       `the reward funding address ${funding} has too small an allowance and is not a test account: approve the distributor from it`,

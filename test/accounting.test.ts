@@ -8,6 +8,7 @@ import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createClient } from "../client/src/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
 import { type CreatedSession, createSession, publicPost, readSession, submitHash } from "./support/checkout-helpers.js";
+import { putProvenFundingAddress } from "./support/reward-funding.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // Accounting (issue 27, SPEC 17) over a real history on Anvil: settled, underpaid, overpaid,
@@ -202,7 +203,10 @@ beforeAll(async () => {
   // Reward claim: the payment address is the partner's funding address; a third party submits the voucher.
   const distributor = stack.local.contracts.rewardDistributor as Address;
   await json(
-    await stack.partnerFetch("/v1/rewards/settings", { method: "PUT", json: { fundingAddress: shop.account!.address } }),
+    await putProvenFundingAddress(stack, {
+      address: shop.account!.address,
+      sign: (message) => shop.signMessage({ message, account: shop.account! }),
+    }),
   );
   const approval = await shop.writeContract({
     address: stack.local.contracts.usdc as Address,

@@ -111,6 +111,7 @@ const ACCESS: Record<string, Access> = {
   "GET /api/partner/rewards": "partner",
   "GET /api/partner/rewards/settings": "partner",
   "PUT /api/partner/rewards/settings": "partner",
+  "POST /api/partner/rewards/settings/funding-challenge": "partner",
   "GET /api/partner/rewards/{rewardId}": "partner",
   "POST /api/partner/orders/{orderId}/rewards": "partner",
   "POST /api/partner/rewards/{rewardId}/revoke": "partner",

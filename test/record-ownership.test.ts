@@ -20,6 +20,7 @@ const OWNERS: Record<string, string> = {
   webhook_delivery: "api/outbox/deliveries.ts",
   reward: "api/rewards/reward-record.ts",
   reward_settings: "api/rewards/reward-settings.ts",
+  reward_funding_challenge: "api/rewards/funding-proof.ts",
   reward_unknown_claim: "api/rewards/unknown-claims.ts",
   // Refunds (docs/refunds.md)
   refund: "api/refunds/refund-record.ts",

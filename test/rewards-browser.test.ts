@@ -1,10 +1,11 @@
 import { join } from "node:path";
 import type { Page, Request } from "playwright-core";
-import { type Address, erc20Abi, getAddress, keccak256, toHex } from "viem";
+import { type Address, erc20Abi, getAddress, type Hex, keccak256, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { axeFindings, type Chromium, freshArtifacts, launchChromium, requireChromium } from "./support/browser.js";
 import { type CreatedSession, createSession, submitHash } from "./support/checkout-helpers.js";
+import { putProvenFundingAddress } from "./support/reward-funding.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // "Claim your reward" on the hosted claim page and confirmation page, in Chromium at
@@ -86,7 +87,11 @@ beforeAll(async () => {
   requireChromium();
   stack = await startTestStack();
   const funder = getAddress(stack.local.accounts[FUNDER]!.address);
-  await partner("/v1/rewards/settings", { method: "PUT", json: { fundingAddress: funder } });
+  const proven = await putProvenFundingAddress(stack, {
+    address: funder,
+    sign: (message) => privateKeyToAccount(stack.local.accounts[FUNDER]!.privateKey as Hex).signMessage({ message }),
+  });
+  expect(proven.status).toBe(200);
   const wallet = stack.wallet(FUNDER);
   const hash = await wallet.writeContract({
     address: stack.local.contracts.usdc as Address,

@@ -12,6 +12,7 @@ import {
   requireChromium,
 } from "./support/browser.js";
 import { createSession, submitHash } from "./support/checkout-helpers.js";
+import { putProvenFundingAddress } from "./support/reward-funding.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // The console's Rewards screen (partner) and unknown reward claims (admin) in headless
@@ -80,7 +81,12 @@ describe("the console's rewards screens (Chromium)", () => {
     const funderKey = stack.local.accounts[FUNDER]!.privateKey as Hex;
     const funder = privateKeyToAccount(funderKey).address;
     await partner("/v1/members", { method: "POST", json: { address: funder, role: "admin" } });
-    await partner("/v1/rewards/settings", { method: "PUT", json: { fundingAddress: funder, cashbackBps: 0 } });
+    const proven = await putProvenFundingAddress(stack, {
+      address: funder,
+      sign: (message) => privateKeyToAccount(funderKey).signMessage({ message }),
+      cashbackBps: 0,
+    });
+    expect(proven.status).toBe(200);
     const session = await createSession(stack, { totalPriceUsdc: "10000000", certificate: { enabled: false } });
     const paid = await stack.payUsdc({ from: 1, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
     await waitFor(async () => {

@@ -19,6 +19,7 @@ import {
   submitHash,
 } from "./support/checkout-helpers.js";
 import { adminWallet, signIn } from "./support/portal-client.js";
+import { putProvenFundingAddress } from "./support/reward-funding.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
 
@@ -34,6 +35,8 @@ let endpointSecret: string;
 let otherPartnerKey: string;
 
 const accountAddress = (index: number) => getAddress(stack.local.accounts[index]!.address);
+const signAs = (index: number) => (message: string) =>
+  privateKeyToAccount(stack.local.accounts[index]!.privateKey as Hex).signMessage({ message });
 const distributor = () => getAddress(stack.local.contracts.rewardDistributor);
 // biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely and assert their shape
 type Json = Record<string, any>;
@@ -146,13 +149,116 @@ describe("reward settings", () => {
       expect(refused.status).toBe(400);
       expect(refused.body.code).toBe("invalid_funding_address");
     }
-    const set = await call("/v1/rewards/settings", { method: "PUT", json: { fundingAddress: accountAddress(FUNDER) } });
+    const set = await putProvenFundingAddress(stack, { address: accountAddress(FUNDER), sign: signAs(FUNDER) });
     expect(set.status).toBe(200);
-    expect(set.body).toMatchObject({ fundingAddress: accountAddress(FUNDER), cashbackBps: 0, allowance: "0" });
+    expect(await set.json()).toMatchObject({
+      fundingAddress: accountAddress(FUNDER),
+      fundingProven: true,
+      cashbackBps: 0,
+      allowance: "0",
+    });
+    const again = await call("/v1/rewards/settings", { method: "PUT", json: { fundingAddress: accountAddress(FUNDER) } });
+    expect(again.status).toBe(200);
     const partial = await call("/v1/rewards/settings", { method: "PUT", json: { cashbackBps: 0 } });
     expect(partial.body.fundingAddress).toBe(accountAddress(FUNDER));
     const bad = await call("/v1/rewards/settings", { method: "PUT", json: { cashbackBps: 10_001 } });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe("a funding address is the partner's only with its own signature (issue 40, finding 1)", () => {
+  const asOther = (path: string, json: unknown) =>
+    stack
+      .partnerFetch(path, {
+        method: path.endsWith("challenge") ? "POST" : "PUT",
+        headers: { Authorization: `Bearer ${otherPartnerKey}` },
+        json,
+      })
+      .then(async (response) => ({ status: response.status, body: (await response.json()) as Json }));
+
+  it("another partner cannot name the demo partner's funding wallet, nor replay or forge its proof", async () => {
+    // The attack: partner B names A's approved wallet and would have its rewards paid from it.
+    const bare = await asOther("/v1/rewards/settings", { fundingAddress: accountAddress(FUNDER) });
+    expect(bare.status).toBe(400);
+    expect(bare.body).toMatchObject({ code: "invalid_funding_proof", reason: "missing" });
+
+    // A proof A asked for (of a wallet no partner holds), replayed by B: the challenge was issued to A.
+    const forA = await call("/v1/rewards/settings/funding-challenge", {
+      method: "POST",
+      json: { fundingAddress: accountAddress(RECIPIENT) },
+    });
+    expect(forA.body.message).toContain(stack.local.partner.id);
+    const replayed = await asOther("/v1/rewards/settings", {
+      fundingAddress: accountAddress(RECIPIENT),
+      fundingProof: { message: forA.body.message, signature: await signAs(RECIPIENT)(forA.body.message) },
+    });
+    expect(replayed.body).toMatchObject({ code: "invalid_funding_proof", reason: "unknown_challenge" });
+
+    // B's own challenge for that wallet, signed by another wallet: not the funding address's signature.
+    const forB = await asOther("/v1/rewards/settings/funding-challenge", { fundingAddress: accountAddress(RECIPIENT) });
+    expect(forB.status).toBe(200);
+    const forged = await asOther("/v1/rewards/settings", {
+      fundingAddress: accountAddress(RECIPIENT),
+      fundingProof: { message: forB.body.message, signature: await signAs(THIRD_PARTY)(forB.body.message) },
+    });
+    expect(forged.body).toMatchObject({ code: "invalid_funding_proof", reason: "invalid_signature" });
+
+    // Even the wallet itself cannot make one funding address pay two partners.
+    const taken = await putProvenFundingAddress(stack, {
+      address: accountAddress(FUNDER),
+      sign: signAs(FUNDER),
+      apiKey: otherPartnerKey,
+    });
+    expect(taken.status).toBe(409);
+    expect(((await taken.json()) as Json).code).toBe("funding_address_taken");
+    // A proof is single-use.
+    const once = await call("/v1/rewards/settings/funding-challenge", {
+      method: "POST",
+      json: { fundingAddress: accountAddress(FUNDER) },
+    });
+    const proof = { message: once.body.message, signature: await signAs(FUNDER)(once.body.message) };
+    expect(
+      (
+        await call("/v1/rewards/settings", {
+          method: "PUT",
+          json: { fundingAddress: accountAddress(FUNDER), fundingProof: proof },
+        })
+      ).status,
+    ).toBe(200);
+    const reused = await call("/v1/rewards/settings", {
+      method: "PUT",
+      json: { fundingAddress: accountAddress(FUNDER), fundingProof: proof },
+    });
+    expect(reused.body).toMatchObject({ code: "invalid_funding_proof", reason: "challenge_used" });
+    expect((await call("/v1/rewards/settings")).body).toMatchObject({
+      fundingAddress: accountAddress(FUNDER),
+      fundingProven: true,
+    });
+  });
+
+  it("a funding address set before proofs existed pays nothing until proven", async () => {
+    const session = await settledSession("2000000");
+    const granted = await grant(session.orderId, "150000", "legacy-1");
+    expect(granted.status).toBe(201);
+    // As migration 0017 leaves a row written before it: the address, no proof.
+    await store
+      .updateTable("reward_settings")
+      .set({ funding_proven_at: null })
+      .where("partner_id", "=", stack.local.partner.id)
+      .execute();
+    expect((await call("/v1/rewards/settings")).body).toMatchObject({
+      fundingAddress: accountAddress(FUNDER),
+      fundingProven: false,
+    });
+    const claim = await publicCall(`/v1/public/rewards/${granted.body.id}/claim`, {
+      clientToken: session.clientToken,
+      walletAddress: accountAddress(RECIPIENT),
+    });
+    expect(claim.status).toBe(409);
+    expect(claim.body.code).toBe("rewards_not_configured");
+    expect((await grant(session.orderId, "1000", "legacy-2")).body.code).toBe("rewards_not_configured");
+    expect((await putProvenFundingAddress(stack, { address: accountAddress(FUNDER), sign: signAs(FUNDER) })).status).toBe(200);
+    expect((await call(`/v1/rewards/${granted.body.id}/revoke`, { method: "POST", json: {} })).status).toBe(200);
   });
 });
 
@@ -507,6 +613,71 @@ describe("revoke, unfunded, cashback, gasless, unknown claims", () => {
     });
     const asPartner = await call("/api/admin/reward-claims");
     expect(asPartner.status).toBe(401);
+  });
+});
+
+describe("attack review (issue 40): relayed dust, a claim reorged away", () => {
+  it("does not relay a reward below the smallest relayed amount (finding 6)", async () => {
+    const session = await settledSession("1000000");
+    const dust = await grant(session.orderId, "1", "dust");
+    const relayed = await publicCall(`/v1/public/rewards/${dust.body.id}/claim`, {
+      clientToken: session.clientToken,
+      walletAddress: accountAddress(RECIPIENT),
+      gasless: true,
+    });
+    expect(relayed.status).toBe(422);
+    expect(relayed.body).toMatchObject({ code: "relay_amount_too_small", minAmount: "100000" });
+    expect((await rewardOf(dust.body.id)).status).toBe("granted");
+  });
+
+  it("a claimed reward whose claim is reorged away can be claimed again (finding 5)", async () => {
+    const session = await settledSession("2000000");
+    const granted = await grant(session.orderId, "200000", "reorged-claim");
+    const answer = await publicCall(`/v1/public/rewards/${granted.body.id}/claim`, {
+      clientToken: session.clientToken,
+      walletAddress: accountAddress(RECIPIENT),
+    });
+    expect(answer.status).toBe(200);
+    const claimer = stack.wallet(THIRD_PARTY);
+    const send = () =>
+      claimer.sendTransaction({
+        to: answer.body.transaction.to,
+        data: answer.body.transaction.data,
+        chain: stack.chain,
+        account: claimer.account!,
+      });
+    const hash = await send();
+    const receipt = await stack.publicClient.waitForTransactionReceipt({ hash });
+    await waitForStatus(granted.body.id, "claimed");
+    // The claim's block and every one after it are replaced by empty blocks.
+    const depth = Number((await stack.publicClient.getBlockNumber()) - receipt.blockNumber + 1n);
+    await stack.testClient.request({ method: "anvil_reorg" as never, params: [depth, []] as never });
+    await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 1) });
+    await stack.testClient.mine({ blocks: 1 });
+    const claimedOnChain = () =>
+      stack.publicClient.readContract({
+        address: distributor(),
+        abi: rewardDistributorAbi,
+        functionName: "claimed",
+        args: [keccak256(toHex(granted.body.id))],
+      });
+    expect(await claimedOnChain()).toBe(false);
+    const back = await waitForStatus(granted.body.id, "voucher_issued", 45_000);
+    expect(back).toMatchObject({ transactionHash: null, claimedAt: null });
+    const reorged = await waitFor(
+      async () =>
+        (await outboxEvents(stack, store)).find(
+          (event) => event.type === "reward.reorged" && event.data.rewardId === granted.body.id,
+        ),
+      { what: "reward.reorged recorded" },
+    );
+    expect(reorged.data).toMatchObject({ status: "voucher_issued", transactionHash: hash, amount: "200000" });
+
+    // The voucher is still good: the customer claims again and is paid.
+    const again = await send();
+    expect((await stack.publicClient.waitForTransactionReceipt({ hash: again })).status).toBe("success");
+    expect(await waitForStatus(granted.body.id, "claimed")).toMatchObject({ transactionHash: again });
+    expect(await claimedOnChain()).toBe(true);
   });
 });
 

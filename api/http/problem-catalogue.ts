@@ -495,7 +495,8 @@ export const PROBLEM_REGISTRY = {
   signature_check_unavailable: {
     status: 503,
     title: "The signature could not be checked",
-    meaning: "Portal sign-in: the chain node did not answer the (EIP-1271/6492) signature check; try again.",
+    meaning:
+      "Portal sign-in or a reward funding proof: the chain node did not answer the (EIP-1271/6492) signature check; try again.",
   },
   portal_domain_not_configured: {
     status: 503,
@@ -523,10 +524,23 @@ export const PROBLEM_REGISTRY = {
     title: "This funding address cannot pay rewards",
     meaning: "`PUT /v1/rewards/settings`: the funding address is the zero address or the token itself.",
   },
+  invalid_funding_proof: {
+    status: 400,
+    title: "The funding address is not proven",
+    meaning:
+      "`PUT /v1/rewards/settings`: a new funding address needs the challenge of `POST /v1/rewards/settings/funding-challenge` signed by it; `reason` is missing, unknown_challenge, challenge_used, challenge_expired, message_altered, wrong_address, wrong_chain, invalid_signature or no_funding_address.",
+  },
+  funding_address_taken: {
+    status: 409,
+    title: "This funding address is another partner's",
+    meaning:
+      "`PUT /v1/rewards/settings`: another partner has proven this funding address; one funding address pays one partner only.",
+  },
   rewards_not_configured: {
     status: 409,
     title: "Rewards are not set up",
-    meaning: "The partner has no funding address yet (`PUT /v1/rewards/settings`); no reward can be granted or claimed.",
+    meaning:
+      "The partner has no proven funding address (`PUT /v1/rewards/settings` with its proof; an address set before proofs existed must be proven again); no reward can be granted or claimed.",
   },
   reward_order_not_settled: {
     status: 409,

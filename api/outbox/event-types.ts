@@ -111,6 +111,15 @@ export const EVENT_DATA = {
     blockNumber: units,
     claimedAt: instant,
   }),
+  "reward.reorged": z.object({
+    ...order,
+    rewardId: z.string(),
+    status: z.string().openapi({ description: "The reward's status after the reorg: `voucher_issued`" }),
+    amount: units,
+    transactionHash: hex.openapi({ description: "The claim that left the chain" }),
+    network: z.string(),
+    chainId: z.number().int(),
+  }),
   "session.expired": z.object({
     ...order,
     sessionId: z.string(),

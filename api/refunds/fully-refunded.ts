@@ -12,7 +12,9 @@ import { markFullyRefunded, type PaymentRef } from "./refund-record.js";
  * - its certificate can no longer be claimed, and a minted one verifies `revoked`
  *   (the claim and the verification read `fullyRefundedOrderIds`, which this mark answers);
  * - its rewards that were not claimed are revoked (SPEC 16). One whose voucher is still
- *   out stays: the customer may claim it until the voucher's deadline, as for any revoke;
+ *   out (or whose claim is confirming) owes the revocation: the customer may still send
+ *   that voucher until its deadline, as for any revoke, but no new voucher is issued and
+ *   the reward-claims worker revokes it once the voucher lapses unclaimed;
  * - an RWA purchase's units go back to its offering (the purchase's `refund` transition).
  *   A partial refund keeps them: units are not split by money.
  */

@@ -2,13 +2,13 @@ import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
 import { rewardDistributorAbi } from "../../contracts/generated/index.js";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../config/enabled-networks.js";
-import { assertRelayAllowed, type RelayCharge } from "../gasless/relay-charges.js";
+import { assertRelayAllowed, assertRelayedAmount, type RelayCharge } from "../gasless/relay-charges.js";
 import { type RelayedCall, type Relayer, RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
 import { problem } from "../http/problem.js";
 import { fundingCovers, readFunding } from "./funding.js";
 import { indexedSecondsOf } from "./revoke-reward.js";
 import { findReward, moveReward, type Reward, vouchersOutOfFunder } from "./reward-record.js";
-import { rewardSettingsOf } from "./reward-settings.js";
+import { provenFunder, rewardSettingsOf } from "./reward-settings.js";
 import { type RewardVoucher, signRewardVoucher } from "./reward-voucher.js";
 
 /** A voucher is good for one hour (never past the claim window): long enough to send, short enough to revoke soon. */
@@ -57,6 +57,15 @@ export async function claimReward(
     case "pending":
       throw notClaimable("claim_pending", "The reward's claim is on chain and being confirmed.");
   }
+  if (reward.revocationDue !== null) {
+    // Its order was fully refunded while a voucher was out: no new voucher, and revoked once that one lapsed.
+    await context.store
+      .transaction()
+      .execute((trx) =>
+        moveReward(trx, { reward, transition: "revoke", input: { indexedSeconds, reason: reward.revocationDue as string }, now }),
+      );
+    throw notClaimable("revoked", "The reward was withdrawn: its order was refunded.");
+  }
   if (now >= reward.expiresAt) throw notClaimable("expired", "The reward's claim window has ended.");
   if (
     reward.status === "voucher_issued" &&
@@ -81,13 +90,18 @@ export async function claimReward(
       `Claiming without gas is not offered on ${network.name}; claim from a wallet that holds ETH.`,
     );
   }
-  // Refused by the relayer's limits before a voucher is issued (checked again, with the price, as it sends).
-  if (relayer !== undefined) await assertRelayAllowed(context.store, context.settings.relayLimits, rewardCharge(reward));
+  // Refused by the relayer's limits before a voucher is issued (checked again, with the price, as it sends);
+  // a reward below the smallest relayed amount costs more gas than it pays (docs/gasless.md).
+  if (relayer !== undefined) {
+    assertRelayedAmount(context.settings.relayLimits, reward.amount);
+    await assertRelayAllowed(context.store, context.settings.relayLimits, rewardCharge(reward));
+  }
   const settings = await rewardSettingsOf(context.store, reward.partnerId);
-  if (settings.fundingAddress === null) {
+  // Only a funding address the partner proved is its own may be named as the voucher's funder (issue 40).
+  const funder = provenFunder(settings);
+  if (funder === undefined) {
     throw problem("rewards_not_configured", "The shop has not set up its reward funding.");
   }
-  const funder = settings.fundingAddress;
   const nowSeconds = BigInt(Math.floor(now / 1000));
   const others = await vouchersOutOfFunder(context.store, {
     chainId: reward.chainId,

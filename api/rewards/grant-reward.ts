@@ -10,7 +10,7 @@ import { findPartnerOrder } from "../orders/read-order.js";
 import { paymentOfSession } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
 import { findReward, insertReward, type Reward, rewardsOfOrders } from "./reward-record.js";
-import { rewardSettingsOf } from "./reward-settings.js";
+import { provenFunder, rewardSettingsOf } from "./reward-settings.js";
 
 /** Statuses whose amount still counts against the order's `amountPaid`. */
 const COUNTING: readonly Reward["status"][] = ["granted", "voucher_issued", "pending", "claimed"];
@@ -65,8 +65,11 @@ export async function grantReward(
 
   const order = await findPartnerOrder(context.store, { partnerId: params.partnerId, orderId: params.orderId });
   const settings = await rewardSettingsOf(context.store, params.partnerId);
-  if (settings.fundingAddress === null) {
-    throw problem("rewards_not_configured", "Set a funding address first (PUT /v1/rewards/settings).");
+  if (provenFunder(settings) === undefined) {
+    throw problem(
+      "rewards_not_configured",
+      "Set and prove a funding address first (POST /v1/rewards/settings/funding-challenge, then PUT /v1/rewards/settings).",
+    );
   }
   const settled = await settledOrderOf(context, context.store, order);
   return context.store
@@ -113,7 +116,7 @@ class IdempotencyRace extends Error {}
 /**
  * The automatic cashback of a settlement, inside the settlement's transaction:
  * floor(amountPaid × cashbackBps / 10 000) when the partner set `cashbackBps` and a
- * funding address and the network has a distributor; at most one per order (the
+ * proven funding address and the network has a distributor; at most one per order (the
  * store's unique index), so a replayed settlement adds nothing.
  */
 export async function grantCashbackAtSettlement(
@@ -123,7 +126,7 @@ export async function grantCashbackAtSettlement(
   const { network } = params;
   if (network.rewardDistributor === undefined) return undefined;
   const settings = await rewardSettingsOf(trx, params.order.partnerId);
-  if (settings.cashbackBps <= 0 || settings.fundingAddress === null) return undefined;
+  if (settings.cashbackBps <= 0 || provenFunder(settings) === undefined) return undefined;
   const amount = cashbackAmount(params.amountPaid, settings.cashbackBps);
   if (amount <= 0n) return undefined;
   return insertReward(trx, {

@@ -3,7 +3,7 @@ import type { AppContext } from "../app-context.js";
 import { type ProblemError, problem } from "../http/problem.js";
 import type { IndexedChain } from "../indexed/indexed-chain.js";
 import type { Database } from "../store/database.js";
-import { findPartnerReward, moveReward, type Reward, rewardsOfOrders } from "./reward-record.js";
+import { findPartnerReward, moveReward, oweRevocation, type Reward, rewardsOfOrders } from "./reward-record.js";
 
 /** The newest block time the index processed on a chain, in unix seconds (0 when it has none yet). */
 export async function indexedSecondsOf(indexed: Pick<IndexedChain, "heads">, chainId: number): Promise<bigint> {
@@ -54,9 +54,11 @@ export async function revokeReward(
 /**
  * Revokes every reward of an order that nothing is paying yet, inside the caller's
  * transaction (a full refund of the order calls it, with the refund's own change).
- * A reward whose voucher is still out cannot be revoked before its deadline: it is
- * left as it is and listed in `notRevoked`; once the voucher's deadline passes
- * unclaimed, the reward expires at the end of its window (or the caller retries).
+ * A reward whose voucher is still out (or whose claim is being confirmed) cannot be
+ * revoked before its deadline: it is listed in `notRevoked` and marked as owing the
+ * revocation (`oweRevocation`), so no new voucher is issued for it and the
+ * reward-claims worker revokes it once the voucher lapses unclaimed (issue 40: it
+ * used to stay claimable by a new voucher after the deadline).
  * `indexedSeconds` defaults to 0, which treats every issued voucher as still out.
  */
 export async function revokeUnclaimedRewardsOfOrder(
@@ -80,5 +82,6 @@ export async function revokeUnclaimedRewardsOfOrder(
     if (moved.moved) revoked.push(moved.reward);
     else notRevoked.push(reward);
   }
+  await oweRevocation(tx, { rewardIds: notRevoked.map((reward) => reward.id), reason: params.reason, now });
   return { revoked, notRevoked };
 }

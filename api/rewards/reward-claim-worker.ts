@@ -1,4 +1,4 @@
-import { getAddress, isAddressEqual } from "viem";
+import { getAddress, type Hex, isAddressEqual, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import type { NetworkConfig } from "../config/networks.js";
@@ -14,8 +14,10 @@ import { indexedSecondsOf } from "./revoke-reward.js";
 import {
   moveReward,
   type Reward,
+  recentlyClaimedRewards,
   rewardsAwaitingClaim,
   rewardsByOnchainIds,
+  rewardsOwingRevocation,
   rewardsPastWindow,
   type SeenClaim,
 } from "./reward-record.js";
@@ -23,6 +25,8 @@ import { recordUnknownClaim } from "./unknown-claims.js";
 
 export const REWARD_WORKER_NAME = "reward-claims";
 const BATCH = 250;
+/** How deep a confirmed claim is still watched for a reorg (as the payment and refund watches). */
+const WATCH_BLOCKS = 64n;
 
 /**
  * Moves rewards along as the index sees their claims (docs/rewards.md):
@@ -35,6 +39,12 @@ const BATCH = 250;
  * - every `pending` reward is looked at again: `claimed` with `reward.claimed` once
  *   the network's confirmations are there (in the same transaction), back to
  *   `voucher_issued` if its claim left the index;
+ * - every `claimed` reward of the last `WATCH_BLOCKS` blocks is looked at again: one
+ *   whose claim left the index and the chain (a reorg deeper than the confirmations)
+ *   is `voucher_issued` again with `reward.reorged`, since the distributor no longer
+ *   counts it as claimed (issue 40);
+ * - a reward owing a revocation (its order was fully refunded while its voucher was
+ *   out) is revoked once that voucher lapsed unclaimed;
  * - rewards past their claim window with no voucher out become `expired`.
  */
 export function rewardClaimWorker(context: AppContext, options: { intervalMs?: number } = {}): Worker {
@@ -60,6 +70,8 @@ export function rewardClaimWorker(context: AppContext, options: { intervalMs?: n
         if (last !== undefined) fromBlock.set(network.chainId, last.blockNumber);
       }
       if (await confirmPending(context, now)) changed = true;
+      if (await watchClaimed(context, now)) changed = true;
+      await revokeOwed(context, now);
       await expireRewards(context, now);
       if (changed) wakeWorker(DISPATCHER_NAME);
     },
@@ -194,6 +206,81 @@ async function confirmPending(context: AppContext, now: number): Promise<boolean
     if (await applyClaim(context, reward, claim, seenClaimOf(claim, head, network), network, now)) changed = true;
   }
   return changed;
+}
+
+/** A claimed reward whose claim left the index and the chain goes back to `voucher_issued`, with `reward.reorged`. */
+async function watchClaimed(context: AppContext, now: number): Promise<boolean> {
+  const heads = await context.indexed.heads();
+  let changed = false;
+  for (const network of context.networks) {
+    const head = heads.get(network.chainId)?.blockNumber;
+    if (network.rewardDistributor === undefined || head === undefined) continue;
+    const fromBlock = head > WATCH_BLOCKS ? head - WATCH_BLOCKS : 0n;
+    const claimed = await recentlyClaimedRewards(context.store, { chainId: network.chainId, fromBlock, limit: BATCH });
+    if (claimed.length === 0) continue;
+    const indexed = await context.indexed.rewardClaims({
+      chainIds: [network.chainId],
+      rewardIds: claimed.map((reward) => reward.onchainId),
+    });
+    for (const reward of claimed) {
+      const stillIndexed = indexed.some(
+        (claim) => sameHex(claim.rewardId, reward.onchainId) && isAddressEqual(claim.contract, reward.distributor),
+      );
+      if (stillIndexed || reward.transactionHash === null) continue;
+      // The index may be between removing a reorged block and adding its replacement: the chain decides.
+      if (await claimStillOnChain(context, reward.chainId, reward.transactionHash)) continue;
+      const moved = await context.store.transaction().execute(async (trx) => {
+        const move = await moveReward(trx, { reward, transition: "reorgClaim", input: {}, now });
+        if (!move.moved) return false;
+        const order = await getOrder(trx, reward.orderId);
+        await recordEvent(trx, {
+          partnerId: reward.partnerId,
+          type: "reward.reorged",
+          orderingKey: reward.orderId,
+          now,
+          data: {
+            rewardId: reward.id,
+            orderId: reward.orderId,
+            externalOrderId: reward.externalOrderId,
+            purchaseId: order.purchaseId,
+            status: move.reward.status,
+            amount: reward.amount.toString(),
+            transactionHash: reward.transactionHash as Hex,
+            network: network.name,
+            chainId: network.chainId,
+          },
+        });
+        return true;
+      });
+      if (moved) changed = true;
+    }
+  }
+  return changed;
+}
+
+async function claimStillOnChain(context: AppContext, chainId: number, hash: Hex): Promise<boolean> {
+  const client = context.rpc.get(chainId);
+  if (client === undefined) return true;
+  const receipt = await client
+    .getTransactionReceipt({ hash })
+    .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : Promise.reject(error)));
+  return receipt !== null && receipt.status === "success";
+}
+
+/** Rewards owing a revocation (order fully refunded with a voucher out) are revoked once the voucher lapsed. */
+async function revokeOwed(context: AppContext, now: number): Promise<void> {
+  for (const reward of await rewardsOwingRevocation(context.store, { limit: BATCH })) {
+    const indexedSeconds = await indexedSecondsOf(context.indexed, reward.chainId);
+    if (reward.voucherDeadlineSeconds !== null && reward.voucherDeadlineSeconds >= indexedSeconds) continue;
+    await context.store.transaction().execute((trx) =>
+      moveReward(trx, {
+        reward,
+        transition: "revoke",
+        input: { indexedSeconds, reason: reward.revocationDue ?? "order_refunded" },
+        now,
+      }),
+    );
+  }
 }
 
 async function expireRewards(context: AppContext, now: number): Promise<void> {

@@ -34,6 +34,8 @@ export type Reward = {
   blockNumber: bigint | null;
   claimedAt: number | null;
   revokedReason: string | null;
+  /** The revocation this reward owes once its voucher out lapses (its order was fully refunded meanwhile). */
+  revocationDue: string | null;
   expiresAt: number;
   createdAt: number;
   updatedAt: number;
@@ -65,6 +67,7 @@ export function toReward(row: RewardTable): Reward {
     blockNumber: row.block_number === null ? null : BigInt(row.block_number),
     claimedAt: row.claimed_at === null ? null : Number(row.claimed_at),
     revokedReason: row.revoked_reason,
+    revocationDue: row.revocation_due ?? null,
     expiresAt: Number(row.expires_at),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
@@ -107,11 +110,13 @@ export const REWARD_TRANSITIONS = {
     to: "voucher_issued",
     rule: "a voucher for a wallet; a new one (another wallet) only once the previous voucher's deadline is behind the index",
     guard: (reward: Reward, input: IndexedClock & { recipient: Address; funder: Address; deadlineSeconds: bigint }) =>
-      voucherStillOut(reward, input)
-        ? "a voucher of this reward is still out until its deadline"
-        : BigInt(Math.floor(reward.expiresAt / 1000)) < input.deadlineSeconds
-          ? "the voucher's deadline would pass the claim window"
-          : undefined,
+      reward.revocationDue !== null
+        ? `the reward is to be revoked (${reward.revocationDue})`
+        : voucherStillOut(reward, input)
+          ? "a voucher of this reward is still out until its deadline"
+          : BigInt(Math.floor(reward.expiresAt / 1000)) < input.deadlineSeconds
+            ? "the voucher's deadline would pass the claim window"
+            : undefined,
     set: (input: IndexedClock & { recipient: Address; funder: Address; deadlineSeconds: bigint }) => ({
       recipient: input.recipient.toLowerCase(),
       funder: input.funder.toLowerCase(),
@@ -151,6 +156,13 @@ export const REWARD_TRANSITIONS = {
     rule: "its unconfirmed claim left the index (a reorg): the voucher is out again",
     guard: () => undefined,
     set: (_input: Record<string, never>) => ({ transaction_hash: null, block_number: null }),
+  } satisfies RewardTransition<Record<string, never>>,
+  reorgClaim: {
+    from: ["claimed"],
+    to: "voucher_issued",
+    rule: "its confirmed claim left the index and the chain (a reorg; `reward.reorged`): the voucher is out again until its deadline",
+    guard: () => undefined,
+    set: (_input: Record<string, never>) => ({ transaction_hash: null, block_number: null, claimed_at: null }),
   } satisfies RewardTransition<Record<string, never>>,
   revoke: {
     from: ["granted", "voucher_issued"],
@@ -263,6 +275,7 @@ export async function insertReward(
       block_number: null,
       claimed_at: null,
       revoked_reason: null,
+      revocation_due: null,
       expires_at: params.now + REWARD_CLAIM_WINDOW_MS,
       created_at: params.now,
       updated_at: params.now,
@@ -408,6 +421,59 @@ export async function outstandingRewardsOfPartner(db: Kysely<Database>, partnerI
     .selectAll()
     .where("partner_id", "=", partnerId)
     .where("status", "in", ["granted", "voucher_issued", "pending"])
+    .execute();
+  return rows.map(toReward);
+}
+
+/**
+ * Marks the rewards of an order whose voucher is out (or whose claim is being
+ * confirmed) as owing a revocation, inside the caller's transaction: no new voucher
+ * is issued for them (`issueVoucher`'s guard), and the reward-claims worker revokes
+ * each once its voucher lapses unclaimed. Not a status change: the reward stays
+ * where it is until then. Answers the rewards marked.
+ */
+export async function oweRevocation(
+  trx: Kysely<Database>,
+  params: { rewardIds: readonly string[]; reason: string; now: number },
+): Promise<number> {
+  assertInTransaction(trx, "reward");
+  if (params.rewardIds.length === 0) return 0;
+  const result = await trx
+    .updateTable("reward")
+    .set({ revocation_due: params.reason, updated_at: params.now })
+    .where("id", "in", [...params.rewardIds])
+    .where("status", "in", ["voucher_issued", "pending"])
+    .where("revocation_due", "is", null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Rewards with a voucher out that owe a revocation (revoked once the voucher lapses). */
+export async function rewardsOwingRevocation(db: Kysely<Database>, params: { limit: number }): Promise<Reward[]> {
+  const rows = await db
+    .selectFrom("reward")
+    .selectAll()
+    .where("status", "=", "voucher_issued")
+    .where("revocation_due", "is not", null)
+    .orderBy("voucher_deadline")
+    .limit(params.limit)
+    .execute();
+  return rows.map(toReward);
+}
+
+/** Claimed rewards of a chain whose claim is at or after `fromBlock`: the window a reorg can still strike. */
+export async function recentlyClaimedRewards(
+  db: Kysely<Database>,
+  params: { chainId: number; fromBlock: bigint; limit: number },
+): Promise<Reward[]> {
+  const rows = await db
+    .selectFrom("reward")
+    .selectAll()
+    .where("chain_id", "=", params.chainId)
+    .where("status", "=", "claimed")
+    .where("block_number", ">=", Number(params.fromBlock))
+    .orderBy("block_number", "desc")
+    .limit(params.limit)
     .execute();
   return rows.map(toReward);
 }

@@ -1,9 +1,10 @@
-import { type Address, isAddressEqual, zeroAddress } from "viem";
+import { type Address, type Hex, isAddressEqual, zeroAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { problem } from "../http/problem.js";
 import { forgetFunding, readFunding } from "./funding.js";
+import { checkFundingProof, consumeFundingChallenge, type FundingProof } from "./funding-proof.js";
 import { outstandingRewardsOfPartner } from "./reward-record.js";
-import { rewardSettingsOf, updateRewardSettings } from "./reward-settings.js";
+import { partnerHoldingFunder, provenFunder, rewardSettingsOf, updateRewardSettings } from "./reward-settings.js";
 
 /**
  * The settings answer (SPEC 16): what the partner set, the distributor to approve,
@@ -32,6 +33,8 @@ export async function readRewardSettings(context: AppContext, partnerId: string)
   if (funding !== undefined && funding.balance < outstanding) warnings.push("balance_below_outstanding");
   return {
     fundingAddress: settings.fundingAddress,
+    fundingProven: settings.fundingProvenAt !== null,
+    fundingProvenAt: settings.fundingProvenAt === null ? null : new Date(settings.fundingProvenAt).toISOString(),
     cashbackBps: settings.cashbackBps,
     distributor:
       network?.rewardDistributor === undefined ? null : { address: network.rewardDistributor, chainId: network.chainId },
@@ -44,22 +47,71 @@ export async function readRewardSettings(context: AppContext, partnerId: string)
   };
 }
 
-/** `PUT /v1/rewards/settings`: a partial update; the funding address may be neither zero nor a token. */
+/**
+ * `PUT /v1/rewards/settings`: a partial update. A new funding address must come with
+ * its proof (`fundingProof`: the challenge of `POST /v1/rewards/settings/funding-challenge`
+ * signed by that address) and may not be another partner's proven funding address;
+ * naming the current proven address again needs no proof (it changes nothing). The
+ * proof's nonce is consumed in the settings' own transaction, so one proof sets one
+ * address once.
+ */
 export async function writeRewardSettings(
   context: AppContext,
-  params: { partnerId: string; fundingAddress?: Address; cashbackBps?: number },
+  params: { partnerId: string; fundingAddress?: Address; fundingProof?: FundingProof; cashbackBps?: number },
 ) {
-  if (params.fundingAddress !== undefined) {
-    const funding = params.fundingAddress;
+  const now = Date.now();
+  const current = await rewardSettingsOf(context.store, params.partnerId);
+  const funding = params.fundingAddress;
+  if (funding === undefined && params.fundingProof !== undefined) {
+    throw problem("invalid_funding_proof", "A funding proof comes with the funding address it proves.", {
+      reason: "no_funding_address",
+    });
+  }
+  const provenNow = provenFunder(current);
+  const unchanged =
+    funding !== undefined && params.fundingProof === undefined && provenNow !== undefined && isAddressEqual(funding, provenNow);
+  let proof: { address: Address; nonce: string; message: string; signature: Hex } | undefined;
+  if (funding !== undefined && !unchanged) {
     if (isAddressEqual(funding, zeroAddress) || context.networks.some((network) => isAddressEqual(network.usdc, funding))) {
       throw problem(
         "invalid_funding_address",
         "The funding address must be the partner's own wallet: not the zero address, not the token.",
       );
     }
+    if (params.fundingProof === undefined) {
+      throw problem(
+        "invalid_funding_proof",
+        "A new funding address needs its proof: sign the message of POST /v1/rewards/settings/funding-challenge with it.",
+        { reason: "missing" },
+      );
+    }
+    await assertFunderFree(context.store, { partnerId: params.partnerId, address: funding });
+    const nonce = await checkFundingProof(context, {
+      partnerId: params.partnerId,
+      fundingAddress: funding,
+      proof: params.fundingProof,
+      now,
+    });
+    proof = { address: funding, nonce, ...params.fundingProof };
   }
-  const now = Date.now();
-  const updated = await context.store.transaction().execute((trx) => updateRewardSettings(trx, { ...params, now }));
+  const updated = await context.store
+    .transaction()
+    .execute(async (trx) => {
+      if (proof !== undefined && !(await consumeFundingChallenge(trx, { nonce: proof.nonce, now }))) {
+        throw problem("invalid_funding_proof", "This challenge was used; request a new one.", { reason: "challenge_used" });
+      }
+      return updateRewardSettings(trx, {
+        partnerId: params.partnerId,
+        cashbackBps: params.cashbackBps,
+        funding: proof === undefined ? undefined : { address: proof.address, message: proof.message, signature: proof.signature },
+        now,
+      });
+    })
+    .catch(async (error: unknown) => {
+      // The unique index over proven funding addresses: a concurrent proof of the same address by another partner won.
+      if (proof !== undefined) await assertFunderFree(context.store, { partnerId: params.partnerId, address: proof.address });
+      throw error;
+    });
   // A new funding address (or one just approved) is read afresh.
   for (const network of context.networks) {
     if (network.rewardDistributor !== undefined && updated.fundingAddress !== null) {
@@ -72,4 +124,11 @@ export async function writeRewardSettings(
     }
   }
   return readRewardSettings(context, params.partnerId);
+}
+
+async function assertFunderFree(db: AppContext["store"], params: { partnerId: string; address: Address }): Promise<void> {
+  const holder = await partnerHoldingFunder(db, params.address);
+  if (holder !== undefined && holder !== params.partnerId) {
+    throw problem("funding_address_taken", "This funding address is another partner's; a funding address pays one partner only.");
+  }
 }

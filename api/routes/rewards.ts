@@ -1,5 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { type Address, isAddress } from "viem";
+import { type Address, type Hex, isAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { authenticateClientToken } from "../checkout/client-tokens.js";
 import { CALLERS, declareRoute } from "../http/callers.js";
@@ -7,6 +7,7 @@ import { errorResponses } from "../http/openapi-contract.js";
 import { problem } from "../http/problem.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
 import { claimReward } from "../rewards/claim-reward.js";
+import { issueFundingChallenge } from "../rewards/funding-proof.js";
 import { grantReward } from "../rewards/grant-reward.js";
 import { revokeReward } from "../rewards/revoke-reward.js";
 import { findPartnerReward, findReward, partnerRewardsPage, REWARD_STATUSES } from "../rewards/reward-record.js";
@@ -49,6 +50,10 @@ export const RewardSchema = z
 export const RewardSettingsSchema = z
   .object({
     fundingAddress: z.string().nullable(),
+    fundingProven: z
+      .boolean()
+      .openapi({ description: "Whether the funding address proved it is yours; an unproven one pays no reward" }),
+    fundingProvenAt: z.string().nullable(),
     cashbackBps: z.number().int(),
     distributor: z.object({ address: z.string(), chainId: z.number().int() }).nullable(),
     token: z
@@ -84,6 +89,20 @@ const settingsWrite = declareRoute({
       z
         .object({
           fundingAddress: addressInput.optional(),
+          fundingProof: z
+            .object({
+              message: z.string().min(1).max(2_000),
+              signature: z
+                .string()
+                .regex(/^0x[0-9a-fA-F]*$/, "a hex signature")
+                .max(20_000),
+            })
+            .strict()
+            .optional()
+            .openapi({
+              description:
+                "A new funding address's proof: the message of POST /v1/rewards/settings/funding-challenge, signed by that address",
+            }),
           cashbackBps: z.number().int().min(0).max(10_000).optional(),
         })
         .strict(),
@@ -91,7 +110,25 @@ const settingsWrite = declareRoute({
   },
   responses: {
     ...ok(200, "The settings", RewardSettingsSchema),
-    ...errorResponses("invalid_request", "invalid_funding_address", "rpc_unavailable"),
+    ...errorResponses(
+      "invalid_request",
+      "invalid_funding_address",
+      "invalid_funding_proof",
+      "funding_address_taken",
+      "signature_check_unavailable",
+      "rpc_unavailable",
+    ),
+  },
+});
+const fundingChallenge = declareRoute({
+  method: "post",
+  path: "/settings/funding-challenge",
+  summary: "The message a funding address signs to prove it is yours (single use, valid 10 minutes)",
+  security: CALLERS.partnerAdminChange,
+  request: { body: json(z.object({ fundingAddress: addressInput }).strict()) },
+  responses: {
+    ...ok(200, "The challenge", z.object({ message: z.string(), expiresAt: z.string() }).openapi("RewardFundingChallenge")),
+    ...errorResponses("invalid_request", "rewards_unavailable"),
   },
 });
 const listRoute = declareRoute({
@@ -135,12 +172,32 @@ const revokeRoute = declareRoute({
   responses: { ...ok(200, "The revoked reward", RewardSchema), ...errorResponses("not_found", "reward_not_revocable") },
 });
 
-/** `/v1/rewards` (and the console's `/api/partner/rewards`): settings, list, read, revoke. */
+/** `/v1/rewards` (and the console's `/api/partner/rewards`): settings and their funding proof, list, read, revoke. */
 export function rewardRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(settingsRead, async (c) => c.json(await readRewardSettings(context, c.get("partner").id), 200))
-    .openapi(settingsWrite, async (c) =>
-      c.json(await writeRewardSettings(context, { partnerId: c.get("partner").id, ...c.req.valid("json") }), 200),
+    .openapi(settingsWrite, async (c) => {
+      const body = c.req.valid("json");
+      return c.json(
+        await writeRewardSettings(context, {
+          partnerId: c.get("partner").id,
+          ...body,
+          fundingProof: body.fundingProof && {
+            message: body.fundingProof.message,
+            signature: body.fundingProof.signature as Hex,
+          },
+        }),
+        200,
+      );
+    })
+    .openapi(fundingChallenge, async (c) =>
+      c.json(
+        await issueFundingChallenge(context, {
+          partnerId: c.get("partner").id,
+          fundingAddress: c.req.valid("json").fundingAddress,
+        }),
+        200,
+      ),
     )
     .openapi(listRoute, async (c) => {
       const query = c.req.valid("query");
@@ -244,6 +301,7 @@ const publicClaimRoute = declareRoute({
       "reward_not_claimable",
       "reward_unfunded",
       "rewards_not_configured",
+      "relay_amount_too_small",
       "rewards_unavailable",
       "gasless_unavailable",
       "relayer_out_of_funds",

@@ -7,6 +7,7 @@ export interface RewardTables {
   reward_settings: RewardSettingsTable;
   reward: RewardTable;
   reward_unknown_claim: RewardUnknownClaimTable;
+  reward_funding_challenge: RewardFundingChallengeTable;
 }
 
 export type RewardStatus = "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
@@ -15,8 +16,27 @@ export interface RewardSettingsTable {
   partner_id: string;
   funding_address: string | null;
   cashback_bps: number;
+  /** When the funding address's signature over a challenge was accepted (migration 0017); null: unproven. */
+  funding_proven_at: number | null;
+  /** The challenge text the funding address signed, and its signature (the proof, kept). */
+  funding_proof_message: string | null;
+  funding_proof_signature: string | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A challenge a funding address signs to prove it is the partner's (single use, short-lived). */
+export interface RewardFundingChallengeTable {
+  /** 128 random bits, hex. */
+  nonce: string;
+  partner_id: string;
+  funding_address: string;
+  chain_id: number;
+  /** The exact text issued; only this string is accepted back. */
+  message: string;
+  issued_at: number;
+  expires_at: number;
+  consumed_at: number | null;
 }
 
 export interface RewardTable {
@@ -43,6 +63,8 @@ export interface RewardTable {
   block_number: number | null;
   claimed_at: number | null;
   revoked_reason: string | null;
+  /** A revocation owed once the voucher out lapses (its order was fully refunded meanwhile); migration 0017. */
+  revocation_due: string | null;
   expires_at: number;
   created_at: number;
   updated_at: number;

@@ -1,5 +1,5 @@
 import { rmSync } from "node:fs";
-import { type Address, getAddress, keccak256, toHex } from "viem";
+import { type Address, getAddress, type Hex, keccak256, toHex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fundingCovers } from "../../api/rewards/funding.js";
 import { cashbackAmount, withinAmountPaid } from "../../api/rewards/grant-reward.js";
@@ -12,6 +12,7 @@ import {
   type Reward,
   rewardMayMove,
 } from "../../api/rewards/reward-record.js";
+import { partnerHoldingFunder, provenFunder, rewardSettingsOf, updateRewardSettings } from "../../api/rewards/reward-settings.js";
 import { rewardIdOnChain } from "../../api/rewards/reward-voucher.js";
 import { migrateStore, openStore, type Store } from "../../api/store/open-store.js";
 import { TransitionRefused } from "../../api/store/transition-table.js";
@@ -48,9 +49,9 @@ describe("reward rules (pure)", () => {
     expect(fundingCovers({ allowance: 5_000n, balance: 999n }, 600n, 400n)).toBe(false);
   });
 
-  it("the transition table: claimed, revoked and expired are final; a pending claim cannot be revoked", () => {
+  it("the transition table: revoked and expired are final, claimed only by a reorg; a pending claim cannot be revoked", () => {
     for (const name of Object.keys(REWARD_TRANSITIONS) as (keyof typeof REWARD_TRANSITIONS)[]) {
-      expect(rewardMayMove("claimed", name)).toBe(false);
+      expect(rewardMayMove("claimed", name)).toBe(name === "reorgClaim");
       expect(rewardMayMove("revoked", name)).toBe(false);
       expect(rewardMayMove("expired", name)).toBe(false);
     }
@@ -178,7 +179,86 @@ describe("reward record on a real store", () => {
     );
     expect(later.revoked.map((reward) => reward.id)).toEqual([out.id]);
   });
+
+  it("a voucher out when the order is fully refunded: no new voucher after its deadline, revoked instead (issue 40, finding 3)", async () => {
+    await seedOrder(store, { partnerId: "ptr_r", orderId: "ord_r3", purchaseId: `0x${"4".repeat(64)}` });
+    const reward = (await store.transaction().execute((trx) =>
+      insertReward(trx, {
+        partnerId: "ptr_r",
+        orderId: "ord_r3",
+        externalOrderId: "ext-ord_r3",
+        source: "cashback",
+        idempotencyKey: null,
+        chainId: 31337,
+        distributor: DISTRIBUTOR,
+        token: TOKEN,
+        amount: 10n,
+        now,
+      }),
+    )) as Reward;
+    const deadline = BigInt(now / 1000 + 3600);
+    await issue(reward, deadline);
+    // The refund's transaction, as onOrderFullyRefunded calls it: the index is before the voucher's deadline.
+    const refunded = await store
+      .transaction()
+      .execute((trx) => revokeUnclaimedRewardsOfOrder(trx, { orderId: "ord_r3", reason: "order_refunded", now }));
+    expect(refunded.notRevoked.map((row) => row.id)).toEqual([reward.id]);
+    const owing = (await findReward(store, reward.id)) as Reward;
+    expect(owing).toMatchObject({ status: "voucher_issued", revocationDue: "order_refunded" });
+
+    // The voucher lapsed unclaimed: a new voucher (another wallet) is refused, revoking is not.
+    const reissued = await issue(owing, deadline + 3600n, deadline + 1n);
+    expect(reissued).toMatchObject({ moved: false, reason: "the reward is to be revoked (order_refunded)" });
+    const revoked = await store.transaction().execute((trx) =>
+      moveReward(trx, {
+        reward: owing,
+        transition: "revoke",
+        input: { indexedSeconds: deadline + 1n, reason: owing.revocationDue as string },
+        now,
+      }),
+    );
+    expect(revoked.moved && revoked.reward).toMatchObject({ status: "revoked", revokedReason: "order_refunded" });
+  });
+
+  it("one proven funding address per partner; addresses set before proofs may repeat (issue 40, finding 1)", async () => {
+    await seedOrder(store, { partnerId: "ptr_f1", orderId: "ord_f1", purchaseId: `0x${"5".repeat(64)}` });
+    await seedOrder(store, { partnerId: "ptr_f2", orderId: "ord_f2", purchaseId: `0x${"6".repeat(64)}` });
+    await expectOneProvenFunder(store);
+  });
 });
+
+/** Two partners proving one funding address: the store's unique index lets one win, whatever the code above it checks. */
+async function expectOneProvenFunder(store: Store) {
+  const funding = { address: FUNDER, message: "proof", signature: "0x01" as Hex };
+  await store.transaction().execute((trx) => updateRewardSettings(trx, { partnerId: "ptr_f1", funding, now: 1 }));
+  await expect(
+    store.transaction().execute((trx) => updateRewardSettings(trx, { partnerId: "ptr_f2", funding, now: 2 })),
+  ).rejects.toThrow();
+  expect(await partnerHoldingFunder(store, FUNDER)).toBe("ptr_f1");
+  expect(provenFunder(await rewardSettingsOf(store, "ptr_f2"))).toBeUndefined();
+  // Rows written before migration 0017 carry no proof: the index leaves them alone.
+  for (const partnerId of ["ptr_f2", "ptr_f3"]) {
+    await store
+      .insertInto("partner")
+      .values({ id: partnerId, name: partnerId, created_at: 1 })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    await store
+      .insertInto("reward_settings")
+      .values({
+        partner_id: partnerId,
+        funding_address: FUNDER.toLowerCase(),
+        cashback_bps: 0,
+        funding_proven_at: null,
+        funding_proof_message: null,
+        funding_proof_signature: null,
+        created_at: 1,
+        updated_at: 1,
+      })
+      .execute();
+    expect(provenFunder(await rewardSettingsOf(store, partnerId))).toBeUndefined();
+  }
+}
 
 describe("reward tables on Postgres (PGlite)", () => {
   it("migrate, and keep one automatic cashback per order while grants are many", { timeout: 60_000 }, async () => {
@@ -206,6 +286,9 @@ describe("reward tables on Postgres (PGlite)", () => {
       expect(await insert("cashback")).toBeUndefined();
       expect(await insert("grant")).toBeDefined();
       expect(await insert("grant")).toBeDefined();
+      await seedOrder(store, { partnerId: "ptr_f1", orderId: "ord_f1", purchaseId: `0x${"5".repeat(64)}` });
+      await seedOrder(store, { partnerId: "ptr_f2", orderId: "ord_f2", purchaseId: `0x${"6".repeat(64)}` });
+      await expectOneProvenFunder(store);
     } finally {
       await store.destroy();
       rmSync(dataDir, { recursive: true, force: true });

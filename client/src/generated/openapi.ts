@@ -318,6 +318,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orders/{orderId}/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Grant a reward (USDC cashback) on a settled order; idempotent on idempotencyKey */
+        post: operations["postV1OrdersByOrderIdRewards"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payments": {
         parameters: {
             query?: never;
@@ -402,6 +419,480 @@ export interface paths {
         post?: never;
         /** Remove a console member */
         delete: operations["deleteV1MembersByAddress"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reward settings: funding address, automatic cashback, allowance, balance and outstanding rewards */
+        get: operations["getV1RewardsSettings"];
+        /** Change the reward settings (partial: a field left out keeps its value) */
+        put: operations["putV1RewardsSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards/settings/funding-challenge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The message a funding address signs to prove it is yours (single use, valid 10 minutes) */
+        post: operations["postV1RewardsSettingsFundingChallenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's rewards, newest first */
+        get: operations["getV1Rewards"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards/{rewardId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a reward */
+        get: operations["getV1RewardsByRewardId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards/{rewardId}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke a reward nothing is paying (with a voucher out: only after its deadline) */
+        post: operations["postV1RewardsByRewardIdRevoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/branding": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your branding on the hosted checkout and claim pages */
+        get: operations["getV1Branding"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set display name, accent colour, support contacts and the origins that may frame the checkout (null clears one) */
+        patch: operations["patchV1Branding"];
+        trace?: never;
+    };
+    "/v1/branding/logo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Upload the logo: the raw bytes as the body, Content-Type image/png or image/svg+xml, at most 65536 bytes
+         * @description Served from this service's own origin (hosted pages make no external requests). An SVG is parsed as XML and refused (`invalid_request`, its detail naming what) unless every element and attribute is on a drawing allow-list: no script, event handlers, foreignObject, style elements, DOCTYPE or entities, and references only to its own elements (`#id`, `url(#id)`). Every logo is served with a CSP that forbids script.
+         */
+        put: operations["putV1BrandingLogo"];
+        post?: never;
+        /** Remove the logo */
+        delete: operations["deleteV1BrandingLogo"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's API keys (prefixes and scopes only), oldest first */
+        get: operations["getV1ApiKeys"];
+        put?: never;
+        /**
+         * Create a read-only key (for an accountant): every GET of the partner API, nothing else
+         * @description A full key may mint read-only keys only (`scope: "read"`). The key is shown in this answer only; the service keeps its SHA-256.
+         */
+        post: operations["postV1ApiKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a read-only key (full keys are revoked from the console or the operator CLI) */
+        delete: operations["deleteV1ApiKeysByKeyId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The ledger: every movement through the payment addresses in a range, with its evidence and kind */
+        get: operations["getV1Ledger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance */
+        get: operations["getV1ReportsReconciliation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your refunds, newest first */
+        get: operations["getV1Refunds"];
+        put?: never;
+        /** Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money) */
+        post: operations["postV1Refunds"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of your refunds */
+        get: operations["getV1RefundsById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again */
+        post: operations["postV1RefundsByIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}/test-send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet) */
+        post: operations["postV1RefundsByIdTestSend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}/authorization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it) */
+        get: operations["getV1RefundsByIdAuthorization"];
+        put?: never;
+        /** Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer */
+        post: operations["postV1RefundsByIdAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/refunds/{id}/qr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan */
+        get: operations["getV1RefundsByIdQr"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/checkout/sessions/{id}/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Validate a session for the hosted checkout (browser) */
+        post: operations["postV1PublicCheckoutSessionsByIdValidate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/checkout/sessions/{id}/details": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Contact and delivery details (browser) */
+        post: operations["postV1PublicCheckoutSessionsByIdDetails"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/checkout/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Submit the transaction hash of the payment (browser) */
+        post: operations["postV1PublicCheckoutPayments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/checkout/sessions/{id}/test-payment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Local mode only: the service pays the session from a funded Anvil account (404 elsewhere) */
+        post: operations["postV1PublicCheckoutSessionsByIdTestPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/checkout/sessions/{id}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Claim the certificate of a settled purchase (browser) */
+        post: operations["postV1PublicCheckoutSessionsByIdClaim"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/checkout/sessions/{id}/authorizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pay without gas: a signed EIP-3009 authorization, relayed by the service (browser)
+         * @description The customer's wallet signs `TransferWithAuthorization` with `to` = the session's payment address, `value` = the displayed amount, `validBefore` ≤ the session's expiry and a fresh random nonce, against the token's EIP-712 domain (`gasless.domain` of the session read). The service checks it, submits `transferWithAuthorization` from its relayer and answers the transaction hash; the session then settles from the index as for a plain transfer.
+         */
+        post: operations["postV1PublicCheckoutSessionsByIdAuthorizations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/refunds/{id}/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The refund as its customer may see it (refund page) */
+        post: operations["postV1PublicRefundsByIdValidate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/refunds/{id}/destination": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The customer names the address that receives the refund (once; refund page) */
+        post: operations["postV1PublicRefundsByIdDestination"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/rewards/{rewardId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read a reward of one's own order (browser; the client token rides in the body) */
+        post: operations["postV1PublicRewardsByRewardId"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/rewards/{rewardId}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Claim a reward (browser): the voucher and ready-to-send transaction, or with gasless the relayed transaction's hash */
+        post: operations["postV1PublicRewardsByRewardIdClaim"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -686,6 +1177,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/partner/orders/{orderId}/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Grant a reward (USDC cashback) on a settled order; idempotent on idempotencyKey */
+        post: operations["postApiPartnerOrdersByOrderIdRewards"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/partner/payments": {
         parameters: {
             query?: never;
@@ -814,147 +1322,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/partner/profile": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The partner this member acts for, with key prefixes and payment addresses */
-        get: operations["getApiPartnerProfile"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/api-keys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The partner's API keys (prefixes only), oldest first */
-        get: operations["getApiPartnerApiKeys"];
-        put?: never;
-        /**
-         * Issue an API key (the key is shown in this answer only)
-         * @description `scope: "read"` issues a read-only key (`rk_…`) for an accountant: every GET, nothing else.
-         */
-        post: operations["postApiPartnerApiKeys"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/api-keys/{keyId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /** Revoke an API key */
-        delete: operations["deleteApiPartnerApiKeysByKeyId"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/rewards/settings": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Reward settings: funding address, automatic cashback, allowance, balance and outstanding rewards */
-        get: operations["getV1RewardsSettings"];
-        /** Change the reward settings (partial: a field left out keeps its value) */
-        put: operations["putV1RewardsSettings"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/rewards": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The partner's rewards, newest first */
-        get: operations["getV1Rewards"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/rewards/{rewardId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Read a reward */
-        get: operations["getV1RewardsByRewardId"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/rewards/{rewardId}/revoke": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Revoke a reward nothing is paying (with a voucher out: only after its deadline) */
-        post: operations["postV1RewardsByRewardIdRevoke"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/orders/{orderId}/rewards": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Grant a reward (USDC cashback) on a settled order; idempotent on idempotencyKey */
-        post: operations["postV1OrdersByOrderIdRewards"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/partner/rewards/settings": {
         parameters: {
             query?: never;
@@ -967,6 +1334,23 @@ export interface paths {
         /** Change the reward settings (partial: a field left out keeps its value) */
         put: operations["putApiPartnerRewardsSettings"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/rewards/settings/funding-challenge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The message a funding address signs to prove it is yours (single use, valid 10 minutes) */
+        post: operations["postApiPartnerRewardsSettingsFundingChallenge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1024,76 +1408,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/partner/orders/{orderId}/rewards": {
+    "/api/partner/refunds": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** Your refunds, newest first */
+        get: operations["getApiPartnerRefunds"];
         put?: never;
-        /** Grant a reward (USDC cashback) on a settled order; idempotent on idempotencyKey */
-        post: operations["postApiPartnerOrdersByOrderIdRewards"];
+        /** Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money) */
+        post: operations["postApiPartnerRefunds"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/public/rewards/{rewardId}": {
+    "/api/partner/refunds/{id}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
-        /** Read a reward of one's own order (browser; the client token rides in the body) */
-        post: operations["postV1PublicRewardsByRewardId"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/rewards/{rewardId}/claim": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Claim a reward (browser): the voucher and ready-to-send transaction, or with gasless the relayed transaction's hash */
-        post: operations["postV1PublicRewardsByRewardIdClaim"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/branding": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Your branding on the hosted checkout and claim pages */
-        get: operations["getV1Branding"];
+        /** One of your refunds */
+        get: operations["getApiPartnerRefundsById"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Set display name, accent colour, support contacts and the origins that may frame the checkout (null clears one) */
-        patch: operations["patchV1Branding"];
+        patch?: never;
         trace?: never;
     };
-    "/v1/branding/logo": {
+    "/api/partner/refunds/{id}/cancel": {
         parameters: {
             query?: never;
             header?: never;
@@ -1101,41 +1451,16 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /**
-         * Upload the logo: the raw bytes as the body, Content-Type image/png or image/svg+xml, at most 65536 bytes
-         * @description Served from this service's own origin (hosted pages make no external requests). An SVG is parsed as XML and refused (`invalid_request`, its detail naming what) unless every element and attribute is on a drawing allow-list: no script, event handlers, foreignObject, style elements, DOCTYPE or entities, and references only to its own elements (`#id`, `url(#id)`). Every logo is served with a CSP that forbids script.
-         */
-        put: operations["putV1BrandingLogo"];
-        post?: never;
-        /** Remove the logo */
-        delete: operations["deleteV1BrandingLogo"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api-keys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The partner's API keys (prefixes and scopes only), oldest first */
-        get: operations["getV1ApiKeys"];
         put?: never;
-        /**
-         * Create a read-only key (for an accountant): every GET of the partner API, nothing else
-         * @description A full key may mint read-only keys only (`scope: "read"`). The key is shown in this answer only; the service keeps its SHA-256.
-         */
-        post: operations["postV1ApiKeys"];
+        /** Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again */
+        post: operations["postApiPartnerRefundsByIdCancel"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/api-keys/{keyId}": {
+    "/api/partner/refunds/{id}/test-send": {
         parameters: {
             query?: never;
             header?: never;
@@ -1144,15 +1469,50 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        post?: never;
-        /** Revoke a read-only key (full keys are revoked from the console or the operator CLI) */
-        delete: operations["deleteV1ApiKeysByKeyId"];
+        /** Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet) */
+        post: operations["postApiPartnerRefundsByIdTestSend"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/v1/ledger": {
+    "/api/partner/refunds/{id}/authorization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it) */
+        get: operations["getApiPartnerRefundsByIdAuthorization"];
+        put?: never;
+        /** Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer */
+        post: operations["postApiPartnerRefundsByIdAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/refunds/{id}/qr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan */
+        get: operations["getApiPartnerRefundsByIdQr"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/ledger": {
         parameters: {
             query?: never;
             header?: never;
@@ -1160,7 +1520,7 @@ export interface paths {
             cookie?: never;
         };
         /** The ledger: every movement through the payment addresses in a range, with its evidence and kind */
-        get: operations["getV1Ledger"];
+        get: operations["getApiPartnerLedger"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1169,7 +1529,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/reports/reconciliation": {
+    "/api/partner/reports/reconciliation": {
         parameters: {
             query?: never;
             header?: never;
@@ -1177,7 +1537,7 @@ export interface paths {
             cookie?: never;
         };
         /** Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance */
-        get: operations["getV1ReportsReconciliation"];
+        get: operations["getApiPartnerReportsReconciliation"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1186,123 +1546,15 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/public/checkout/sessions/{id}/validate": {
+    "/api/admin/ledger": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
-        /** Validate a session for the hosted checkout (browser) */
-        post: operations["postV1PublicCheckoutSessionsByIdValidate"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/checkout/sessions/{id}/details": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Contact and delivery details (browser) */
-        post: operations["postV1PublicCheckoutSessionsByIdDetails"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/checkout/payments": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Submit the transaction hash of the payment (browser) */
-        post: operations["postV1PublicCheckoutPayments"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/checkout/sessions/{id}/test-payment": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Local mode only: the service pays the session from a funded Anvil account (404 elsewhere) */
-        post: operations["postV1PublicCheckoutSessionsByIdTestPayment"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/checkout/sessions/{id}/claim": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Claim the certificate of a settled purchase (browser) */
-        post: operations["postV1PublicCheckoutSessionsByIdClaim"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/checkout/sessions/{id}/authorizations": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Pay without gas: a signed EIP-3009 authorization, relayed by the service (browser)
-         * @description The customer's wallet signs `TransferWithAuthorization` with `to` = the session's payment address, `value` = the displayed amount, `validBefore` ≤ the session's expiry and a fresh random nonce, against the token's EIP-712 domain (`gasless.domain` of the session read). The service checks it, submits `transferWithAuthorization` from its relayer and answers the transaction hash; the session then settles from the index as for a plain transfer.
-         */
-        post: operations["postV1PublicCheckoutSessionsByIdAuthorizations"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/checkout/{sessionId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Hosted checkout page (framed by the checkout component)
-         * @description Load `/assets/checkout-component.js` on your page and call `UsdcCheckout.mount(element, { sessionId, clientToken, onComplete, onStateChange })`; the component frames this page and hands it the client token by postMessage.
-         */
-        get: operations["getCheckoutBySessionId"];
+        /** The ledger: every movement through the payment addresses in a range, with its evidence and kind */
+        get: operations["getApiAdminLedger"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1311,7 +1563,113 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/checkout/{sessionId}/qr": {
+    "/api/admin/reports/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance */
+        get: operations["getApiAdminReportsReconciliation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Orders created in a range (accounting), the same shape as GET /v1/orders/{orderId}
+         * @description `Accept: text/csv` streams the whole range as CSV (columns in docs/accounting.md).
+         */
+        get: operations["getApiAdminOrders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/orders/{orderId}/evidence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An order's evidence: transfers with block hash and confirmations now, the matching rule, refunds, rewards, events and deliveries */
+        get: operations["getApiAdminOrdersByOrderIdEvidence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/orders/{orderId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read an order: status, amounts, transfer, contact and delivery details, certificate */
+        get: operations["getApiAdminOrdersByOrderId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/issuer/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your refunds, newest first */
+        get: operations["getApiIssuerRefunds"];
+        put?: never;
+        /** Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money) */
+        post: operations["postApiIssuerRefunds"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/issuer/refunds/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of your refunds */
+        get: operations["getApiIssuerRefundsById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/issuer/refunds/{id}/cancel": {
         parameters: {
             query?: never;
             header?: never;
@@ -1320,29 +1678,58 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /**
-         * The session's EIP-681 payment link as an SVG QR code (browser)
-         * @description The checkout page draws it; the client token rides in the JSON body, as in every browser call.
-         */
-        post: operations["postCheckoutBySessionIdQr"];
+        /** Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again */
+        post: operations["postApiIssuerRefundsByIdCancel"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/claim/{sessionId}": {
+    "/api/issuer/refunds/{id}/test-send": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * Certificate claim page
-         * @description Open it with a form POST of `clientToken` to the same path (or `UsdcCheckout.openClaim`); it connects the customer's wallet and mints.
-         */
-        get: operations["getClaimBySessionId"];
+        get?: never;
+        put?: never;
+        /** Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet) */
+        post: operations["postApiIssuerRefundsByIdTestSend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/issuer/refunds/{id}/authorization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it) */
+        get: operations["getApiIssuerRefundsByIdAuthorization"];
+        put?: never;
+        /** Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer */
+        post: operations["postApiIssuerRefundsByIdAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/issuer/refunds/{id}/qr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan */
+        get: operations["getApiIssuerRefundsByIdQr"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1351,20 +1738,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/refund/{refundId}": {
+    "/api/partner/profile": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /**
-         * The customer's refund page
-         * @description Open the refund's `customerUrl` (`/refund/<id>#rt=<token>`): the page reads the token from the fragment, shows the refund and asks for the receiving address.
-         */
-        get: operations["getRefundByRefundId"];
+        /** The partner this member acts for, with key prefixes and payment addresses */
+        get: operations["getApiPartnerProfile"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The partner's API keys (prefixes only), oldest first */
+        get: operations["getApiPartnerApiKeys"];
+        put?: never;
+        /**
+         * Issue an API key (the key is shown in this answer only)
+         * @description `scope: "read"` issues a read-only key (`rk_…`) for an accountant: every GET, nothing else.
+         */
+        post: operations["postApiPartnerApiKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/api-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an API key */
+        delete: operations["deleteApiPartnerApiKeysByKeyId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/issuer/purchases/{purchaseId}/refunds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The refunds of a purchase of one of your offerings, newest first */
+        get: operations["getApiIssuerPurchasesByPurchaseIdRefunds"];
+        put?: never;
+        /** Refund a settled purchase of one of your offerings to the investor's wallet (in part, or in full: the units return to the offering) */
+        post: operations["postApiIssuerPurchasesByPurchaseIdRefunds"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2593,283 +3033,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/refunds": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Your refunds, newest first */
-        get: operations["getV1Refunds"];
-        put?: never;
-        /** Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money) */
-        post: operations["postV1Refunds"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/refunds/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One of your refunds */
-        get: operations["getV1RefundsById"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/refunds/{id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again */
-        post: operations["postV1RefundsByIdCancel"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/refunds/{id}/test-send": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet) */
-        post: operations["postV1RefundsByIdTestSend"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/refunds/{id}/authorization": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it) */
-        get: operations["getV1RefundsByIdAuthorization"];
-        put?: never;
-        /** Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer */
-        post: operations["postV1RefundsByIdAuthorization"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/refunds/{id}/qr": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan */
-        get: operations["getV1RefundsByIdQr"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/refunds": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Your refunds, newest first */
-        get: operations["getApiPartnerRefunds"];
-        put?: never;
-        /** Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money) */
-        post: operations["postApiPartnerRefunds"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/refunds/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One of your refunds */
-        get: operations["getApiPartnerRefundsById"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/refunds/{id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again */
-        post: operations["postApiPartnerRefundsByIdCancel"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/refunds/{id}/test-send": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet) */
-        post: operations["postApiPartnerRefundsByIdTestSend"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/refunds/{id}/authorization": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it) */
-        get: operations["getApiPartnerRefundsByIdAuthorization"];
-        put?: never;
-        /** Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer */
-        post: operations["postApiPartnerRefundsByIdAuthorization"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/refunds/{id}/qr": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan */
-        get: operations["getApiPartnerRefundsByIdQr"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/ledger": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The ledger: every movement through the payment addresses in a range, with its evidence and kind */
-        get: operations["getApiPartnerLedger"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/partner/reports/reconciliation": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance */
-        get: operations["getApiPartnerReportsReconciliation"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/admin/ledger": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The ledger: every movement through the payment addresses in a range, with its evidence and kind */
-        get: operations["getApiAdminLedger"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/admin/reports/reconciliation": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Reconciliation: per payment address, opening and closing balances from the index, sums per kind, and the chain's balance */
-        get: operations["getApiAdminReportsReconciliation"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/admin/orders": {
+    "/checkout/{sessionId}": {
         parameters: {
             query?: never;
             header?: never;
@@ -2877,10 +3041,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Orders created in a range (accounting), the same shape as GET /v1/orders/{orderId}
-         * @description `Accept: text/csv` streams the whole range as CSV (columns in docs/accounting.md).
+         * Hosted checkout page (framed by the checkout component)
+         * @description Load `/assets/checkout-component.js` on your page and call `UsdcCheckout.mount(element, { sessionId, clientToken, onComplete, onStateChange })`; the component frames this page and hands it the client token by postMessage.
          */
-        get: operations["getApiAdminOrders"];
+        get: operations["getCheckoutBySessionId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2889,15 +3053,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/admin/orders/{orderId}/evidence": {
+    "/checkout/{sessionId}/qr": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** An order's evidence: transfers with block hash and confirmations now, the matching rule, refunds, rewards, events and deliveries */
-        get: operations["getApiAdminOrdersByOrderIdEvidence"];
+        get?: never;
+        put?: never;
+        /**
+         * The session's EIP-681 payment link as an SVG QR code (browser)
+         * @description The checkout page draws it; the client token rides in the JSON body, as in every browser call.
+         */
+        post: operations["postCheckoutBySessionIdQr"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/claim/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Certificate claim page
+         * @description Open it with a form POST of `clientToken` to the same path (or `UsdcCheckout.openClaim`); it connects the customer's wallet and mints.
+         */
+        get: operations["getClaimBySessionId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2906,171 +3093,18 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/admin/orders/{orderId}": {
+    "/refund/{refundId}": {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        /** Read an order: status, amounts, transfer, contact and delivery details, certificate */
-        get: operations["getApiAdminOrdersByOrderId"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/refunds/{id}/validate": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** The refund as its customer may see it (refund page) */
-        post: operations["postV1PublicRefundsByIdValidate"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/public/refunds/{id}/destination": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** The customer names the address that receives the refund (once; refund page) */
-        post: operations["postV1PublicRefundsByIdDestination"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/issuer/purchases/{purchaseId}/refunds": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The refunds of a purchase of one of your offerings, newest first */
-        get: operations["getApiIssuerPurchasesByPurchaseIdRefunds"];
-        put?: never;
-        /** Refund a settled purchase of one of your offerings to the investor's wallet (in part, or in full: the units return to the offering) */
-        post: operations["postApiIssuerPurchasesByPurchaseIdRefunds"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/issuer/refunds": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Your refunds, newest first */
-        get: operations["getApiIssuerRefunds"];
-        put?: never;
-        /** Refund a paid order (in part or in full) or an unresolved payment (SPEC 15; the service never moves money) */
-        post: operations["postApiIssuerRefunds"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/issuer/refunds/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** One of your refunds */
-        get: operations["getApiIssuerRefundsById"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/issuer/refunds/{id}/cancel": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Cancel a refund no money moved for (`awaiting_destination` or `ready`); its amount is refundable again */
-        post: operations["postApiIssuerRefundsByIdCancel"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/issuer/refunds/{id}/test-send": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Local mode only: send a ready refund from its payment address with the test account (the index then completes it, as for any wallet) */
-        post: operations["postApiIssuerRefundsByIdTestSend"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/issuer/refunds/{id}/authorization": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** What the payment address signs to send a ready refund without ETH (EIP-3009; the relayer submits it) */
-        get: operations["getApiIssuerRefundsByIdAuthorization"];
-        put?: never;
-        /** Send a ready refund without ETH: the payment address's signed EIP-3009 authorization, submitted by the relayer; the refund completes when the index shows the transfer */
-        post: operations["postApiIssuerRefundsByIdAuthorization"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/issuer/refunds/{id}/qr": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A ready refund's EIP-681 link as an SVG QR code, for the payment address's wallet to scan */
-        get: operations["getApiIssuerRefundsByIdQr"];
+        /**
+         * The customer's refund page
+         * @description Open the refund's `customerUrl` (`/refund/<id>#rt=<token>`): the page reads the token from the fragment, shows the refund and asks for the receiving address.
+         */
+        get: operations["getRefundByRefundId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3135,6 +3169,26 @@ export interface webhooks {
          * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
          */
         post: operations["receiveRewardClaimedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "reward.reorged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `reward.reorged` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveRewardReorgedEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3443,6 +3497,32 @@ export interface components {
                 blockNumber: string;
                 /** @description ISO 8601 */
                 claimedAt: string;
+            };
+        };
+        RewardReorgedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "reward.reorged";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                externalOrderId: string;
+                orderId: string;
+                purchaseId: string;
+                /** @description The partner's metadata of the order's checkout session (docs/hosted-checkout.md) */
+                metadata?: {
+                    [key: string]: string;
+                };
+                rewardId: string;
+                /** @description The reward's status after the reorg: `voucher_issued` */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                /** @description The claim that left the chain */
+                transactionHash: string;
+                network: string;
+                chainId: number;
             };
         };
         SessionExpiredEvent: {
@@ -3847,7 +3927,7 @@ export interface components {
             id: string;
             url: string;
             /** @description `["*"]`: every type, including types added later */
-            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
+            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
             /** @description ISO 8601 */
             createdAt: string;
             /** @description While a secret rotation is in progress: when the previous secret stops signing */
@@ -3857,7 +3937,7 @@ export interface components {
             /** @example https://shop.example/webhooks/settlement */
             url: string;
             /** @description Event types to receive; omitted or `["*"]`: all types */
-            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
+            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
         };
         EventEnvelope: {
             /**
@@ -3866,7 +3946,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
             /** @description ISO 8601 */
             createdAt: string;
             /** @description externalOrderId, orderId, purchaseId, transactionHash and type-specific fields (see docs/events.md) */
@@ -4139,6 +4219,26 @@ export interface components {
             createdAt: string;
             updatedAt: string;
         };
+        Reward: {
+            /** @example rw_5f1c… */
+            id: string;
+            /** @enum {string} */
+            status: "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
+            orderId: string;
+            externalOrderId: string;
+            /** @description USDC base units */
+            amount: string;
+            recipient: string | null;
+            transactionHash: string | null;
+            expiresAt: string;
+            /** @enum {string} */
+            source: "grant" | "cashback";
+            chainId: number;
+            voucherDeadline: string | null;
+            revokedReason: string | null;
+            claimedAt: string | null;
+            createdAt: string;
+        };
         Payment: {
             chainId: number;
             transactionHash: string;
@@ -4209,17 +4309,11 @@ export interface components {
             role: "admin" | "member";
             createdAt: string;
         };
-        Branding: {
-            displayName: string;
-            logoUrl: string | null;
-            accentColor: string | null;
-            supportUrl: string | null;
-            supportEmail: string | null;
-            /** @description Origins whose pages may frame the hosted checkout (the checkout component's page). */
-            frameOrigins: string[];
-        };
         RewardSettings: {
             fundingAddress: string | null;
+            /** @description Whether the funding address proved it is yours; an unproven one pays no reward */
+            fundingProven: boolean;
+            fundingProvenAt: string | null;
             cashbackBps: number;
             distributor: {
                 address: string;
@@ -4234,47 +4328,18 @@ export interface components {
             outstanding: string;
             warnings: ("allowance_below_outstanding" | "balance_below_outstanding")[];
         };
-        Reward: {
-            /** @example rw_5f1c… */
-            id: string;
-            /** @enum {string} */
-            status: "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
-            orderId: string;
-            externalOrderId: string;
-            /** @description USDC base units */
-            amount: string;
-            recipient: string | null;
-            transactionHash: string | null;
+        RewardFundingChallenge: {
+            message: string;
             expiresAt: string;
-            /** @enum {string} */
-            source: "grant" | "cashback";
-            chainId: number;
-            voucherDeadline: string | null;
-            revokedReason: string | null;
-            claimedAt: string | null;
-            createdAt: string;
         };
-        RewardClaim: {
-            voucher: {
-                rewardId: string;
-                funder: string;
-                recipient: string;
-                token: string;
-                amount: string;
-                deadline: string;
-            };
-            signature: string;
-            contract: {
-                address: string;
-                chainId: number;
-            };
-            transaction: {
-                to: string;
-                data: string;
-                chainId: number;
-            };
-        } | {
-            transactionHash: string;
+        Branding: {
+            displayName: string;
+            logoUrl: string | null;
+            accentColor: string | null;
+            supportUrl: string | null;
+            supportEmail: string | null;
+            /** @description Origins whose pages may frame the hosted checkout (the checkout component's page). */
+            frameOrigins: string[];
         };
         NewReadOnlyKey: {
             id: string;
@@ -4334,6 +4399,23 @@ export interface components {
                     reward_claim: string;
                 };
             }[];
+        };
+        TransferAuthorization: {
+            authorization: {
+                from: string;
+                to: string;
+                value: string;
+                validAfter: string;
+                validBefore: string;
+                nonce: string;
+            };
+            /** @description 65-byte EOA signature, or an EIP-1271 smart-wallet signature */
+            signature: string;
+            /** @description The EIP-712 domain the wallet signed against, checked against the session's network and token */
+            domain?: {
+                chainId?: number;
+                verifyingContract?: string;
+            };
         };
         PublicCheckoutSession: {
             id: string;
@@ -4457,22 +4539,51 @@ export interface components {
             transactionHash: string;
             relayer: string;
         };
-        TransferAuthorization: {
-            authorization: {
-                from: string;
-                to: string;
-                value: string;
-                validAfter: string;
-                validBefore: string;
-                nonce: string;
+        PublicRefund: {
+            id: string;
+            /** @enum {string} */
+            status: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
+            amount: string;
+            /** @enum {number} */
+            decimals: 6;
+            /** @enum {string} */
+            token: "USDC";
+            network: string | null;
+            chainId: number;
+            externalOrderId: string | null;
+            destination: string | null;
+            transactionHash: string | null;
+            shop: {
+                displayName: string;
+                logoUrl: string | null;
+                accentColor: string | null;
+                supportUrl: string | null;
+                supportEmail: string | null;
             };
-            /** @description 65-byte EOA signature, or an EIP-1271 smart-wallet signature */
+            createdAt: string;
+            succeededAt: string | null;
+        };
+        RewardClaim: {
+            voucher: {
+                rewardId: string;
+                funder: string;
+                recipient: string;
+                token: string;
+                amount: string;
+                deadline: string;
+            };
             signature: string;
-            /** @description The EIP-712 domain the wallet signed against, checked against the session's network and token */
-            domain?: {
-                chainId?: number;
-                verifyingContract?: string;
+            contract: {
+                address: string;
+                chainId: number;
             };
+            transaction: {
+                to: string;
+                data: string;
+                chainId: number;
+            };
+        } | {
+            transactionHash: string;
         };
         InvestorEligibility: {
             address: string;
@@ -4550,7 +4661,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "purchase_not_paid";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "purchase_not_paid";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -4734,30 +4845,6 @@ export interface components {
             };
             createdAt: string;
         };
-        PublicRefund: {
-            id: string;
-            /** @enum {string} */
-            status: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
-            amount: string;
-            /** @enum {number} */
-            decimals: 6;
-            /** @enum {string} */
-            token: "USDC";
-            network: string | null;
-            chainId: number;
-            externalOrderId: string | null;
-            destination: string | null;
-            transactionHash: string | null;
-            shop: {
-                displayName: string;
-                logoUrl: string | null;
-                accentColor: string | null;
-                supportUrl: string | null;
-                supportEmail: string | null;
-            };
-            createdAt: string;
-            succeededAt: string | null;
-        };
     };
     responses: never;
     parameters: never;
@@ -4937,7 +5024,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4945,7 +5032,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -5024,7 +5123,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5032,11 +5131,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5044,7 +5143,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
                     };
                 };
             };
@@ -5130,7 +5229,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5138,7 +5237,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -5216,7 +5327,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5224,11 +5335,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5236,7 +5347,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
                     };
                 };
             };
@@ -5333,7 +5444,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5341,11 +5452,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5353,7 +5464,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
                     };
                 };
             };
@@ -5458,7 +5569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5466,11 +5577,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5478,7 +5589,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
                     };
                 };
             };
@@ -5539,7 +5650,7 @@ export interface operations {
                 after?: string;
                 /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
                 cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
                 limit?: number;
             };
             header?: never;
@@ -5572,7 +5683,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5580,7 +5691,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -5654,7 +5777,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5662,7 +5785,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -5740,7 +5875,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5748,7 +5883,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -5830,7 +5977,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5838,11 +5985,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5850,7 +5997,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
                     };
                 };
             };
@@ -6024,7 +6171,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6032,7 +6179,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -6142,7 +6301,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6150,11 +6309,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6162,7 +6321,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
                     };
                 };
             };
@@ -6269,7 +6428,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6277,11 +6436,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6289,7 +6448,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
                     };
                 };
             };
@@ -6410,7 +6569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6418,7 +6577,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -6510,7 +6681,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6518,7 +6689,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -6594,7 +6777,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6602,7 +6785,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -6676,7 +6871,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6684,7 +6879,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -6765,7 +6972,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6773,11 +6980,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6785,7 +6992,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
                     };
                 };
             };
@@ -6851,6 +7058,132 @@ export interface operations {
             };
         };
     };
+    postV1OrdersByOrderIdRewards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example 1500000 */
+                    amount: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The reward (a replay answers the same reward, 201 again) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `rewards_not_configured`, `reward_order_not_settled`, `reward_exceeds_amount_paid`, `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
     getV1Payments: {
         parameters: {
             query?: {
@@ -6888,7 +7221,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6896,7 +7229,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -6981,7 +7326,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6989,11 +7334,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7001,7 +7346,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
                     };
                 };
             };
@@ -7111,7 +7456,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7119,11 +7464,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7131,7 +7476,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
                     };
                 };
             };
@@ -7234,7 +7579,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7242,7 +7587,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -7576,3700 +7933,6 @@ export interface operations {
             };
         };
     };
-    getApiPartnerWebhookEndpoints: {
-        parameters: {
-            query?: {
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of endpoints */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["WebhookEndpoint"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerWebhookEndpoints: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["CreateWebhookEndpoint"];
-            };
-        };
-        responses: {
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WebhookEndpoint"] & {
-                        /** @example whsec_... */
-                        secret: string;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_webhook_url`, `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_webhook_url" | "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `too_many_webhook_endpoints` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "too_many_webhook_endpoints";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerWebhookEndpointsById: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The endpoint */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["WebhookEndpoint"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    deleteApiPartnerWebhookEndpointsById: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Deleted */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {boolean} */
-                        deleted: true;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerWebhookEndpointsByIdRotateSecret: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    /** @description How long the old secret keeps signing; default 86400, 0 retires it at once */
-                    previousSecretExpiresInSeconds?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description Rotated */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        secret: string;
-                        previousSecretExpiresAt: string;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `concurrent_rotation` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "concurrent_rotation";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerWebhookEndpointsByIdTest: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The attempt's outcome (a refusal by the endpoint is `ok: false`, not an error of this call) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        eventId: string;
-                        ok: boolean;
-                        statusCode: number | null;
-                        durationMs: number;
-                        error: string | null;
-                        responseExcerpt: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerEvents: {
-        parameters: {
-            query?: {
-                /** @description The id of one of your events (`invalid_request` otherwise); not with `cursor` */
-                after?: string;
-                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
-                cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of events */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["EventEnvelope"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerEventsById: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The event */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EventEnvelope"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerEventsByIdDeliveries: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One delivery per endpoint */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: (components["schemas"]["EventDelivery"] & {
-                            attempts: components["schemas"]["EventDeliveryAttempt"][];
-                        })[];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerEventsByIdRedeliver: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    endpointId?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Queued */
-            202: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["EventDelivery"][];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `no_webhook_endpoint` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "no_webhook_endpoint";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerCheckoutSessions: {
-        parameters: {
-            query?: {
-                status?: "awaiting_payment" | "payment_pending" | "settled" | "expired";
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of sessions */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            id: string;
-                            /** @enum {string} */
-                            status: "awaiting_payment" | "payment_pending" | "settled" | "expired";
-                            expiresAt: string;
-                            network: string;
-                            chainId: number;
-                            externalOrderId: string;
-                            orderId: string;
-                            purchaseId: string;
-                            product: {
-                                externalProductId: string;
-                                name: string;
-                                category: string;
-                                quantity: number;
-                            };
-                            shippingRequired: boolean;
-                            certificate: {
-                                enabled: boolean;
-                            };
-                            payment: {
-                                /** @enum {string} */
-                                token: "USDC";
-                                tokenAddress: string;
-                                recipient: string;
-                                /** @description exact amount to send: totalPriceUsdc plus the sub-cent payment reference */
-                                amount: string;
-                                totalPriceUsdc: string;
-                                /** @enum {number} */
-                                decimals: 6;
-                                /** @description EIP-681 payment link */
-                                uri: string;
-                            };
-                            createdAt: string;
-                            successUrl?: string | null;
-                            cancelUrl?: string | null;
-                            metadata?: {
-                                [key: string]: string;
-                            };
-                            /** @description the prefill given at creation */
-                            customer?: {
-                                /** Format: email */
-                                email?: string;
-                                name?: string;
-                                delivery?: {
-                                    name?: string;
-                                    line1?: string;
-                                    line2?: string;
-                                    city?: string;
-                                    postalCode?: string;
-                                    region?: string;
-                                    country?: string;
-                                };
-                            } | null;
-                            lineItems?: {
-                                externalProductId: string;
-                                name: string;
-                                category?: string;
-                                quantity: number;
-                                unitPriceUsdc: string;
-                            }[] | null;
-                            /** @description `commerce` or `rwa` (an issuer's purchase) */
-                            kind: string;
-                            order: {
-                                id: string;
-                                status: string;
-                                fulfilledAt: string | null;
-                                amountPaid: string | null;
-                                /** @description Settled by an attached transfer below the total */
-                                underpaid: boolean;
-                            };
-                        }[];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerCheckoutSessions: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "externalOrderId": "order-1042",
-                 *       "externalProductId": "sku-mug-blue",
-                 *       "productName": "Blue mug",
-                 *       "quantity": 1,
-                 *       "totalPriceUsdc": "25000000",
-                 *       "paymentMethod": "usdc",
-                 *       "checkoutMode": "hosted_transfer",
-                 *       "idempotencyKey": "order-1042-attempt-1",
-                 *       "successUrl": "https://shop.example/thanks?session={CHECKOUT_SESSION_ID}",
-                 *       "cancelUrl": "https://shop.example/cart",
-                 *       "metadata": {
-                 *         "cartId": "c-778"
-                 *       }
-                 *     }
-                 */
-                "application/json": components["schemas"]["CreateCheckoutSession"];
-            };
-        };
-        responses: {
-            /** @description Replay of an earlier request, or the settled session of an already paid order */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & {
-                        clientToken: string;
-                        /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
-                        url: string;
-                    };
-                };
-            };
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & {
-                        clientToken: string;
-                        /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
-                        url: string;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `idempotency_conflict`, `payment_in_progress`, `order_not_commerce` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "idempotency_conflict" | "payment_in_progress" | "order_not_commerce";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `no_payment_address` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "no_payment_address";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerCheckoutSessionsByIdTestPayment: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    /** @example 25000000 */
-                    amount?: string;
-                    /** @default true */
-                    submit?: boolean;
-                };
-            };
-        };
-        responses: {
-            /** @description The transfer sent and its submission's answer */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TestPaymentResult"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `session_not_open` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_not_open";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "test_payment_refused";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerCheckoutSessionsById: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The session, with what a page needs to offer paying without gas */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["CheckoutSession"] & {
-                        gasless: {
-                            available: boolean;
-                            domain: {
-                                name: string;
-                                version: string;
-                                chainId: number;
-                                verifyingContract: string;
-                            } | null;
-                            authorization: components["schemas"]["RelayView"];
-                        };
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerOrders: {
-        parameters: {
-            query?: {
-                /** @description Needed only when several networks are enabled */
-                chainId?: string;
-                /** @description First block, inclusive (with `toBlock`) */
-                fromBlock?: string;
-                /** @description Last block, inclusive */
-                toBlock?: string;
-                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
-                from?: string;
-                /** @description ISO 8601, exclusive */
-                to?: string;
-                /** @description Auditor keys: narrow to one partner */
-                partnerId?: string;
-                status?: "awaiting_payment" | "paid" | "fulfilled";
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of orders */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["Order"][];
-                        nextCursor: string | null;
-                    };
-                    "text/csv": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerOrdersByOrderIdEvidence: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orderId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The evidence */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerOrdersByOrderId: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orderId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The order */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Order"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerOrdersByOrderIdFulfilment: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orderId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    fulfilmentReference: string;
-                    idempotencyKey: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The fulfilled order */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Order"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `order_not_settled`, `order_already_fulfilled`, `idempotency_conflict` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "order_not_settled" | "order_already_fulfilled" | "idempotency_conflict";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerPayments: {
-        parameters: {
-            query?: {
-                status?: "pending" | "settled" | "unresolved" | "refund_requested" | "attached" | "reorged";
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of payments */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["Payment"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerPaymentsByChainIdByTransactionHashByLogIndexAttach: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                chainId: number;
-                transactionHash: string;
-                logIndex: number;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    orderId: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Attached */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "attached";
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerPaymentsByChainIdByTransactionHashByLogIndexRefundRequested: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                chainId: number;
-                transactionHash: string;
-                logIndex: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    note?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Marked */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "refund_requested";
-                        refund: components["schemas"]["Refund"];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `payment_not_unresolved` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payment_not_unresolved";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerMembers: {
-        parameters: {
-            query?: {
-                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Members */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["PartnerMember"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerMembers: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @example 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 */
-                    address: string;
-                    /**
-                     * @default member
-                     * @enum {string}
-                     */
-                    role?: "admin" | "member";
-                };
-            };
-        };
-        responses: {
-            /** @description The member */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PartnerMember"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "certificate_not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    deleteApiPartnerMembersByAddress: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                address: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Removed */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "certificate_not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerBranding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Branding */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Branding"];
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    patchApiPartnerBranding: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    displayName?: string | null;
-                    accentColor?: string | null;
-                    supportUrl?: string | null;
-                    /** Format: email */
-                    supportEmail?: string | null;
-                    /** @description Origins (`https://shop.example`) of your pages that mount the checkout component; only these may frame the hosted checkout. Replaces the list; `[]` or null clears it. */
-                    frameOrigins?: string[] | null;
-                };
-            };
-        };
-        responses: {
-            /** @description Branding */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Branding"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    putApiPartnerBrandingLogo: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Branding */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Branding"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Too large: `logo_too_large`, `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "logo_too_large" | "payload_too_large";
-                    };
-                };
-            };
-            /** @description Unsupported media type: `unsupported_logo_type` (see the problem catalogue) */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_logo_type";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    deleteApiPartnerBrandingLogo: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Branding */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Branding"];
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerProfile: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The partner */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        issuerId: string | null;
-                        createdAt: string;
-                        /**
-                         * @description The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding
-                         * @enum {string}
-                         */
-                        memberRole: "admin" | "member";
-                        apiKeys: {
-                            id: string;
-                            prefix: string;
-                            createdAt: string;
-                            revokedAt: string | null;
-                        }[];
-                        paymentAddresses: {
-                            id: string;
-                            network: string;
-                            chainId: number;
-                            address: string;
-                            /** @description false until the indexer restarted with this address */
-                            watching: boolean;
-                        }[];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "certificate_not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerApiKeys: {
-        parameters: {
-            query?: {
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Keys */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: {
-                            id: string;
-                            prefix: string;
-                            /**
-                             * @description `read`: a read-only key (`rk_…`), GETs only
-                             * @enum {string}
-                             */
-                            scope: "full" | "read";
-                            createdAt: string;
-                            revokedAt: string | null;
-                        }[];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "certificate_not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerApiKeys: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    /**
-                     * @default full
-                     * @enum {string}
-                     */
-                    scope?: "full" | "read";
-                };
-            };
-        };
-        responses: {
-            /** @description The key */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        apiKey: string;
-                        /** @enum {string} */
-                        scope: "full" | "read";
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "certificate_not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    deleteApiPartnerApiKeysByKeyId: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                keyId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Revoked */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "certificate_not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
     getV1RewardsSettings: {
         parameters: {
             query?: never;
@@ -11300,7 +7963,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11308,7 +7971,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -11361,6 +8036,11 @@ export interface operations {
             content: {
                 "application/json": {
                     fundingAddress?: string;
+                    /** @description A new funding address's proof: the message of POST /v1/rewards/settings/funding-challenge, signed by that address */
+                    fundingProof?: {
+                        message: string;
+                        signature: string;
+                    };
                     cashbackBps?: number;
                 };
             };
@@ -11375,7 +8055,7 @@ export interface operations {
                     "application/json": components["schemas"]["RewardSettings"];
                 };
             };
-            /** @description The request is not valid: `invalid_request`, `invalid_funding_address` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_request`, `invalid_funding_address`, `invalid_funding_proof` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11383,11 +8063,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request" | "invalid_funding_address";
+                        code?: "invalid_request" | "invalid_funding_address" | "invalid_funding_proof";
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11395,11 +8075,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11407,7 +8087,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `funding_address_taken` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "funding_address_taken";
                     };
                 };
             };
@@ -11435,7 +8127,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            /** @description Unavailable for now: `signature_check_unavailable`, `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -11443,7 +8135,105 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                        code?: "signature_check_unavailable" | "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1RewardsSettingsFundingChallenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fundingAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The challenge */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardFundingChallenge"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -11487,7 +8277,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11495,7 +8285,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -11569,7 +8371,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11577,7 +8379,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -11657,7 +8471,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -11665,11 +8479,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -11677,7 +8491,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
                     };
                 };
             };
@@ -11738,993 +8552,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1OrdersByOrderIdRewards: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orderId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @example 1500000 */
-                    amount: string;
-                    idempotencyKey: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The reward (a replay answers the same reward, 201 again) */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Reward"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
-                    };
-                };
-            };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "read_only_key";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `rewards_not_configured`, `reward_order_not_settled`, `reward_exceeds_amount_paid`, `idempotency_conflict` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "idempotency_conflict";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerRewardsSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The settings */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RewardSettings"];
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    putApiPartnerRewardsSettings: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    fundingAddress?: string;
-                    cashbackBps?: number;
-                };
-            };
-        };
-        responses: {
-            /** @description The settings */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RewardSettings"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_funding_address` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_funding_address";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerRewards: {
-        parameters: {
-            query?: {
-                orderId?: string;
-                status?: "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of rewards */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["Reward"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerRewardsByRewardId: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                rewardId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The reward */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Reward"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerRewardsByRewardIdRevoke: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                rewardId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    reason?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The revoked reward */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Reward"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `reward_not_revocable` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "reward_not_revocable";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerOrdersByOrderIdRewards: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orderId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @example 1500000 */
-                    amount: string;
-                    idempotencyKey: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The reward (a replay answers the same reward, 201 again) */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Reward"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `rewards_not_configured`, `reward_order_not_settled`, `reward_exceeds_amount_paid`, `idempotency_conflict` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "idempotency_conflict";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1PublicRewardsByRewardId: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                rewardId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    clientToken: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The reward */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Reward"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `invalid_client_token` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_client_token";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rate_limited";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1PublicRewardsByRewardIdClaim: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                rewardId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    clientToken: string;
-                    walletAddress: string;
-                    gasless?: boolean;
-                };
-            };
-        };
-        responses: {
-            /** @description The voucher and transaction, or the relayed transaction's hash */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["RewardClaim"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `invalid_client_token` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_client_token";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `reward_not_claimable`, `reward_unfunded`, `rewards_not_configured` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "reward_not_claimable" | "reward_unfunded" | "rewards_not_configured";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rate_limited";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `rewards_unavailable`, `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rewards_unavailable" | "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "rpc_unavailable" | "store_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -12760,7 +8587,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12768,7 +8595,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -12852,7 +8691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12860,11 +8699,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12872,7 +8711,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
                     };
                 };
             };
@@ -12944,7 +8783,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -12952,11 +8791,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12964,7 +8803,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
                     };
                 };
             };
@@ -13036,7 +8875,7 @@ export interface operations {
                     "application/json": components["schemas"]["Branding"];
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13044,11 +8883,11 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
                     };
                 };
             };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -13056,7 +8895,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "read_only_key";
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
                     };
                 };
             };
@@ -13438,7 +9277,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13446,7 +9285,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -13532,7 +9383,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -13540,7 +9391,19 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -13553,6 +9416,1006 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1Refunds: {
+        parameters: {
+            query?: {
+                orderId?: string;
+                status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of refunds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Refund"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1Refunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    orderId?: string;
+                    payment?: {
+                        chainId: number;
+                        transactionHash: string;
+                        logIndex: number;
+                    };
+                    /** @description base units; default: all that remains refundable */
+                    amount?: string;
+                    /** @enum {string} */
+                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
+                    note?: string;
+                    /** @description `payer` (the address the payment came from), an address you hold from your customer, or absent: the customer enters it on the refund page (`customerUrl`) */
+                    destination?: "payer" | string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The refund this idempotency key created */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `idempotency_conflict`, `order_not_paid`, `payment_not_refundable`, `refund_exceeds_remaining` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_conflict" | "order_not_paid" | "payment_not_refundable" | "refund_exceeds_remaining";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1RefundsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refund */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1RefundsByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled (again: the same answer) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_cancellable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_cancellable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1RefundsByIdTestSend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `local_mode_only` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "local_mode_only";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_sent` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_sent";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1RefundsByIdAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refundId: string;
+                        relayer: string;
+                        domain: {
+                            name: string;
+                            version: string;
+                            chainId: number;
+                            verifyingContract: string;
+                        };
+                        types: {
+                            [key: string]: {
+                                name: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        primaryType: "TransferWithAuthorization";
+                        message: {
+                            from: string;
+                            to: string;
+                            value: string;
+                            validAfter: string;
+                            validBefore: string;
+                            nonce: string;
+                        };
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_relayed";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small";
+                    };
+                };
+            };
+            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_quota_exceeded" | "relay_budget_spent";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `gasless_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "gasless_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1RefundsByIdAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferAuthorization"];
+            };
+        };
+        responses: {
+            /** @description Sent by the relayer; the refund stays `ready` until the index shows the transfer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        relayer: string;
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed`, `authorization_used` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_relayed" | "authorization_used";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small`, `authorization_wrong_network`, `authorization_wrong_token`, `authorization_wrong_payer`, `authorization_wrong_recipient`, `authorization_wrong_amount`, `authorization_not_yet_valid`, `authorization_expired`, `authorization_bad_signature`, `authorization_insufficient_balance`, `authorization_rejected_on_chain` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_not_yet_valid" | "authorization_expired" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain";
+                    };
+                };
+            };
+            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_quota_exceeded" | "relay_budget_spent";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1RefundsByIdQr: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description SVG image */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready";
                     };
                 };
             };
@@ -14459,24 +11322,30 @@ export interface operations {
             };
         };
     };
-    getCheckoutBySessionId: {
+    postV1PublicRefundsByIdValidate: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                sessionId: string;
+                id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    refundToken: string;
+                };
+            };
+        };
         responses: {
-            /** @description HTML page */
+            /** @description The refund */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": string;
+                    "application/json": components["schemas"]["PublicRefund"];
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -14491,6 +11360,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not authenticated: `invalid_refund_token` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_refund_token";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -14500,6 +11381,30 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
                     };
                 };
             };
@@ -14529,12 +11434,149 @@ export interface operations {
             };
         };
     };
-    postCheckoutBySessionIdQr: {
+    postV1PublicRefundsByIdDestination: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                sessionId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    refundToken: string;
+                    destination: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Set: the refund is ready to be sent */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicRefund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `invalid_refund_token` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_refund_token";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_destination_locked` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_destination_locked";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1PublicRewardsByRewardId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
             };
             cookie?: never;
         };
@@ -14546,13 +11588,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description SVG image */
+            /** @description The reward */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "image/svg+xml": string;
+                    "application/json": components["schemas"]["Reward"];
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -14615,6 +11657,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
             /** @description Internal error: `internal_error` (see the problem catalogue) */
             500: {
                 headers: {
@@ -14641,24 +11695,32 @@ export interface operations {
             };
         };
     };
-    getClaimBySessionId: {
+    postV1PublicRewardsByRewardIdClaim: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                sessionId: string;
+                rewardId: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    clientToken: string;
+                    walletAddress: string;
+                    gasless?: boolean;
+                };
+            };
+        };
         responses: {
-            /** @description HTML page */
+            /** @description The voucher and transaction, or the relayed transaction's hash */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": string;
+                    "application/json": components["schemas"]["RewardClaim"];
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -14670,6 +11732,176 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `invalid_client_token` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_client_token";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `reward_not_claimable`, `reward_unfunded`, `rewards_not_configured` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "reward_not_claimable" | "reward_unfunded" | "rewards_not_configured";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerWebhookEndpoints: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookEndpoint"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
                     };
                 };
             };
@@ -14711,24 +11943,135 @@ export interface operations {
             };
         };
     };
-    getRefundByRefundId: {
+    postApiPartnerWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookEndpoint"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"] & {
+                        /** @example whsec_... */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_webhook_url`, `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_webhook_url" | "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `too_many_webhook_endpoints` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "too_many_webhook_endpoints";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerWebhookEndpointsById: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                refundId: string;
+                id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description HTML page */
+            /** @description The endpoint */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/html": string;
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -14743,6 +12086,30 @@ export interface operations {
                     };
                 };
             };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -14752,6 +12119,7221 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    deleteApiPartnerWebhookEndpointsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        /** @enum {boolean} */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerWebhookEndpointsByIdRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description How long the old secret keeps signing; default 86400, 0 retires it at once */
+                    previousSecretExpiresInSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Rotated */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        secret: string;
+                        previousSecretExpiresAt: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `concurrent_rotation` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "concurrent_rotation";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerWebhookEndpointsByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt's outcome (a refusal by the endpoint is `ok: false`, not an error of this call) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        eventId: string;
+                        ok: boolean;
+                        statusCode: number | null;
+                        durationMs: number;
+                        error: string | null;
+                        responseExcerpt: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerEvents: {
+        parameters: {
+            query?: {
+                /** @description The id of one of your events (`invalid_request` otherwise); not with `cursor` */
+                after?: string;
+                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
+                cursor?: string;
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["EventEnvelope"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerEventsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEnvelope"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerEventsByIdDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One delivery per endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: (components["schemas"]["EventDelivery"] & {
+                            attempts: components["schemas"]["EventDeliveryAttempt"][];
+                        })[];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerEventsByIdRedeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    endpointId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["EventDelivery"][];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `no_webhook_endpoint` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "no_webhook_endpoint";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerCheckoutSessions: {
+        parameters: {
+            query?: {
+                status?: "awaiting_payment" | "payment_pending" | "settled" | "expired";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of sessions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @enum {string} */
+                            status: "awaiting_payment" | "payment_pending" | "settled" | "expired";
+                            expiresAt: string;
+                            network: string;
+                            chainId: number;
+                            externalOrderId: string;
+                            orderId: string;
+                            purchaseId: string;
+                            product: {
+                                externalProductId: string;
+                                name: string;
+                                category: string;
+                                quantity: number;
+                            };
+                            shippingRequired: boolean;
+                            certificate: {
+                                enabled: boolean;
+                            };
+                            payment: {
+                                /** @enum {string} */
+                                token: "USDC";
+                                tokenAddress: string;
+                                recipient: string;
+                                /** @description exact amount to send: totalPriceUsdc plus the sub-cent payment reference */
+                                amount: string;
+                                totalPriceUsdc: string;
+                                /** @enum {number} */
+                                decimals: 6;
+                                /** @description EIP-681 payment link */
+                                uri: string;
+                            };
+                            createdAt: string;
+                            successUrl?: string | null;
+                            cancelUrl?: string | null;
+                            metadata?: {
+                                [key: string]: string;
+                            };
+                            /** @description the prefill given at creation */
+                            customer?: {
+                                /** Format: email */
+                                email?: string;
+                                name?: string;
+                                delivery?: {
+                                    name?: string;
+                                    line1?: string;
+                                    line2?: string;
+                                    city?: string;
+                                    postalCode?: string;
+                                    region?: string;
+                                    country?: string;
+                                };
+                            } | null;
+                            lineItems?: {
+                                externalProductId: string;
+                                name: string;
+                                category?: string;
+                                quantity: number;
+                                unitPriceUsdc: string;
+                            }[] | null;
+                            /** @description `commerce` or `rwa` (an issuer's purchase) */
+                            kind: string;
+                            order: {
+                                id: string;
+                                status: string;
+                                fulfilledAt: string | null;
+                                amountPaid: string | null;
+                                /** @description Settled by an attached transfer below the total */
+                                underpaid: boolean;
+                            };
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerCheckoutSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "externalOrderId": "order-1042",
+                 *       "externalProductId": "sku-mug-blue",
+                 *       "productName": "Blue mug",
+                 *       "quantity": 1,
+                 *       "totalPriceUsdc": "25000000",
+                 *       "paymentMethod": "usdc",
+                 *       "checkoutMode": "hosted_transfer",
+                 *       "idempotencyKey": "order-1042-attempt-1",
+                 *       "successUrl": "https://shop.example/thanks?session={CHECKOUT_SESSION_ID}",
+                 *       "cancelUrl": "https://shop.example/cart",
+                 *       "metadata": {
+                 *         "cartId": "c-778"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCheckoutSession"];
+            };
+        };
+        responses: {
+            /** @description Replay of an earlier request, or the settled session of an already paid order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"] & {
+                        clientToken: string;
+                        /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
+                        url: string;
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"] & {
+                        clientToken: string;
+                        /** @description the hosted checkout: `<PUBLIC_BASE_URL>/checkout/<id>#ct=<clientToken>` (the token in the fragment, never sent to a server) */
+                        url: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `idempotency_conflict`, `payment_in_progress`, `order_not_commerce` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_conflict" | "payment_in_progress" | "order_not_commerce";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `no_payment_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "no_payment_address";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerCheckoutSessionsByIdTestPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @example 25000000 */
+                    amount?: string;
+                    /** @default true */
+                    submit?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The transfer sent and its submission's answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestPaymentResult"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `session_not_open` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_not_open";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `test_payment_refused` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "test_payment_refused";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerCheckoutSessionsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session, with what a page needs to offer paying without gas */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckoutSession"] & {
+                        gasless: {
+                            available: boolean;
+                            domain: {
+                                name: string;
+                                version: string;
+                                chainId: number;
+                                verifyingContract: string;
+                            } | null;
+                            authorization: components["schemas"]["RelayView"];
+                        };
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerOrders: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                status?: "awaiting_payment" | "paid" | "fulfilled";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Order"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerOrdersByOrderIdEvidence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The evidence */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerOrdersByOrderId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerOrdersByOrderIdFulfilment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fulfilmentReference: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The fulfilled order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `order_not_settled`, `order_already_fulfilled`, `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "order_not_settled" | "order_already_fulfilled" | "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerOrdersByOrderIdRewards: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example 1500000 */
+                    amount: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The reward (a replay answers the same reward, 201 again) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `rewards_not_configured`, `reward_order_not_settled`, `reward_exceeds_amount_paid`, `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerPayments: {
+        parameters: {
+            query?: {
+                status?: "pending" | "settled" | "unresolved" | "refund_requested" | "attached" | "reorged";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payments */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Payment"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerPaymentsByChainIdByTransactionHashByLogIndexAttach: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chainId: number;
+                transactionHash: string;
+                logIndex: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    orderId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Attached */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "attached";
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerPaymentsByChainIdByTransactionHashByLogIndexRefundRequested: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                chainId: number;
+                transactionHash: string;
+                logIndex: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    note?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Marked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "refund_requested";
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `payment_not_unresolved` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payment_not_unresolved";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerMembers: {
+        parameters: {
+            query?: {
+                /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Members */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PartnerMember"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 */
+                    address: string;
+                    /**
+                     * @default member
+                     * @enum {string}
+                     */
+                    role?: "admin" | "member";
+                };
+            };
+        };
+        responses: {
+            /** @description The member */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PartnerMember"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    deleteApiPartnerMembersByAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerBranding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Branding */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Branding"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    patchApiPartnerBranding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    displayName?: string | null;
+                    accentColor?: string | null;
+                    supportUrl?: string | null;
+                    /** Format: email */
+                    supportEmail?: string | null;
+                    /** @description Origins (`https://shop.example`) of your pages that mount the checkout component; only these may frame the hosted checkout. Replaces the list; `[]` or null clears it. */
+                    frameOrigins?: string[] | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Branding */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Branding"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    putApiPartnerBrandingLogo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Branding */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Branding"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `logo_too_large`, `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "logo_too_large" | "payload_too_large";
+                    };
+                };
+            };
+            /** @description Unsupported media type: `unsupported_logo_type` (see the problem catalogue) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_logo_type";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    deleteApiPartnerBrandingLogo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Branding */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Branding"];
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRewardsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    putApiPartnerRewardsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fundingAddress?: string;
+                    /** @description A new funding address's proof: the message of POST /v1/rewards/settings/funding-challenge, signed by that address */
+                    fundingProof?: {
+                        message: string;
+                        signature: string;
+                    };
+                    cashbackBps?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_funding_address`, `invalid_funding_proof` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_funding_address" | "invalid_funding_proof";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `funding_address_taken` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "funding_address_taken";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `signature_check_unavailable`, `rpc_unavailable`, `store_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "signature_check_unavailable" | "rpc_unavailable" | "store_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRewardsSettingsFundingChallenge: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fundingAddress: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The challenge */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardFundingChallenge"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRewards: {
+        parameters: {
+            query?: {
+                orderId?: string;
+                status?: "granted" | "voucher_issued" | "pending" | "claimed" | "revoked" | "expired";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rewards */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Reward"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRewardsByRewardId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRewardsByRewardIdRevoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    reason?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The revoked reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `reward_not_revocable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "reward_not_revocable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRefunds: {
+        parameters: {
+            query?: {
+                orderId?: string;
+                status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of refunds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Refund"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRefunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    orderId?: string;
+                    payment?: {
+                        chainId: number;
+                        transactionHash: string;
+                        logIndex: number;
+                    };
+                    /** @description base units; default: all that remains refundable */
+                    amount?: string;
+                    /** @enum {string} */
+                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
+                    note?: string;
+                    /** @description `payer` (the address the payment came from), an address you hold from your customer, or absent: the customer enters it on the refund page (`customerUrl`) */
+                    destination?: "payer" | string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The refund this idempotency key created */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `idempotency_conflict`, `order_not_paid`, `payment_not_refundable`, `refund_exceeds_remaining` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_conflict" | "order_not_paid" | "payment_not_refundable" | "refund_exceeds_remaining";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRefundsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refund */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRefundsByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled (again: the same answer) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_cancellable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_cancellable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRefundsByIdTestSend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `local_mode_only` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "local_mode_only";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_sent` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_sent";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRefundsByIdAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refundId: string;
+                        relayer: string;
+                        domain: {
+                            name: string;
+                            version: string;
+                            chainId: number;
+                            verifyingContract: string;
+                        };
+                        types: {
+                            [key: string]: {
+                                name: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        primaryType: "TransferWithAuthorization";
+                        message: {
+                            from: string;
+                            to: string;
+                            value: string;
+                            validAfter: string;
+                            validBefore: string;
+                            nonce: string;
+                        };
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_relayed";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small";
+                    };
+                };
+            };
+            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_quota_exceeded" | "relay_budget_spent";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `gasless_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "gasless_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRefundsByIdAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferAuthorization"];
+            };
+        };
+        responses: {
+            /** @description Sent by the relayer; the refund stays `ready` until the index shows the transfer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        relayer: string;
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed`, `authorization_used` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_relayed" | "authorization_used";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small`, `authorization_wrong_network`, `authorization_wrong_token`, `authorization_wrong_payer`, `authorization_wrong_recipient`, `authorization_wrong_amount`, `authorization_not_yet_valid`, `authorization_expired`, `authorization_bad_signature`, `authorization_insufficient_balance`, `authorization_rejected_on_chain` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_not_yet_valid" | "authorization_expired" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain";
+                    };
+                };
+            };
+            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_quota_exceeded" | "relay_budget_spent";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerRefundsByIdQr: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description SVG image */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerLedger: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries (or, with `Accept: text/csv`, the whole range as CSV) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        fromBlock: string;
+                        toBlock: string;
+                        data: components["schemas"]["LedgerEntry"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerReportsReconciliation: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per payment address */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reconciliation"];
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiAdminLedger: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries (or, with `Accept: text/csv`, the whole range as CSV) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        fromBlock: string;
+                        toBlock: string;
+                        data: components["schemas"]["LedgerEntry"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiAdminReportsReconciliation: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per payment address */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reconciliation"];
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiAdminOrders: {
+        parameters: {
+            query?: {
+                /** @description Needed only when several networks are enabled */
+                chainId?: string;
+                /** @description First block, inclusive (with `toBlock`) */
+                fromBlock?: string;
+                /** @description Last block, inclusive */
+                toBlock?: string;
+                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description Auditor keys: narrow to one partner */
+                partnerId?: string;
+                status?: "awaiting_payment" | "paid" | "fulfilled";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Order"][];
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiAdminOrdersByOrderIdEvidence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The evidence */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiAdminOrdersByOrderId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiIssuerRefunds: {
+        parameters: {
+            query?: {
+                orderId?: string;
+                status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of refunds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Refund"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiIssuerRefunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    orderId?: string;
+                    payment?: {
+                        chainId: number;
+                        transactionHash: string;
+                        logIndex: number;
+                    };
+                    /** @description base units; default: all that remains refundable */
+                    amount?: string;
+                    /** @enum {string} */
+                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
+                    note?: string;
+                    /** @description `payer` (the address the payment came from), an address you hold from your customer, or absent: the customer enters it on the refund page (`customerUrl`) */
+                    destination?: "payer" | string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The refund this idempotency key created */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `idempotency_conflict`, `order_not_paid`, `payment_not_refundable`, `refund_exceeds_remaining` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_conflict" | "order_not_paid" | "payment_not_refundable" | "refund_exceeds_remaining";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiIssuerRefundsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refund */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiIssuerRefundsByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled (again: the same answer) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_cancellable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_cancellable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiIssuerRefundsByIdTestSend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `local_mode_only` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "local_mode_only";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_sent` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_sent";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiIssuerRefundsByIdAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refundId: string;
+                        relayer: string;
+                        domain: {
+                            name: string;
+                            version: string;
+                            chainId: number;
+                            verifyingContract: string;
+                        };
+                        types: {
+                            [key: string]: {
+                                name: string;
+                                type: string;
+                            }[];
+                        };
+                        /** @enum {string} */
+                        primaryType: "TransferWithAuthorization";
+                        message: {
+                            from: string;
+                            to: string;
+                            value: string;
+                            validAfter: string;
+                            validBefore: string;
+                            nonce: string;
+                        };
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_relayed";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small";
+                    };
+                };
+            };
+            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_quota_exceeded" | "relay_budget_spent";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `gasless_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "gasless_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiIssuerRefundsByIdAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferAuthorization"];
+            };
+        };
+        responses: {
+            /** @description Sent by the relayer; the refund stays `ready` until the index shows the transfer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        relayer: string;
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed`, `authorization_used` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready" | "refund_already_relayed" | "authorization_used";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `relay_amount_too_small`, `authorization_wrong_network`, `authorization_wrong_token`, `authorization_wrong_payer`, `authorization_wrong_recipient`, `authorization_wrong_amount`, `authorization_not_yet_valid`, `authorization_expired`, `authorization_bad_signature`, `authorization_insufficient_balance`, `authorization_rejected_on_chain` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_amount_too_small" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_not_yet_valid" | "authorization_expired" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain";
+                    };
+                };
+            };
+            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_quota_exceeded" | "relay_budget_spent";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiIssuerRefundsByIdQr: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description SVG image */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/svg+xml": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `refund_not_ready` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "refund_not_ready";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The partner */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        issuerId: string | null;
+                        createdAt: string;
+                        /**
+                         * @description The signed-in member's role: only an admin changes keys, members, webhook endpoints and branding
+                         * @enum {string}
+                         */
+                        memberRole: "admin" | "member";
+                        apiKeys: {
+                            id: string;
+                            prefix: string;
+                            createdAt: string;
+                            revokedAt: string | null;
+                        }[];
+                        paymentAddresses: {
+                            id: string;
+                            network: string;
+                            chainId: number;
+                            address: string;
+                            /** @description false until the indexer restarted with this address */
+                            watching: boolean;
+                        }[];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerApiKeys: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            prefix: string;
+                            /**
+                             * @description `read`: a read-only key (`rk_…`), GETs only
+                             * @enum {string}
+                             */
+                            scope: "full" | "read";
+                            createdAt: string;
+                            revokedAt: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerApiKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @default full
+                     * @enum {string}
+                     */
+                    scope?: "full" | "read";
+                };
+            };
+        };
+        responses: {
+            /** @description The key */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        apiKey: string;
+                        /** @enum {string} */
+                        scope: "full" | "read";
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    deleteApiPartnerApiKeysByKeyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                    };
+                };
+            };
+            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found" | "certificate_not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "session_expired";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiIssuerPurchasesByPurchaseIdRefunds: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                purchaseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of refunds */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Refund"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiIssuerPurchasesByPurchaseIdRefunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                purchaseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description base units; default: all that remains refundable (a full refund returns the units) */
+                    amount?: string;
+                    /** @enum {string} */
+                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
+                    note?: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The refund this idempotency key created */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The refund, `ready` to send from the offering's settlement address */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Refund"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `purchase_not_paid`, `refund_exceeds_remaining`, `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "purchase_not_paid" | "refund_exceeds_remaining" | "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `destination_is_payment_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "destination_is_payment_address";
                     };
                 };
             };
@@ -25861,33 +30443,27 @@ export interface operations {
             };
         };
     };
-    getV1Refunds: {
+    getCheckoutBySessionId: {
         parameters: {
-            query?: {
-                orderId?: string;
-                status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
-                cursor?: string;
-                limit?: number;
-            };
+            query?: never;
             header?: never;
-            path?: never;
+            path: {
+                sessionId: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description A page of refunds */
+            /** @description HTML page */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Refund"][];
-                        nextCursor: string | null;
-                    };
+                    "text/html": string;
                 };
             };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -25895,19 +30471,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "invalid_request";
                     };
                 };
             };
@@ -25949,786 +30513,22 @@ export interface operations {
             };
         };
     };
-    postV1Refunds: {
+    postCheckoutBySessionIdQr: {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                sessionId: string;
+            };
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    orderId?: string;
-                    payment?: {
-                        chainId: number;
-                        transactionHash: string;
-                        logIndex: number;
-                    };
-                    /** @description base units; default: all that remains refundable */
-                    amount?: string;
-                    /** @enum {string} */
-                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
-                    note?: string;
-                    /** @description `payer` (the address the payment came from), an address you hold from your customer, or absent: the customer enters it on the refund page (`customerUrl`) */
-                    destination?: "payer" | string;
-                    idempotencyKey: string;
+                    clientToken: string;
                 };
             };
         };
-        responses: {
-            /** @description The refund this idempotency key created */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
-                    };
-                };
-            };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "read_only_key";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `idempotency_conflict`, `order_not_paid`, `payment_not_refundable`, `refund_exceeds_remaining` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "idempotency_conflict" | "order_not_paid" | "payment_not_refundable" | "refund_exceeds_remaining";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getV1RefundsById: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The refund */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1RefundsByIdCancel: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Cancelled (again: the same answer) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
-                    };
-                };
-            };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "read_only_key";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_cancellable` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_cancellable";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1RefundsByIdTestSend: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        transactionHash: string;
-                        refund: components["schemas"]["Refund"];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
-                    };
-                };
-            };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "read_only_key";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `local_mode_only` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "local_mode_only";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_sent` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_sent";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getV1RefundsByIdAuthorization: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        refundId: string;
-                        relayer: string;
-                        domain: {
-                            name: string;
-                            version: string;
-                            chainId: number;
-                            verifyingContract: string;
-                        };
-                        types: {
-                            [key: string]: {
-                                name: string;
-                                type: string;
-                            }[];
-                        };
-                        /** @enum {string} */
-                        primaryType: "TransferWithAuthorization";
-                        message: {
-                            from: string;
-                            to: string;
-                            value: string;
-                            validAfter: string;
-                            validBefore: string;
-                            nonce: string;
-                        };
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_relayed";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_amount_too_small";
-                    };
-                };
-            };
-            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_quota_exceeded" | "relay_budget_spent";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `gasless_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "gasless_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1RefundsByIdAuthorization: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["TransferAuthorization"];
-            };
-        };
-        responses: {
-            /** @description Sent by the relayer; the refund stays `ready` until the index shows the transfer */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        transactionHash: string;
-                        relayer: string;
-                        refund: components["schemas"]["Refund"];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated";
-                    };
-                };
-            };
-            /** @description Not allowed: `read_only_key` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "read_only_key";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed`, `authorization_used` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_relayed" | "authorization_used";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `relay_amount_too_small`, `authorization_wrong_network`, `authorization_wrong_token`, `authorization_wrong_payer`, `authorization_wrong_recipient`, `authorization_wrong_amount`, `authorization_not_yet_valid`, `authorization_expired`, `authorization_bad_signature`, `authorization_insufficient_balance`, `authorization_rejected_on_chain` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_amount_too_small" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_not_yet_valid" | "authorization_expired" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain";
-                    };
-                };
-            };
-            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_quota_exceeded" | "relay_budget_spent";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getV1RefundsByIdQr: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
         responses: {
             /** @description SVG image */
             200: {
@@ -26751,7 +30551,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated` (see the problem catalogue) */
+            /** @description Not authenticated: `invalid_client_token` (see the problem catalogue) */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -26759,7 +30559,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "unauthenticated";
+                        code?: "invalid_client_token";
                     };
                 };
             };
@@ -26775,459 +30575,15 @@ export interface operations {
                     };
                 };
             };
-            /** @description The resource's state does not allow this: `refund_not_ready` (see the problem catalogue) */
-            409: {
+            /** @description Gone: `session_expired` (see the problem catalogue) */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "refund_not_ready";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerRefunds: {
-        parameters: {
-            query?: {
-                orderId?: string;
-                status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of refunds */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["Refund"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerRefunds: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    orderId?: string;
-                    payment?: {
-                        chainId: number;
-                        transactionHash: string;
-                        logIndex: number;
-                    };
-                    /** @description base units; default: all that remains refundable */
-                    amount?: string;
-                    /** @enum {string} */
-                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
-                    note?: string;
-                    /** @description `payer` (the address the payment came from), an address you hold from your customer, or absent: the customer enters it on the refund page (`customerUrl`) */
-                    destination?: "payer" | string;
-                    idempotencyKey: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The refund this idempotency key created */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `idempotency_conflict`, `order_not_paid`, `payment_not_refundable`, `refund_exceeds_remaining` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "idempotency_conflict" | "order_not_paid" | "payment_not_refundable" | "refund_exceeds_remaining";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerRefundsById: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The refund */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerRefundsByIdCancel: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Cancelled (again: the same answer) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_cancellable` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_cancellable";
+                        code?: "session_expired";
                     };
                 };
             };
@@ -27269,27 +30625,24 @@ export interface operations {
             };
         };
     };
-    postApiPartnerRefundsByIdTestSend: {
+    getClaimBySessionId: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                id: string;
+                sessionId: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer */
+            /** @description HTML page */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        transactionHash: string;
-                        refund: components["schemas"]["Refund"];
-                    };
+                    "text/html": string;
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -27304,31 +30657,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `local_mode_only` (see the problem catalogue) */
+            /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -27336,31 +30665,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "not_found" | "local_mode_only";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_sent` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_sent";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
+                        code?: "not_found";
                     };
                 };
             };
@@ -27390,49 +30695,24 @@ export interface operations {
             };
         };
     };
-    getApiPartnerRefundsByIdAuthorization: {
+    getRefundByRefundId: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                id: string;
+                refundId: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity) */
+            /** @description HTML page */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        refundId: string;
-                        relayer: string;
-                        domain: {
-                            name: string;
-                            version: string;
-                            chainId: number;
-                            verifyingContract: string;
-                        };
-                        types: {
-                            [key: string]: {
-                                name: string;
-                                type: string;
-                            }[];
-                        };
-                        /** @enum {string} */
-                        primaryType: "TransferWithAuthorization";
-                        message: {
-                            from: string;
-                            to: string;
-                            value: string;
-                            validAfter: string;
-                            validBefore: string;
-                            nonce: string;
-                        };
-                    };
+                    "text/html": string;
                 };
             };
             /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
@@ -27447,30 +30727,6 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
             /** @description Not found: `not_found` (see the problem catalogue) */
             404: {
                 headers: {
@@ -27480,2501 +30736,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_relayed";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_amount_too_small";
-                    };
-                };
-            };
-            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_quota_exceeded" | "relay_budget_spent";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `gasless_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "gasless_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiPartnerRefundsByIdAuthorization: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["TransferAuthorization"];
-            };
-        };
-        responses: {
-            /** @description Sent by the relayer; the refund stays `ready` until the index shows the transfer */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        transactionHash: string;
-                        relayer: string;
-                        refund: components["schemas"]["Refund"];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed`, `authorization_used` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_relayed" | "authorization_used";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `relay_amount_too_small`, `authorization_wrong_network`, `authorization_wrong_token`, `authorization_wrong_payer`, `authorization_wrong_recipient`, `authorization_wrong_amount`, `authorization_not_yet_valid`, `authorization_expired`, `authorization_bad_signature`, `authorization_insufficient_balance`, `authorization_rejected_on_chain` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_amount_too_small" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_not_yet_valid" | "authorization_expired" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain";
-                    };
-                };
-            };
-            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_quota_exceeded" | "relay_budget_spent";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerRefundsByIdQr: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description SVG image */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "image/svg+xml": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerLedger: {
-        parameters: {
-            query?: {
-                /** @description Needed only when several networks are enabled */
-                chainId?: string;
-                /** @description First block, inclusive (with `toBlock`) */
-                fromBlock?: string;
-                /** @description Last block, inclusive */
-                toBlock?: string;
-                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
-                from?: string;
-                /** @description ISO 8601, exclusive */
-                to?: string;
-                /** @description Auditor keys: narrow to one partner */
-                partnerId?: string;
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of entries (or, with `Accept: text/csv`, the whole range as CSV) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        fromBlock: string;
-                        toBlock: string;
-                        data: components["schemas"]["LedgerEntry"][];
-                        nextCursor: string | null;
-                    };
-                    "text/csv": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiPartnerReportsReconciliation: {
-        parameters: {
-            query?: {
-                /** @description Needed only when several networks are enabled */
-                chainId?: string;
-                /** @description First block, inclusive (with `toBlock`) */
-                fromBlock?: string;
-                /** @description Last block, inclusive */
-                toBlock?: string;
-                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
-                from?: string;
-                /** @description ISO 8601, exclusive */
-                to?: string;
-                /** @description Auditor keys: narrow to one partner */
-                partnerId?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One row per payment address */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Reconciliation"];
-                    "text/csv": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiAdminLedger: {
-        parameters: {
-            query?: {
-                /** @description Needed only when several networks are enabled */
-                chainId?: string;
-                /** @description First block, inclusive (with `toBlock`) */
-                fromBlock?: string;
-                /** @description Last block, inclusive */
-                toBlock?: string;
-                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
-                from?: string;
-                /** @description ISO 8601, exclusive */
-                to?: string;
-                /** @description Auditor keys: narrow to one partner */
-                partnerId?: string;
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of entries (or, with `Accept: text/csv`, the whole range as CSV) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        fromBlock: string;
-                        toBlock: string;
-                        data: components["schemas"]["LedgerEntry"][];
-                        nextCursor: string | null;
-                    };
-                    "text/csv": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiAdminReportsReconciliation: {
-        parameters: {
-            query?: {
-                /** @description Needed only when several networks are enabled */
-                chainId?: string;
-                /** @description First block, inclusive (with `toBlock`) */
-                fromBlock?: string;
-                /** @description Last block, inclusive */
-                toBlock?: string;
-                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
-                from?: string;
-                /** @description ISO 8601, exclusive */
-                to?: string;
-                /** @description Auditor keys: narrow to one partner */
-                partnerId?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description One row per payment address */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Reconciliation"];
-                    "text/csv": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiAdminOrders: {
-        parameters: {
-            query?: {
-                /** @description Needed only when several networks are enabled */
-                chainId?: string;
-                /** @description First block, inclusive (with `toBlock`) */
-                fromBlock?: string;
-                /** @description Last block, inclusive */
-                toBlock?: string;
-                /** @description ISO 8601, inclusive (with `to`), resolved to blocks by timestamp */
-                from?: string;
-                /** @description ISO 8601, exclusive */
-                to?: string;
-                /** @description Auditor keys: narrow to one partner */
-                partnerId?: string;
-                status?: "awaiting_payment" | "paid" | "fulfilled";
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of orders */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["Order"][];
-                        nextCursor: string | null;
-                    };
-                    "text/csv": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiAdminOrdersByOrderIdEvidence: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orderId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The evidence */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiAdminOrdersByOrderId: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                orderId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The order */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Order"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1PublicRefundsByIdValidate: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    refundToken: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The refund */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PublicRefund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `invalid_refund_token` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_refund_token";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rate_limited";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postV1PublicRefundsByIdDestination: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    refundToken: string;
-                    destination: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Set: the refund is ready to be sent */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PublicRefund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `invalid_refund_token` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_refund_token";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_destination_locked` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_destination_locked";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
-                    };
-                };
-            };
-            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "rate_limited";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiIssuerPurchasesByPurchaseIdRefunds: {
-        parameters: {
-            query?: {
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path: {
-                purchaseId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of refunds */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["Refund"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiIssuerPurchasesByPurchaseIdRefunds: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                purchaseId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    /** @description base units; default: all that remains refundable (a full refund returns the units) */
-                    amount?: string;
-                    /** @enum {string} */
-                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
-                    note?: string;
-                    idempotencyKey: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The refund this idempotency key created */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The refund, `ready` to send from the offering's settlement address */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `purchase_not_paid`, `refund_exceeds_remaining`, `idempotency_conflict` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "purchase_not_paid" | "refund_exceeds_remaining" | "idempotency_conflict";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `destination_is_payment_address` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "destination_is_payment_address";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiIssuerRefunds: {
-        parameters: {
-            query?: {
-                orderId?: string;
-                status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
-                cursor?: string;
-                limit?: number;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description A page of refunds */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        data: components["schemas"]["Refund"][];
-                        nextCursor: string | null;
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request" | "invalid_cursor";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiIssuerRefunds: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    orderId?: string;
-                    payment?: {
-                        chainId: number;
-                        transactionHash: string;
-                        logIndex: number;
-                    };
-                    /** @description base units; default: all that remains refundable */
-                    amount?: string;
-                    /** @enum {string} */
-                    reason: "requested_by_customer" | "duplicate" | "wrong_amount" | "late" | "other";
-                    note?: string;
-                    /** @description `payer` (the address the payment came from), an address you hold from your customer, or absent: the customer enters it on the refund page (`customerUrl`) */
-                    destination?: "payer" | string;
-                    idempotencyKey: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The refund this idempotency key created */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description Created */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `idempotency_conflict`, `order_not_paid`, `payment_not_refundable`, `refund_exceeds_remaining` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "idempotency_conflict" | "order_not_paid" | "payment_not_refundable" | "refund_exceeds_remaining";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `destination_is_zero_address`, `destination_is_token`, `destination_is_payment_address`, `destination_is_service_address` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiIssuerRefundsById: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The refund */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiIssuerRefundsByIdCancel: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Cancelled (again: the same answer) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Refund"];
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_cancellable` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_cancellable";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiIssuerRefundsByIdTestSend: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Sent and mined; the refund turns `pending`, then `succeeded`, once the index holds the transfer */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        transactionHash: string;
-                        refund: components["schemas"]["Refund"];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `local_mode_only` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "local_mode_only";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_sent` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_sent";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiIssuerRefundsByIdAuthorization: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The token's EIP-712 domain and a TransferWithAuthorization of the refund (fresh nonce, one hour of validity) */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        refundId: string;
-                        relayer: string;
-                        domain: {
-                            name: string;
-                            version: string;
-                            chainId: number;
-                            verifyingContract: string;
-                        };
-                        types: {
-                            [key: string]: {
-                                name: string;
-                                type: string;
-                            }[];
-                        };
-                        /** @enum {string} */
-                        primaryType: "TransferWithAuthorization";
-                        message: {
-                            from: string;
-                            to: string;
-                            value: string;
-                            validAfter: string;
-                            validBefore: string;
-                            nonce: string;
-                        };
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_relayed";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `relay_amount_too_small` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_amount_too_small";
-                    };
-                };
-            };
-            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_quota_exceeded" | "relay_budget_spent";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `gasless_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "gasless_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiIssuerRefundsByIdAuthorization: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["TransferAuthorization"];
-            };
-        };
-        responses: {
-            /** @description Sent by the relayer; the refund stays `ready` until the index shows the transfer */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        transactionHash: string;
-                        relayer: string;
-                        refund: components["schemas"]["Refund"];
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready`, `refund_already_relayed`, `authorization_used` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready" | "refund_already_relayed" | "authorization_used";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `relay_amount_too_small`, `authorization_wrong_network`, `authorization_wrong_token`, `authorization_wrong_payer`, `authorization_wrong_recipient`, `authorization_wrong_amount`, `authorization_not_yet_valid`, `authorization_expired`, `authorization_bad_signature`, `authorization_insufficient_balance`, `authorization_rejected_on_chain` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_amount_too_small" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_not_yet_valid" | "authorization_expired" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain";
-                    };
-                };
-            };
-            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent` (see the problem catalogue) */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "relay_quota_exceeded" | "relay_budget_spent";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `gasless_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "gasless_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    getApiIssuerRefundsByIdQr: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description SVG image */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "image/svg+xml": string;
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "wrong_portal" | "portal_not_allowed";
-                    };
-                };
-            };
-            /** @description Not found: `not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `refund_not_ready` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "refund_not_ready";
                     };
                 };
             };
@@ -30070,6 +30831,32 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["RewardClaimedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveRewardReorgedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "reward.reorged";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RewardReorgedEvent"];
             };
         };
         responses: {

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { erc20Abi, type Hex } from "viem";
 import { waitForTransactionReceipt } from "viem/actions";
-import { useConfig, useConnect, useConnection, useConnectors, useWriteContract } from "wagmi";
+import { useConfig, useConnect, useConnection, useConnectors, useSignMessage, useWriteContract } from "wagmi";
 import { getConnectorClient } from "wagmi/actions";
 import { api } from "../api";
 import type { Answer, RowOf } from "../api-types";
@@ -57,14 +57,37 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
   const { connectAsync } = useConnect();
   const { writeContractAsync } = useWriteContract();
   const config = useConfig();
+  const { signMessageAsync } = useSignMessage();
+  const connectedAccount = async () => {
+    if (connection.address) return connection.address;
+    const connector = connectors[0];
+    if (!connector) throw new Error("No wallet found in this browser.");
+    return (await connectAsync({ connector })).accounts[0];
+  };
   const save = useMutation({
-    mutationFn: () => {
+    mutationFn: async () => {
       const percent = Number(cashback);
       if (!Number.isFinite(percent) || percent < 0 || percent > 100) throw new Error("Cashback is a percentage from 0 to 100.");
+      const cashbackBps = Math.round(percent * 100);
+      const proven = current.fundingProven && current.fundingAddress?.toLowerCase() === fundingAddress.toLowerCase();
+      if (!fundingAddress || proven) {
+        return api<RewardSettings>("/api/partner/rewards/settings", { token, method: "PUT", json: { cashbackBps } });
+      }
+      // A new funding address proves it is yours: the connected funding wallet signs the service's challenge.
+      const account = await connectedAccount();
+      if (account?.toLowerCase() !== fundingAddress.toLowerCase()) {
+        throw new Error(`Connect the funding address ${fundingAddress} to prove it is yours.`);
+      }
+      const challenge = await api<{ message: string }>("/api/partner/rewards/settings/funding-challenge", {
+        token,
+        method: "POST",
+        json: { fundingAddress },
+      });
+      const signature = await signMessageAsync({ account: account as Hex, message: challenge.message });
       return api<RewardSettings>("/api/partner/rewards/settings", {
         token,
         method: "PUT",
-        json: { ...(fundingAddress ? { fundingAddress } : {}), cashbackBps: Math.round(percent * 100) },
+        json: { fundingAddress, fundingProof: { message: challenge.message, signature }, cashbackBps },
       });
     },
     onSuccess: onChanged,
@@ -74,12 +97,7 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
       if (!current.distributor || !current.token) throw new Error("Rewards are not offered on this network.");
       const amount = parseUsdc(approveAmount);
       if (amount === undefined) throw new Error("Enter an amount of USDC, for example 500 or 12.5.");
-      let account = connection.address;
-      if (!account) {
-        const connector = connectors[0];
-        if (!connector) throw new Error("No wallet found in this browser.");
-        account = (await connectAsync({ connector })).accounts[0];
-      }
+      const account = await connectedAccount();
       if (!current.fundingAddress || account?.toLowerCase() !== current.fundingAddress.toLowerCase()) {
         throw new Error(`Connect the funding address ${current.fundingAddress ?? "(set one first)"} to approve.`);
       }
@@ -130,7 +148,10 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
           save.mutate();
         }}
       >
-        <Field label="Funding address" hint="Your wallet the rewards are paid from; it approves the distributor.">
+        <Field
+          label="Funding address"
+          hint="Your wallet the rewards are paid from; connect it to save: it signs a message proving it is yours, then approves the distributor."
+        >
           {(id, describedBy) => (
             <input
               id={id}
