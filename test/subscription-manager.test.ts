@@ -40,7 +40,7 @@ import { compileSolidityFiles } from "../scripts/compile-contracts-lib.js";
 // the subscriber to the payee, stopped by the subscriber or the payee; every refusal by its
 // custom error. Each test registers terms of its own (a fresh salt), so none depends on another.
 
-const DAY = 86_400n;
+const DAY = 86_400;
 const AMOUNT = 9_990_000n;
 /** The token's errors too, so a refused transferFrom and a refused permit decode. */
 const managerAbi = [...subscriptionManagerAbi, ...testUsdcAbi.filter((item) => item.type === "error")];
@@ -64,7 +64,7 @@ let saltCounter = 0;
 
 const walletOf = (account: HDAccount | LocalAccount) =>
   createWalletClient({ account, chain: localChain(anvil), transport: http(anvil.rpcUrl) });
-const chainTime = async () => (await publicClient.getBlock()).timestamp;
+const chainTime = async () => Number((await publicClient.getBlock()).timestamp);
 const balanceOf = (address: Address) =>
   publicClient.readContract({ address: usdc, abi: testUsdcAbi, functionName: "balanceOf", args: [address] });
 
@@ -87,7 +87,7 @@ async function termsFor(overrides: Partial<SubscriptionTerms> = {}): Promise<Sub
     payee: payee.address,
     token: usdc,
     amount: AMOUNT,
-    period: 30n * DAY,
+    period: 30 * DAY,
     start,
     end: OPEN_ENDED,
     salt: subscriptionSalt(`sub_contract_${++saltCounter}_${Date.now()}`),
@@ -140,8 +140,8 @@ async function registered(overrides: Partial<SubscriptionTerms> = {}) {
 }
 
 /** Moves the chain's clock forward and mines a block, so the next call sees the new time. */
-async function passTime(seconds: bigint) {
-  await testClient.increaseTime({ seconds: Number(seconds) });
+async function passTime(seconds: number) {
+  await testClient.increaseTime({ seconds });
   await testClient.mine({ blocks: 1 });
 }
 
@@ -212,7 +212,7 @@ describe("SubscriptionManager: terms and registration", () => {
   });
 
   it("registers terms the subscriber signed, submitted by anyone, emits Subscribed and moves no money", async () => {
-    const terms = await termsFor({ end: (await chainTime()) + 365n * DAY });
+    const terms = await termsFor({ end: (await chainTime()) + 365 * DAY });
     const before = await balanceOf(subscriber.address);
     const receipt = await mined(subscribe(terms, await signTerms(terms), stranger));
     const events = parseEventLogs({ abi: subscriptionManagerAbi, logs: receipt.logs, eventName: "Subscribed" });
@@ -223,9 +223,9 @@ describe("SubscriptionManager: terms and registration", () => {
         payee: payee.address,
         token: usdc,
         amount: AMOUNT,
-        period: Number(terms.period),
-        start: Number(terms.start),
-        end: Number(terms.end),
+        period: terms.period,
+        start: terms.start,
+        end: terms.end,
       },
     ]);
     expect(await balanceOf(subscriber.address)).toBe(before);
@@ -255,9 +255,9 @@ describe("SubscriptionManager: terms and registration", () => {
       { ...terms, amount: terms.amount + 1n },
       { ...terms, subscriber: stranger.address },
       { ...terms, token: deployment.certificate },
-      { ...terms, period: terms.period - 1n },
-      { ...terms, start: terms.start - 1n },
-      { ...terms, end: terms.end - 1n },
+      { ...terms, period: terms.period - 1 },
+      { ...terms, start: terms.start - 1 },
+      { ...terms, end: terms.end - 1 },
       { ...terms, salt: terms.salt + 1n },
     ]) {
       expect(await revertErrorName(subscribe(tampered, signature))).toBe("InvalidSignature");
@@ -283,10 +283,10 @@ describe("SubscriptionManager: terms and registration", () => {
     const now = await chainTime();
     const cases: [Partial<SubscriptionTerms>, string][] = [
       [{ amount: 0n }, "ZeroAmount"],
-      [{ period: 0n }, "ZeroPeriod"],
+      [{ period: 0 }, "ZeroPeriod"],
       [{ payee: "0x0000000000000000000000000000000000000000" }, "ZeroPayee"],
       [{ start: now + DAY, end: now + DAY }, "EndNotAfterStart"],
-      [{ start: now - 2n * DAY, end: now - DAY }, "TermsEnded"],
+      [{ start: now - 2 * DAY, end: now - DAY }, "TermsEnded"],
     ];
     for (const [overrides, error] of cases) {
       const terms = await termsFor(overrides);
@@ -328,7 +328,7 @@ describe("SubscriptionManager: charges", () => {
 
   it("never charges a missed period later: after a gap the charge is for the current period only", async () => {
     const { onchainId } = await registered({ period: DAY });
-    await passTime(3n * DAY + 60n);
+    await passTime(3 * DAY + 60);
     const receipt = await mined(charge(onchainId));
     expect(parseEventLogs({ abi: subscriptionManagerAbi, logs: receipt.logs, eventName: "Charged" })[0]?.args.periodIndex).toBe(
       3n,
@@ -338,11 +338,11 @@ describe("SubscriptionManager: charges", () => {
 
   it("refuses a charge before the start and after the end", async () => {
     const now = await chainTime();
-    const { onchainId: future } = await registered({ start: now + 10n * DAY, end: now + 20n * DAY });
+    const { onchainId: future } = await registered({ start: now + 10 * DAY, end: now + 20 * DAY });
     expect(await revertErrorName(charge(future))).toBe("NotStarted");
-    const { onchainId: short } = await registered({ period: DAY, start: now, end: now + 2n * DAY });
+    const { onchainId: short } = await registered({ period: DAY, start: now, end: now + 2 * DAY });
     await mined(charge(short));
-    await passTime(2n * DAY + 60n);
+    await passTime(2 * DAY + 60);
     expect(await revertErrorName(charge(short))).toBe("SubscriptionEnded");
   });
 
@@ -446,7 +446,7 @@ describe("SubscriptionManager: cancellation", () => {
 describe("SubscriptionManager: a wallet without ETH subscribes with a permit", () => {
   it("TestUSDC's EIP-2612 permit sets an allowance from a signature alone", async () => {
     const owner = privateKeyToAccount(generatePrivateKey());
-    const deadline = (await chainTime()) + DAY;
+    const deadline = BigInt((await chainTime()) + DAY);
     const { v, r, s } = await signPermit(owner, 123n, deadline);
     await mined(
       walletOf(relayer).writeContract({
@@ -500,7 +500,7 @@ describe("SubscriptionManager: a wallet without ETH subscribes with a permit", (
   it("registers and sets the allowance in one transaction the relayer sends; the charge then pays", async () => {
     const owner = await fundedWalletWithoutEth();
     const terms = await termsFor({ subscriber: owner.address });
-    const deadline = (await chainTime()) + DAY;
+    const deadline = BigInt((await chainTime()) + DAY);
     const permitValue = 12n * AMOUNT;
     const permit = await signPermit(owner, permitValue, deadline);
     const receipt = await mined(subscribeWithPermit(terms, await signTerms(terms, owner), permitValue, deadline, permit));
@@ -522,7 +522,7 @@ describe("SubscriptionManager: a wallet without ETH subscribes with a permit", (
   it("still registers when someone sent the same permit first (its allowance is there)", async () => {
     const owner = await fundedWalletWithoutEth();
     const terms = await termsFor({ subscriber: owner.address });
-    const deadline = (await chainTime()) + DAY;
+    const deadline = BigInt((await chainTime()) + DAY);
     const permitValue = 3n * AMOUNT;
     const permit = await signPermit(owner, permitValue, deadline);
     await mined(
@@ -541,7 +541,7 @@ describe("SubscriptionManager: a wallet without ETH subscribes with a permit", (
     const owner = await fundedWalletWithoutEth();
     const terms = await termsFor({ subscriber: owner.address });
     const signature = await signTerms(terms, owner);
-    const deadline = (await chainTime()) + DAY;
+    const deadline = BigInt((await chainTime()) + DAY);
     const permitValue = 3n * AMOUNT;
     const byAnother = await signPermit(privateKeyToAccount(generatePrivateKey()), permitValue, deadline);
     expect(await revertErrorName(subscribeWithPermit(terms, signature, permitValue, deadline, byAnother))).toBe(

@@ -6,7 +6,7 @@ export const SUBSCRIPTION_DOMAIN_NAME = "SubscriptionManager";
 export const SUBSCRIPTION_DOMAIN_VERSION = "1";
 
 /** `end` when the partner set none: the largest uint48, so the terms never run out. */
-export const OPEN_ENDED = 2n ** 48n - 1n;
+export const OPEN_ENDED = 2 ** 48 - 1;
 
 export const subscriptionTypes = {
   Subscription: [
@@ -23,15 +23,18 @@ export const subscriptionTypes = {
 
 export const cancelTypes = { Cancel: [{ name: "id", type: "bytes32" }] } as const;
 
-/** The terms a subscriber signs; `period`, `start` and `end` are seconds (uint48 on chain). */
+/**
+ * The terms a subscriber signs. `period`, `start` and `end` are Unix seconds, uint48 on chain: a
+ * `number` holds every uint48 exactly, and it is the type viem gives them in calls and events.
+ */
 export type SubscriptionTerms = {
   subscriber: Address;
   payee: Address;
   token: Address;
   amount: bigint;
-  period: bigint;
-  start: bigint;
-  end: bigint;
+  period: number;
+  start: number;
+  end: number;
   salt: bigint;
 };
 
