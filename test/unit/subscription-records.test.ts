@@ -17,6 +17,7 @@ import {
   insertSubscription,
   markCancelAtPeriodEnd,
   moveSubscription,
+  recordAuthorizationTransaction,
   recordTerms,
   SUBSCRIPTION_AUTHORIZATION_WINDOW_MS,
   type Subscription,
@@ -200,6 +201,14 @@ describe("subscription and charge records on a real store", () => {
     expect(await subscriptionOfOnchainId(store, first)).toBeUndefined();
     const issued = await reread(subscription.id);
     expect(issued).toMatchObject({ subscriber: getAddress(UNIT_PAYER), termsEnd: 2 ** 48 - 1, permitValue: 119_880_000n });
+
+    const relayed = await store
+      .transaction()
+      .execute((trx) =>
+        recordAuthorizationTransaction(trx, { subscription, transactionHash: txHash("relayed"), now: Date.now() }),
+      );
+    expect(relayed).toBe(true);
+    expect((await reread(subscription.id)).authorizationTransactionHash).toBe(txHash("relayed"));
 
     expect(await move(issued, "activate", { onchainId: first, activatedAt: 1 })).toBe(false);
     expect(await move(issued, "activate", { onchainId: second, activatedAt: 5 })).toBe(true);
