@@ -48,6 +48,8 @@ describe("local stack", () => {
     expect(local.partner.apiKey).toMatch(/^sk_test_/);
     expect(local.accounts).toHaveLength(10);
     expect(local.admin.privateKey).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(Object.keys(local.contracts).sort()).toEqual(["certificate", "rewardDistributor", "subscriptionManager", "usdc"]);
+    expect(local.contracts.subscriptionManager).toMatch(/^0x[0-9a-fA-F]{40}$/);
   });
 
   it("funds every Anvil account with test USDC", async () => {
