@@ -1,14 +1,14 @@
 import { createConfig } from "ponder";
 import { erc20Abi } from "viem";
 import { loadRuntime } from "./api/load-runtime";
-import { certificateNftAbi, rewardDistributorAbi } from "./contracts/generated";
+import { certificateNftAbi, rewardDistributorAbi, subscriptionManagerAbi } from "./contracts/generated";
 
 /**
  * What the indexer watches: on every enabled network, canonical-USDC `Transfer`
  * logs whose recipient or sender is one of our payment addresses (the environment's and the
- * store's), and the certificate contract's events. The whole configuration is
- * validated here, before Ponder opens its database or starts indexing, and handed
- * to the API entry of the same process. Everything else about a payment is
+ * store's), and the events of the certificate contract, the reward distributor and the
+ * subscription manager. The whole configuration is validated here, before Ponder opens
+ * its database or starts indexing, and handed to the API entry of the same process. Everything else about a payment is
  * decided outside `src/`.
  */
 const {
@@ -80,6 +80,12 @@ const rewardDistributorByChain = Object.fromEntries(
     .map((network) => [network.name, { address: network.rewardDistributor, startBlock: network.startBlock }]),
 );
 
+const subscriptionManagerByChain = Object.fromEntries(
+  networks
+    .filter((network) => network.subscriptionManager !== undefined)
+    .map((network) => [network.name, { address: network.subscriptionManager, startBlock: network.startBlock }]),
+);
+
 export default createConfig({
   database:
     config.databaseUrl !== undefined
@@ -91,5 +97,6 @@ export default createConfig({
     USDCOut: { abi: erc20Abi, chain: usdcTransfers("from") },
     Certificate: { abi: certificateNftAbi, chain: certificateByChain },
     RewardDistributor: { abi: rewardDistributorAbi, chain: rewardDistributorByChain },
+    SubscriptionManager: { abi: subscriptionManagerAbi, chain: subscriptionManagerByChain },
   },
 });

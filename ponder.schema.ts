@@ -93,3 +93,75 @@ export const rewardClaim = onchainTable(
     blockIndex: index().on(table.chainId, table.blockNumber),
   }),
 );
+
+/**
+ * Terms registered with the subscription manager (`subscribe` or `subscribeWithPermit`). The id is the
+ * terms' EIP-712 hash, registered at most once per manager, so it keys the row. `period`, `start` and
+ * `end` are Unix seconds (uint48); `end` is 2^48 - 1 when the terms never run out.
+ */
+export const subscriptionSubscribed = onchainTable(
+  "subscription_subscribed",
+  (t) => ({
+    chainId: t.integer().notNull(),
+    contract: t.hex().notNull(),
+    subscriptionId: t.hex().notNull(),
+    subscriber: t.hex().notNull(),
+    payee: t.hex().notNull(),
+    token: t.hex().notNull(),
+    amount: t.bigint().notNull(),
+    period: t.bigint().notNull(),
+    start: t.bigint().notNull(),
+    end: t.bigint().notNull(),
+    transactionHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockHash: t.hex().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.subscriptionId, table.chainId, table.contract] }),
+    subscriberIndex: index().on(table.subscriber),
+    payeeIndex: index().on(table.payee),
+  }),
+);
+
+/** One period charged by `charge(id)`: the contract charges each period index at most once. */
+export const subscriptionCharged = onchainTable(
+  "subscription_charged",
+  (t) => ({
+    chainId: t.integer().notNull(),
+    contract: t.hex().notNull(),
+    subscriptionId: t.hex().notNull(),
+    periodIndex: t.bigint().notNull(),
+    amount: t.bigint().notNull(),
+    transactionHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockHash: t.hex().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.subscriptionId, table.periodIndex, table.chainId, table.contract] }),
+    transactionIndex: index().on(table.transactionHash),
+    blockIndex: index().on(table.chainId, table.blockNumber),
+  }),
+);
+
+/** A subscription stopped on chain, by its subscriber or payee (`cancel`) or the subscriber's signature. */
+export const subscriptionCancelled = onchainTable(
+  "subscription_cancelled",
+  (t) => ({
+    chainId: t.integer().notNull(),
+    contract: t.hex().notNull(),
+    subscriptionId: t.hex().notNull(),
+    by: t.hex().notNull(),
+    transactionHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockHash: t.hex().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.subscriptionId, table.chainId, table.contract] }),
+  }),
+);

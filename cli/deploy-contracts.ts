@@ -3,14 +3,15 @@ import { privateKeyToAccount } from "viem/accounts";
 import { readKeyFile } from "../api/config/config.js";
 import { envPrefix, KNOWN_NETWORKS, NETWORK_NAMES, type NetworkName } from "../api/config/networks.js";
 import { redactUrl } from "../api/logging/redact.js";
-import { deployCertificate, deployRewardDistributor } from "../local/deploy.js";
+import { deployCertificate, deployRewardDistributor, deploySubscriptionManager } from "../local/deploy.js";
 import { type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
 
 /**
  * `settlement contracts deploy --network <name> --deployer-key-file <file>`: deploys
  * the certificate contract and the reward distributor on a network the service is
  * configured for (`<NET>_RPC_URL`), both trusting the service's voucher key
- * (`VOUCHER_KEY_FILE`), and prints the variables that point the service at them.
+ * (`VOUCHER_KEY_FILE`), and the subscription manager (which trusts no key), and
+ * prints the variables that point the service at them.
  * The deployer key pays the gas and becomes the contracts' owner; it is not the
  * voucher key and the service never needs it afterwards (docs/deploy.md).
  */
@@ -48,18 +49,31 @@ export async function deployServiceContracts(context: CommandContext): Promise<C
   const params = { rpcUrl, chainId, deployerPrivateKey: deployer.key, voucherSigner };
   const { certificate, deployBlock } = await deployCertificate(params);
   const { rewardDistributor } = await deployRewardDistributor(params);
+  const { subscriptionManager } = await deploySubscriptionManager(params);
   const variables = {
     [`${prefix}CERTIFICATE_ADDRESS`]: certificate,
     [`${prefix}REWARD_DISTRIBUTOR_ADDRESS`]: rewardDistributor,
+    [`${prefix}SUBSCRIPTION_MANAGER_ADDRESS`]: subscriptionManager,
   };
   return {
     text: [
       `Deployed on ${network} (chain ${chainId}) from ${deployerAddress}, vouchers signed by ${voucherSigner}:`,
       `  CertificateNFT      ${certificate} (block ${deployBlock})`,
       `  RewardDistributor   ${rewardDistributor}`,
+      `  SubscriptionManager ${subscriptionManager}`,
       "Add to the service's environment, then restart it:",
       ...Object.entries(variables).map(([variable, value]) => `  ${variable}=${value}`),
     ].join("\n"),
-    json: { network, chainId, deployer: deployerAddress, voucherSigner, certificate, rewardDistributor, deployBlock, variables },
+    json: {
+      network,
+      chainId,
+      deployer: deployerAddress,
+      voucherSigner,
+      certificate,
+      rewardDistributor,
+      subscriptionManager,
+      deployBlock,
+      variables,
+    },
   };
 }

@@ -33,8 +33,8 @@ export const USAGE = `Usage: npx settlement <command> [options] [--json]
   member list --partner <id>
   webhook test <endpointId>            send a signed test event to a partner's endpoint now
   contracts deploy --network <name> --deployer-key-file <file>
-                                       deploy the certificate and reward contracts (vouchers:
-                                       VOUCHER_KEY_FILE) and print the variables to set
+                                       deploy the certificate, reward and subscription contracts
+                                       (vouchers: VOUCHER_KEY_FILE) and print the variables to set
   report ledger|reconciliation|orders --from-block <n> --to-block <n> | --from <iso> --to <iso>
          [--partner <id>] [--status <s>] [--chain-id <id>] [--csv] [--url <service>]
                                        the books across partners (or one), read from the running

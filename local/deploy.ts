@@ -17,6 +17,8 @@ import {
   certificateNftBytecode,
   rewardDistributorAbi,
   rewardDistributorBytecode,
+  subscriptionManagerAbi,
+  subscriptionManagerBytecode,
   testUsdcAbi,
   testUsdcBytecode,
 } from "../contracts/generated/index.js";
@@ -25,6 +27,7 @@ export type ContractDeployment = {
   usdc: Address;
   certificate: Address;
   rewardDistributor: Address;
+  subscriptionManager: Address;
   deployBlock: number;
   voucherSigner: Address;
 };
@@ -96,6 +99,19 @@ export async function deployRewardDistributor(
   return { rewardDistributor: deployedAddress(receipt, "RewardDistributor"), deployBlock: Number(receipt.blockNumber) };
 }
 
+/**
+ * The subscription manager alone (a fork, an operator's network, or a data directory deployed before
+ * subscriptions existed). It takes no key of the service: the subscribers' signatures are its only authority.
+ */
+export async function deploySubscriptionManager(
+  params: ChainParams,
+): Promise<{ subscriptionManager: Address; deployBlock: number }> {
+  const { wallet, publicClient } = deployerClients(params);
+  const hash = await wallet.deployContract({ abi: subscriptionManagerAbi, bytecode: subscriptionManagerBytecode });
+  const receipt = await successfulReceipt(publicClient, hash, "SubscriptionManager");
+  return { subscriptionManager: deployedAddress(receipt, "SubscriptionManager"), deployBlock: Number(receipt.blockNumber) };
+}
+
 export async function deployContracts(
   params: ChainParams & { voucherSigner: Address; mintTo: { address: Address; amount: bigint }[] },
 ): Promise<ContractDeployment> {
@@ -122,9 +138,15 @@ export async function deployContracts(
     args: [params.voucherSigner, account.address],
     nonce: nextNonce(),
   });
+  const subscriptionManagerHash = await wallet.deployContract({
+    abi: subscriptionManagerAbi,
+    bytecode: subscriptionManagerBytecode,
+    nonce: nextNonce(),
+  });
   const usdcReceipt = await successfulReceipt(publicClient, usdcHash, "TestUSDC");
   const certificateReceipt = await successfulReceipt(publicClient, certificateHash, "CertificateNFT");
   const distributorReceipt = await successfulReceipt(publicClient, distributorHash, "RewardDistributor");
+  const subscriptionManagerReceipt = await successfulReceipt(publicClient, subscriptionManagerHash, "SubscriptionManager");
   const usdc = deployedAddress(usdcReceipt, "TestUSDC");
 
   const mintHashes: Hash[] = [];
@@ -145,6 +167,7 @@ export async function deployContracts(
     usdc,
     certificate: deployedAddress(certificateReceipt, "CertificateNFT"),
     rewardDistributor: deployedAddress(distributorReceipt, "RewardDistributor"),
+    subscriptionManager: deployedAddress(subscriptionManagerReceipt, "SubscriptionManager"),
     deployBlock: Number(usdcReceipt.blockNumber),
     voucherSigner: params.voucherSigner,
   };

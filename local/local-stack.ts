@@ -21,7 +21,7 @@ import { testAccountAddress } from "../api/sign-in/test-accounts.js";
 import { migrateStore, openStore } from "../api/store/open-store.js";
 import { ensureConsoleBuilt } from "../console/build.js";
 import { type AnvilInstance, startAnvil } from "./anvil.js";
-import { deployCertificate, deployContracts, deployRewardDistributor } from "./deploy.js";
+import { deployCertificate, deployContracts, deployRewardDistributor, deploySubscriptionManager } from "./deploy.js";
 import { alignForkClock, type ForkTarget, fundAccountsWithForkUsdc, resolveForkTarget } from "./fork.js";
 import {
   addressOf,
@@ -44,7 +44,7 @@ export type LocalJson = {
   network: NetworkName;
   chainId: number;
   rpcUrl: string;
-  contracts: { usdc: string; certificate: string; rewardDistributor: string };
+  contracts: { usdc: string; certificate: string; rewardDistributor: string; subscriptionManager: string };
   partner: { id: string; apiKey: string; paymentAddress: string };
   admin: { address: string; privateKey: string };
   accounts: { address: string; privateKey: string }[];
@@ -160,6 +160,9 @@ export async function startLocalStack(options: {
             ...(deployment.rewardDistributor === undefined
               ? {}
               : { [`${prefix}REWARD_DISTRIBUTOR_ADDRESS`]: deployment.rewardDistributor }),
+            ...(deployment.subscriptionManager === undefined
+              ? {}
+              : { [`${prefix}SUBSCRIPTION_MANAGER_ADDRESS`]: deployment.subscriptionManager }),
             [`${prefix}START_BLOCK`]: String(deployment.deployBlock),
           }),
       VOUCHER_KEY_FILE: voucherKeyPath,
@@ -248,6 +251,7 @@ export async function startLocalStack(options: {
         usdc: deployment.usdc,
         certificate: deployment.certificate,
         rewardDistributor: deployment.rewardDistributor ?? "",
+        subscriptionManager: deployment.subscriptionManager ?? "",
       },
       partner: { id: DEMO_PARTNER_ID, apiKey: secrets.demoApiKey, paymentAddress: deployment.paymentAddresses[0] as string },
       admin: { address: addressOf(secrets.adminPrivateKey), privateKey: secrets.adminPrivateKey },
@@ -301,17 +305,18 @@ async function ensureDeployment(params: {
     const client = createPublicClient({ transport: http(params.rpcUrl) });
     const code = await client.getCode({ address: existing.certificate as `0x${string}` });
     if (code !== undefined && code !== "0x") {
-      if (existing.rewardDistributor !== undefined) return { ...existing, rpcUrl: params.rpcUrl };
-      // Deployed before rewards existed: add the distributor to the same chain, keep everything else.
+      if (existing.rewardDistributor !== undefined && existing.subscriptionManager !== undefined) {
+        return { ...existing, rpcUrl: params.rpcUrl };
+      }
+      // Deployed before rewards or subscriptions existed: add what is missing to the same chain, keep everything else.
       const deployer = anvilAccounts()[0];
       if (deployer === undefined) throw new Error("no anvil account");
-      const { rewardDistributor } = await deployRewardDistributor({
-        rpcUrl: params.rpcUrl,
-        chainId: params.chainId,
-        deployerPrivateKey: deployer.privateKey,
-        voucherSigner: existing.voucherSigner as Address,
-      });
-      const upgraded: LocalDeployment = { ...existing, rpcUrl: params.rpcUrl, rewardDistributor };
+      const chain = { rpcUrl: params.rpcUrl, chainId: params.chainId, deployerPrivateKey: deployer.privateKey };
+      const rewardDistributor =
+        existing.rewardDistributor ??
+        (await deployRewardDistributor({ ...chain, voucherSigner: existing.voucherSigner as Address })).rewardDistributor;
+      const subscriptionManager = existing.subscriptionManager ?? (await deploySubscriptionManager(chain)).subscriptionManager;
+      const upgraded: LocalDeployment = { ...existing, rpcUrl: params.rpcUrl, rewardDistributor, subscriptionManager };
       writeFileSync(localDeploymentPath(params.dataDir), `${JSON.stringify(upgraded, null, 2)}\n`);
       return upgraded;
     }
@@ -337,6 +342,7 @@ async function ensureDeployment(params: {
     usdc: contracts.usdc,
     certificate: contracts.certificate,
     rewardDistributor: contracts.rewardDistributor,
+    subscriptionManager: contracts.subscriptionManager,
     voucherSigner: contracts.voucherSigner,
     deployBlock: contracts.deployBlock,
     paymentAddresses: params.secrets.paymentPrivateKeys.map(addressOf),
@@ -378,6 +384,11 @@ async function prepareFork(params: {
     deployerPrivateKey: deployer.privateKey,
     voucherSigner: addressOf(params.secrets.voucherPrivateKey),
   });
+  const { subscriptionManager } = await deploySubscriptionManager({
+    rpcUrl: params.rpcUrl,
+    chainId: fork.chainId,
+    deployerPrivateKey: deployer.privateKey,
+  });
   await fundAccountsWithForkUsdc({
     rpcUrl: params.rpcUrl,
     chainId: fork.chainId,
@@ -391,6 +402,7 @@ async function prepareFork(params: {
     usdc: fork.usdc,
     certificate,
     rewardDistributor,
+    subscriptionManager,
     voucherSigner: addressOf(params.secrets.voucherPrivateKey),
     deployBlock: fork.blockNumber + 1,
     paymentAddresses: params.secrets.paymentPrivateKeys.map(addressOf),

@@ -95,6 +95,7 @@ console.log(`
   USDC          ${local.contracts.usdc}${local.fork === undefined ? "" : `   (${local.network}'s canonical USDC)`}
   Certificate   ${local.contracts.certificate}
   Rewards       ${local.contracts.rewardDistributor}
+  Subscriptions ${local.contracts.subscriptionManager}
   Partner       ${local.partner.id}   payment address ${local.partner.paymentAddress}
   API key       (in ${join(stack.dataDir, "local.json")})
   Admin wallet  ${local.admin.address}

@@ -1,5 +1,13 @@
 import { type IndexingFunctionArgs, ponder } from "ponder:registry";
-import { certificateMint, certificateRevocation, rewardClaim, usdcTransfer } from "ponder:schema";
+import {
+  certificateMint,
+  certificateRevocation,
+  rewardClaim,
+  subscriptionCancelled,
+  subscriptionCharged,
+  subscriptionSubscribed,
+  usdcTransfer,
+} from "ponder:schema";
 
 // Indexing functions only: each records one on-chain fact, deterministically.
 // Matching, settlement and everything partners see happen outside `src/`.
@@ -70,6 +78,64 @@ ponder.on("RewardDistributor:RewardClaimed", async ({ event, context }) => {
       recipient: event.args.recipient,
       token: event.args.token,
       amount: event.args.amount,
+      transactionHash: event.transaction.hash,
+      logIndex: event.log.logIndex,
+      blockNumber: event.block.number,
+      blockHash: event.block.hash,
+      blockTimestamp: event.block.timestamp,
+    })
+    .onConflictDoNothing();
+});
+
+ponder.on("SubscriptionManager:Subscribed", async ({ event, context }) => {
+  await context.db
+    .insert(subscriptionSubscribed)
+    .values({
+      chainId: context.chain.id,
+      contract: event.log.address,
+      subscriptionId: event.args.id,
+      subscriber: event.args.subscriber,
+      payee: event.args.payee,
+      token: event.args.token,
+      amount: event.args.amount,
+      period: BigInt(event.args.period),
+      start: BigInt(event.args.start),
+      end: BigInt(event.args.end),
+      transactionHash: event.transaction.hash,
+      logIndex: event.log.logIndex,
+      blockNumber: event.block.number,
+      blockHash: event.block.hash,
+      blockTimestamp: event.block.timestamp,
+    })
+    .onConflictDoNothing();
+});
+
+ponder.on("SubscriptionManager:Charged", async ({ event, context }) => {
+  await context.db
+    .insert(subscriptionCharged)
+    .values({
+      chainId: context.chain.id,
+      contract: event.log.address,
+      subscriptionId: event.args.id,
+      periodIndex: event.args.periodIndex,
+      amount: event.args.amount,
+      transactionHash: event.transaction.hash,
+      logIndex: event.log.logIndex,
+      blockNumber: event.block.number,
+      blockHash: event.block.hash,
+      blockTimestamp: event.block.timestamp,
+    })
+    .onConflictDoNothing();
+});
+
+ponder.on("SubscriptionManager:Cancelled", async ({ event, context }) => {
+  await context.db
+    .insert(subscriptionCancelled)
+    .values({
+      chainId: context.chain.id,
+      contract: event.log.address,
+      subscriptionId: event.args.id,
+      by: event.args.by,
       transactionHash: event.transaction.hash,
       logIndex: event.log.logIndex,
       blockNumber: event.block.number,

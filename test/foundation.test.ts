@@ -2,9 +2,16 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, getAddress, type Hex, keccak256, toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signCertificateVoucher } from "../api/certificates/voucher-typed-data.js";
-import { certificateNftAbi } from "../contracts/generated/index.js";
+import {
+  OPEN_ENDED,
+  subscriptionIdOnChain,
+  subscriptionSalt,
+  subscriptionTypedData,
+} from "../api/subscriptions/subscription-terms.js";
+import { certificateNftAbi, subscriptionManagerAbi, testUsdcAbi } from "../contracts/generated/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
@@ -41,6 +48,8 @@ describe("local stack", () => {
     expect(local.partner.apiKey).toMatch(/^sk_test_/);
     expect(local.accounts).toHaveLength(10);
     expect(local.admin.privateKey).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(Object.keys(local.contracts).sort()).toEqual(["certificate", "rewardDistributor", "subscriptionManager", "usdc"]);
+    expect(local.contracts.subscriptionManager).toMatch(/^0x[0-9a-fA-F]{40}$/);
   });
 
   it("funds every Anvil account with test USDC", async () => {
@@ -228,5 +237,96 @@ describe("indexed certificate mints", () => {
       buyer: buyer.account!.address.toLowerCase(),
       transactionHash: hash,
     });
+  });
+});
+
+/** The items a GraphQL query over one of Ponder's tables answers, once it answers some. */
+async function indexedItems<Item>(table: string, where: string, fields: string): Promise<Item[]> {
+  const query = `{ ${table}(where: { ${where} }) { items { ${fields} } } }`;
+  return waitFor(async () => {
+    const response = await fetch(`${stack.ponder.baseUrl}/graphql`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ query }),
+    });
+    const body = (await response.json()) as { data?: Record<string, { items: Item[] }> };
+    const items = body.data?.[table]?.items;
+    return items !== undefined && items.length > 0 ? items : undefined;
+  });
+}
+
+describe("indexed subscription events", () => {
+  it("records Subscribed, Charged and Cancelled, and the charge's transfer to the payment address", async () => {
+    const subscriberKey = stack.local.accounts[6]!.privateKey as Hex;
+    const subscriber = stack.wallet(6);
+    const manager = stack.local.contracts.subscriptionManager as Address;
+    const send = async (write: Promise<Hex>) => {
+      const receipt = await stack.publicClient.waitForTransactionReceipt({ hash: await write });
+      expect(receipt.status).toBe("success");
+      return receipt;
+    };
+    const account = subscriber.account!;
+    await send(
+      subscriber.writeContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: testUsdcAbi,
+        functionName: "approve",
+        args: [manager, 5_000_000n],
+        chain: stack.chain,
+        account,
+      }),
+    );
+    const terms = {
+      subscriber: account.address,
+      payee: stack.local.partner.paymentAddress as Address,
+      token: stack.local.contracts.usdc as Address,
+      amount: 5_000_000n,
+      period: 30 * 86_400,
+      start: Number((await stack.publicClient.getBlock()).timestamp),
+      end: OPEN_ENDED,
+      salt: subscriptionSalt("sub_foundation_test"),
+    };
+    const typed = { chainId: stack.local.chainId, contract: manager, terms };
+    const signature = await privateKeyToAccount(subscriberKey).signTypedData(subscriptionTypedData(typed));
+    const onchainId = subscriptionIdOnChain(typed);
+    const write = (functionName: "subscribe" | "charge" | "cancel", args: readonly unknown[]) =>
+      send(
+        subscriber.writeContract({
+          address: manager,
+          abi: subscriptionManagerAbi,
+          functionName,
+          args: args as never,
+          chain: stack.chain,
+          account,
+        }),
+      );
+    const subscribed = await write("subscribe", [terms, signature]);
+    const charged = await write("charge", [onchainId]);
+    const cancelled = await write("cancel", [onchainId]);
+
+    const id = `subscriptionId: "${onchainId}"`;
+    expect(
+      await indexedItems("subscriptionSubscribeds", id, "subscriber payee token amount period start end transactionHash"),
+    ).toEqual([
+      {
+        subscriber: account.address.toLowerCase(),
+        payee: terms.payee.toLowerCase(),
+        token: terms.token.toLowerCase(),
+        amount: "5000000",
+        period: String(terms.period),
+        start: String(terms.start),
+        end: String(OPEN_ENDED),
+        transactionHash: subscribed.transactionHash,
+      },
+    ]);
+    expect(await indexedItems("subscriptionChargeds", id, "periodIndex amount transactionHash")).toEqual([
+      { periodIndex: "0", amount: "5000000", transactionHash: charged.transactionHash },
+    ]);
+    expect(await indexedItems("subscriptionCancelleds", id, "by transactionHash")).toEqual([
+      { by: account.address.toLowerCase(), transactionHash: cancelled.transactionHash },
+    ]);
+    // The money moved as a plain USDC transfer to the payment address, which the index already watches.
+    const page = await transfersByHash(charged.transactionHash);
+    expect(page.data.map((transfer) => transfer.amount)).toEqual(["5000000"]);
   });
 });

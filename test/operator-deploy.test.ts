@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type Address, createPublicClient, getAddress, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { certificateNftAbi, rewardDistributorAbi } from "../contracts/generated/index.js";
+import { certificateNftAbi, rewardDistributorAbi, subscriptionManagerAbi } from "../contracts/generated/index.js";
 import { type AnvilInstance, startAnvil } from "../local/anvil.js";
 import { anvilAccounts } from "../local/local-secrets.js";
 import { settlement } from "./support/operator-cli.js";
@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 describe("settlement contracts deploy", () => {
-  it("deploys both contracts trusting the voucher key and prints the variables to set", async () => {
+  it("deploys the three contracts, the voucher key trusted by two, and prints the variables to set", async () => {
     const run = await settlement(
       ["contracts", "deploy", "--network", "base-sepolia", "--deployer-key-file", join(dir, "deployer.key"), "--json"],
       env,
@@ -57,15 +57,27 @@ describe("settlement contracts deploy", () => {
       chainId: 84532n,
       verifyingContract: getAddress(out.rewardDistributor as Address),
     });
+    const [, managerName, , managerChainId, managerContract] = await node.readContract({
+      address: out.subscriptionManager,
+      abi: subscriptionManagerAbi,
+      functionName: "eip712Domain",
+    });
+    expect({ managerName, managerChainId, managerContract }).toEqual({
+      managerName: "SubscriptionManager",
+      managerChainId: 84532n,
+      managerContract: getAddress(out.subscriptionManager as Address),
+    });
     expect(out.variables).toEqual({
       BASE_SEPOLIA_CERTIFICATE_ADDRESS: out.certificate,
       BASE_SEPOLIA_REWARD_DISTRIBUTOR_ADDRESS: out.rewardDistributor,
+      BASE_SEPOLIA_SUBSCRIPTION_MANAGER_ADDRESS: out.subscriptionManager,
     });
     const text = await settlement(
       ["contracts", "deploy", "--network", "base-sepolia", "--deployer-key-file", join(dir, "deployer.key")],
       env,
     );
     expect(text.stdout).toMatch(/BASE_SEPOLIA_REWARD_DISTRIBUTOR_ADDRESS=0x[0-9a-fA-F]{40}/);
+    expect(text.stdout).toMatch(/BASE_SEPOLIA_SUBSCRIPTION_MANAGER_ADDRESS=0x[0-9a-fA-F]{40}/);
   }, 60_000);
 
   it("refuses a node of another chain and a deployer without ETH, deploying nothing", async () => {

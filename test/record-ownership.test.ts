@@ -26,6 +26,9 @@ const OWNERS: Record<string, string> = {
   refund: "api/refunds/refund-record.ts",
   refund_allowance: "api/refunds/refund-record.ts",
   outgoing_transfer: "api/refunds/outgoing-transfer-record.ts",
+  // Subscriptions (docs/subscriptions.md)
+  subscription: "api/subscriptions/subscription-record.ts",
+  subscription_charge: "api/subscriptions/charge-record.ts",
 };
 
 /** A read may join another record's table when its rows are about its own record; writes stay with the owner. */

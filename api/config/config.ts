@@ -163,6 +163,7 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
     }
     const certificate = values.CERTIFICATE_ADDRESS ?? deployment?.certificate;
     const rewardDistributor = values.REWARD_DISTRIBUTOR_ADDRESS ?? deployment?.rewardDistributor;
+    const subscriptionManager = values.SUBSCRIPTION_MANAGER_ADDRESS ?? deployment?.subscriptionManager;
     networks.push({
       name,
       chainId: known.chainId,
@@ -170,6 +171,7 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
       usdc: getAddress(usdc ?? "0x0000000000000000000000000000000000000000"),
       certificate: certificate === undefined ? undefined : getAddress(certificate),
       rewardDistributor: rewardDistributor === undefined ? undefined : getAddress(rewardDistributor),
+      subscriptionManager: subscriptionManager === undefined ? undefined : getAddress(subscriptionManager),
       paymentAddresses: dedupe([...(values.PAYMENT_ADDRESSES ?? []), ...(deployment?.paymentAddresses ?? [])]),
       startBlock: startBlock ?? 0,
       confirmations: values.CONFIRMATIONS ?? known.defaultConfirmations,

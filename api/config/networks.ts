@@ -32,6 +32,8 @@ export type NetworkConfig = {
   certificate: Address | undefined;
   /** The reward distributor (`<NET>_REWARD_DISTRIBUTOR_ADDRESS`); none: rewards are off on this network. */
   rewardDistributor: Address | undefined;
+  /** The subscription manager (`<NET>_SUBSCRIPTION_MANAGER_ADDRESS`); none: subscriptions are off on this network. */
+  subscriptionManager: Address | undefined;
   /** Recipients whose incoming USDC transfers are indexed. */
   paymentAddresses: Address[];
   startBlock: number;
@@ -53,6 +55,8 @@ export const localDeploymentSchema = z.object({
   certificate: z.string().refine(isAddress),
   /** Absent in a data directory deployed before rewards existed: `npm start` then deploys it. */
   rewardDistributor: z.string().refine(isAddress).optional(),
+  /** Absent in a data directory deployed before subscriptions existed: `npm start` then deploys it. */
+  subscriptionManager: z.string().refine(isAddress).optional(),
   voucherSigner: z.string().refine(isAddress),
   deployBlock: z.number().int().nonnegative(),
   paymentAddresses: z.array(z.string().refine(isAddress)).min(1),

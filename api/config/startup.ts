@@ -124,6 +124,7 @@ export function indexedConfigHash(networks: NetworkConfig[]): string {
     certificate: network.certificate?.toLowerCase() ?? null,
     // Only when set, so a network without rewards keeps the hash it had before they existed.
     ...(network.rewardDistributor === undefined ? {} : { rewardDistributor: network.rewardDistributor.toLowerCase() }),
+    ...(network.subscriptionManager === undefined ? {} : { subscriptionManager: network.subscriptionManager.toLowerCase() }),
     startBlock: network.startBlock,
     watched: network.paymentAddresses.map((address) => address.toLowerCase()).sort(),
   }));

@@ -372,6 +372,12 @@ export const NETWORK_VARIABLES = {
     description:
       "The deployed `RewardDistributor`, if rewards are offered (then `VOUCHER_KEY_FILE` is required; its address must be the distributor's voucher signer). Partners approve it from their funding address.",
   },
+  SUBSCRIPTION_MANAGER_ADDRESS: {
+    group: "networks",
+    schema: address,
+    description:
+      "The deployed `SubscriptionManager`, if subscriptions are offered (`npx settlement contracts deploy` prints it). It trusts no key of the service: customers' signed terms are its only authority.",
+  },
   PAYMENT_ADDRESSES: {
     group: "networks",
     schema: addressList,

@@ -8,6 +8,7 @@ import type { RefundTables } from "./refund-tables.js";
 import type { RelayLimitTables } from "./relay-limit-tables.js";
 import type { RelayTables } from "./relay-tables.js";
 import type { RewardTables } from "./reward-tables.js";
+import type { SubscriptionTables } from "./subscription-tables.js";
 import type { WebhookTables } from "./webhook-tables.js";
 
 /**
@@ -26,7 +27,8 @@ export interface Database
     RewardTables,
     RelayLimitTables,
     RefundTables,
-    AccountingTables {
+    AccountingTables,
+    SubscriptionTables {
   partner: PartnerTable;
   api_key: ApiKeyTable;
   payment_address: PaymentAddressTable;

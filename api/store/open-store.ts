@@ -22,6 +22,7 @@ import * as m0015 from "./migrations/0015_rewards.js";
 import * as m0016 from "./migrations/0016_books_reads.js";
 import * as m0017 from "./migrations/0017_reward_funding_proof.js";
 import * as m0018 from "./migrations/0018_refund_ready_block.js";
+import * as m0021 from "./migrations/0021_subscriptions.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   "0016_books_reads": m0016,
   "0017_reward_funding_proof": m0017,
   "0018_refund_ready_block": m0018,
+  "0021_subscriptions": m0021,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

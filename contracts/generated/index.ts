@@ -2,4 +2,5 @@
 
 export { certificateNftAbi, certificateNftBytecode } from "./CertificateNFT.js";
 export { rewardDistributorAbi, rewardDistributorBytecode } from "./RewardDistributor.js";
+export { subscriptionManagerAbi, subscriptionManagerBytecode } from "./SubscriptionManager.js";
 export { testUsdcAbi, testUsdcBytecode } from "./TestUSDC.js";

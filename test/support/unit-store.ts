@@ -60,6 +60,7 @@ export const unitNetwork: NetworkConfig = {
   usdc: UNIT_USDC,
   certificate: undefined,
   rewardDistributor: undefined,
+  subscriptionManager: undefined,
   paymentAddresses: [UNIT_PAY_TO],
   startBlock: 0,
   confirmations: 3,

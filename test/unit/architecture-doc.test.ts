@@ -9,6 +9,8 @@ import { DELIVERY_TRANSITIONS } from "../../api/outbox/deliveries.js";
 import { paymentTransitions } from "../../api/payments/payment-record.js";
 import { purchaseTransitions } from "../../api/purchases/purchase-record.js";
 import { REWARD_TRANSITIONS } from "../../api/rewards/reward-record.js";
+import { chargeTransitions } from "../../api/subscriptions/charge-record.js";
+import { subscriptionTransitions } from "../../api/subscriptions/subscription-record.js";
 
 // docs/architecture.md prints each record's transition table for the reader; the
 // code's tables are the truth. Every transition, its from-states and its to-state in
@@ -25,6 +27,8 @@ const RECORDS: { heading: string; table: Table }[] = [
   { heading: "### Webhook delivery (`api/outbox/deliveries.ts`)", table: DELIVERY_TRANSITIONS },
   { heading: "### Reward (`api/rewards/reward-record.ts`)", table: REWARD_TRANSITIONS },
   { heading: "### Relayed authorization (`api/gasless/relayed-authorization-record.ts`)", table: RELAY_TRANSITIONS },
+  { heading: "### Subscription (`api/subscriptions/subscription-record.ts`)", table: subscriptionTransitions },
+  { heading: "### Subscription charge (`api/subscriptions/charge-record.ts`)", table: chargeTransitions },
 ];
 
 const page = readFileSync(join(import.meta.dirname, "..", "..", "docs", "architecture.md"), "utf8");

@@ -64,6 +64,7 @@ const DEPLOYMENT = {
   usdc: "0x5fbdb2315678afecb367f032d93f642f64180aa3",
   certificate: "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512",
   rewardDistributor: "0x9fe46736679d2d9a65f0992f2272de9f3c7fa6e0",
+  subscriptionManager: "0xcf7ed3acca5a467e9e704c703e8d87f634fb0fc9",
   voucherSigner: ADDRESS,
   deployBlock: 7,
   paymentAddresses: [OTHER],
@@ -138,6 +139,7 @@ describe("readConfig defaults", () => {
         usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
         certificate: undefined,
         rewardDistributor: undefined,
+        subscriptionManager: undefined,
         paymentAddresses: [],
         startBlock: 1,
         confirmations: 10,
@@ -254,16 +256,22 @@ describe("readConfig overrides", () => {
     expect(config.networks[0]?.paymentAddresses).toEqual([OTHER]);
   });
 
-  it("reads a USDC, certificate and reward distributor override in checksum form", () => {
+  it("reads a USDC, certificate, reward distributor and subscription manager override in checksum form", () => {
     const config = valid(
       baseEnv({
         BASE_USDC_ADDRESS: OTHER.toLowerCase(),
         BASE_CERTIFICATE_ADDRESS: ADDRESS.toLowerCase(),
         BASE_REWARD_DISTRIBUTOR_ADDRESS: OTHER.toLowerCase(),
+        BASE_SUBSCRIPTION_MANAGER_ADDRESS: ADDRESS.toLowerCase(),
         VOUCHER_KEY_FILE: join(directory, "secrets.key"),
       }),
     );
-    expect(config.networks[0]).toMatchObject({ usdc: OTHER, certificate: ADDRESS, rewardDistributor: OTHER });
+    expect(config.networks[0]).toMatchObject({
+      usdc: OTHER,
+      certificate: ADDRESS,
+      rewardDistributor: OTHER,
+      subscriptionManager: ADDRESS,
+    });
     expect(config.voucherPrivateKey).toBe(`0x${KEY}`);
   });
 
@@ -341,6 +349,7 @@ describe("readConfig refusals", () => {
     ["BASE_POLLING_INTERVAL_MS", "60001", 'BASE_POLLING_INTERVAL_MS: at most 60000 (got "60001")'],
     ["BASE_CONFIRMATIONS", "1001", 'BASE_CONFIRMATIONS: at most 1000 (got "1001")'],
     ["BASE_REWARD_DISTRIBUTOR_ADDRESS", "0x12", 'BASE_REWARD_DISTRIBUTOR_ADDRESS: not an address (got "0x12")'],
+    ["BASE_SUBSCRIPTION_MANAGER_ADDRESS", "0x12", 'BASE_SUBSCRIPTION_MANAGER_ADDRESS: not an address (got "0x12")'],
   ])("refuses %s=%s with its range or format", (name, value, expected) => {
     expect(readConfig(baseEnv({ [name]: value })).problems).toEqual([expected]);
   });
@@ -442,6 +451,7 @@ describe("readConfig in local mode", () => {
         usdc: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
         certificate: "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
         rewardDistributor: "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+        subscriptionManager: "0xCf7Ed3AccA5a467e9e704C703E8D87F634fB0Fc9",
         paymentAddresses: [ADDRESS, OTHER],
         startBlock: 7,
         confirmations: 1,
@@ -573,6 +583,11 @@ describe("networks", () => {
   it("accepts a deployment file written before rewards existed", () => {
     const { rewardDistributor: _, ...withoutRewards } = DEPLOYMENT;
     expect(readLocalDeployment(localDataDir("pre-rewards", withoutRewards))?.rewardDistributor).toBeUndefined();
+  });
+
+  it("accepts a deployment file written before subscriptions existed", () => {
+    const { subscriptionManager: _, ...withoutSubscriptions } = DEPLOYMENT;
+    expect(readLocalDeployment(localDataDir("pre-subscriptions", withoutSubscriptions))?.subscriptionManager).toBeUndefined();
   });
 
   it.each([

@@ -27,6 +27,12 @@ import {
   rewardVoucherTypes,
   signRewardVoucher,
 } from "../../api/rewards/reward-voucher.js";
+import {
+  cancelTypes,
+  SUBSCRIPTION_DOMAIN_NAME,
+  SUBSCRIPTION_DOMAIN_VERSION,
+  subscriptionTypes,
+} from "../../api/subscriptions/subscription-terms.js";
 
 /**
  * The service's EIP-712 signatures, checked with viem's local accounts (pure, no chain):
@@ -63,6 +69,13 @@ describe("the typed data matches the contracts that verify it", () => {
     const source = contractSource("RewardDistributor.sol");
     expect(source).toContain(`"${encodeType("RewardVoucher", rewardVoucherTypes.RewardVoucher)}"`);
     expect(source).toContain(`EIP712("${REWARD_DOMAIN_NAME}", "${REWARD_DOMAIN_VERSION}")`);
+  });
+
+  it("subscription terms and cancel: SubscriptionManager's typehash strings and EIP712 name/version", () => {
+    const source = contractSource("SubscriptionManager.sol");
+    expect(source).toContain(`"${encodeType("Subscription", subscriptionTypes.Subscription)}"`);
+    expect(source).toContain(`keccak256("${encodeType("Cancel", cancelTypes.Cancel)}")`);
+    expect(source).toContain(`EIP712("${SUBSCRIPTION_DOMAIN_NAME}", "${SUBSCRIPTION_DOMAIN_VERSION}")`);
   });
 
   it("EIP-3009: TestUSDC's TRANSFER_WITH_AUTHORIZATION typehash string", () => {
