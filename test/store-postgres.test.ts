@@ -3,13 +3,17 @@ import { expect, it } from "vitest";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 import { startPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
+import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { createSession } from "./support/checkout-helpers.js";
 import { describeStoreOnPostgres } from "./support/store-on-postgres.js";
 import { createTestDatabase, startTestStack, type TestDatabase, waitFor } from "./support/test-stack.js";
 
 // The scale-out shape: a PostgreSQL server holds the service's own state
-// (STORE_URL) and, in a database of its own, Ponder's index (DATABASE_URL).
-let storeDatabase: TestDatabase;
+// (STORE_URL) and, in a database of its own, Ponder's index (DATABASE_URL). The
+// store's server is this file's own, so that a test can restart it (issue 42)
+// without touching the index or the other files' databases.
+let storeServer: PostgresServer;
+let storeDatabase: { url: string };
 let indexDatabase: TestDatabase;
 
 async function query(url: string, text: string): Promise<Record<string, unknown>[]> {
@@ -24,10 +28,11 @@ async function query(url: string, text: string): Promise<Record<string, unknown>
 
 describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATABASE_URL)", {
   async start() {
-    storeDatabase = await createTestDatabase();
+    storeServer = await startPostgresServer();
+    storeDatabase = { url: await storeServer.createDatabase("settlement_store") };
     indexDatabase = await createTestDatabase();
     const drop = async () => {
-      await storeDatabase.drop();
+      await storeServer.stop();
       await indexDatabase.drop();
     };
     try {
@@ -54,6 +59,57 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
     expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
   },
   moreTests(current) {
+    it("keeps the indexer and a replica alive through a Postgres restart: 503 store_unavailable while it is away, 200 when it is back", async () => {
+      const { stack } = current();
+      const replica = await startPonder({
+        root: PROJECT_ROOT,
+        command: "serve",
+        port: await findFreePort(),
+        env: stack.serviceEnv,
+      });
+      try {
+        const session = await createSession(stack, { certificate: { enabled: false } });
+        const read = (baseUrl: string) =>
+          fetch(`${baseUrl}/v1/checkout/sessions/${session.id}`, {
+            headers: { Authorization: `Bearer ${stack.local.partner.apiKey}` },
+            signal: AbortSignal.timeout(20_000),
+          });
+        const bothAnswer = async () => {
+          const statuses = await Promise.all(
+            [stack.ponder.baseUrl, replica.baseUrl].map((url) =>
+              read(url).then(
+                (response) => response.status,
+                () => 0,
+              ),
+            ),
+          );
+          return statuses.every((status) => status === 200) ? true : undefined;
+        };
+        // Both processes hold idle pooled connections to the store, which the restart ends.
+        await waitFor(bothAnswer, { what: "both processes to read the session" });
+        storeServer.control("restart");
+        await waitFor(bothAnswer, { timeoutMs: 30_000, what: "both processes to answer after the restart" });
+
+        // An outage long enough to be asked during: an answer that says when to come back.
+        storeServer.control("stop");
+        try {
+          for (const url of [stack.ponder.baseUrl, replica.baseUrl]) {
+            const response = await read(url);
+            expect(response.status, url).toBe(503);
+            expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
+            expect(((await response.json()) as { code: string }).code).toBe("store_unavailable");
+          }
+        } finally {
+          storeServer.control("start");
+        }
+        await waitFor(bothAnswer, { timeoutMs: 30_000, what: "both processes to answer once Postgres is back" });
+        expect(stack.serviceRestarts(), stack.ponder.output().slice(-3000)).toBe(0);
+        expect(replica.process.exitCode, replica.output().slice(-3000)).toBeNull();
+      } finally {
+        await replica.stop();
+      }
+    });
+
     it("runs an API replica (ponder serve) beside it: both answer, and their racing workers settle and deliver each payment once", async () => {
       const { stack, receiver } = current();
       const replica = await startPonder({
