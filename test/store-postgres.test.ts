@@ -4,7 +4,7 @@ import { PROJECT_ROOT } from "../local/local-stack.js";
 import { startPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
 import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
-import { createSession } from "./support/checkout-helpers.js";
+import { createSession, sessionBody, submitHash } from "./support/checkout-helpers.js";
 import { describeStoreOnPostgres } from "./support/store-on-postgres.js";
 import { createTestDatabase, startTestStack, type TestDatabase, waitFor } from "./support/test-stack.js";
 
@@ -36,7 +36,10 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
       await indexDatabase.drop();
     };
     try {
-      const stack = await startTestStack({ env: { STORE_URL: storeDatabase.url, DATABASE_URL: indexDatabase.url } });
+      const stack = await startTestStack({
+        // The race below submits hashes in quick pairs: more than the 120 look-ups a minute an IP may make.
+        env: { STORE_URL: storeDatabase.url, DATABASE_URL: indexDatabase.url, LOOKUP_RATE_LIMIT: "100000" },
+      });
       return {
         stack,
         async stop() {
@@ -59,6 +62,44 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
     expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
   },
   moreTests(current) {
+    it("answers two requests with one idempotency key at once with the same session, never a 500", async () => {
+      const { stack } = current();
+      for (let round = 0; round < 10; round++) {
+        // A new order each round: both requests find no order and both create it.
+        const body = sessionBody({ idempotencyKey: `race-${round}-${Date.now()}` });
+        const answers = await Promise.all(
+          [0, 1].map(async () => {
+            const response = await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: body });
+            return { status: response.status, body: (await response.json()) as { id?: string; code?: string } };
+          }),
+        );
+        for (const answer of answers) expect(answer.status, `round ${round}: ${JSON.stringify(answer.body)}`).toBeLessThan(300);
+        expect(answers[0]!.body.id).toBe(answers[1]!.body.id);
+      }
+    });
+
+    it("answers a hash sent twice at once for the transfer that settles the session as settled or pending, never duplicate_payment", async () => {
+      const { stack } = current();
+      for (let round = 0; round < 10; round++) {
+        const session = await createSession(stack, { certificate: { enabled: false } });
+        const paid = await stack.payUsdc({ from: 4, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+        // Pairs race each other and the settlement worker until the payment is recorded settled.
+        await waitFor(
+          async () => {
+            const answers = await Promise.all(
+              [0, 1].map(async () => {
+                const response = await submitHash(stack, session.clientToken, paid.hash);
+                return { status: response.status, body: (await response.json()) as { status?: string; code?: string } };
+              }),
+            );
+            for (const answer of answers) expect(answer.status, `round ${round}: ${JSON.stringify(answer.body)}`).toBe(200);
+            return answers.some((answer) => answer.body.status === "settled") ? true : undefined;
+          },
+          { intervalMs: 10, what: `round ${round}: a submission answering settled` },
+        );
+      }
+    });
+
     it("keeps the indexer and a replica alive through a Postgres restart: 503 store_unavailable while it is away, 200 when it is back", async () => {
       const { stack } = current();
       const replica = await startPonder({
