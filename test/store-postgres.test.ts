@@ -1,3 +1,4 @@
+import { createServer } from "node:http";
 import pg from "pg";
 import { expect, it } from "vitest";
 import { PROJECT_ROOT } from "../local/local-stack.js";
@@ -62,6 +63,27 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
     expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
   },
   moreTests(current) {
+    it("refuses to start a replica on a port that is taken, instead of serving on the next one", async () => {
+      const { stack } = current();
+      const port = await findFreePort();
+      // Another process' server on it (one that answers, so that a readiness poll there is not left hanging).
+      const taken = createServer((_request, response) => response.writeHead(503).end());
+      await new Promise<void>((resolve) => taken.listen(port, "127.0.0.1", resolve));
+      try {
+        const outcome = await startPonder({ root: PROJECT_ROOT, command: "serve", port, env: stack.serviceEnv }).then(
+          async (replica) => {
+            await replica.stop();
+            return `served on port ${replica.port}`;
+          },
+          (error: Error) => error.message,
+        );
+        expect(outcome).toMatch(/^ponder exited with code [1-9]/);
+        expect(outcome).toContain(`port ${port} on 127.0.0.1 is taken`);
+      } finally {
+        await new Promise((resolve) => taken.close(resolve));
+      }
+    });
+
     it("answers two requests with one idempotency key at once with the same session, never a 500", async () => {
       const { stack } = current();
       for (let round = 0; round < 10; round++) {
