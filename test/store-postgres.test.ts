@@ -7,15 +7,15 @@ import { findFreePort } from "../local/ports.js";
 import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { createSession, sessionBody, submitHash } from "./support/checkout-helpers.js";
 import { describeStoreOnPostgres } from "./support/store-on-postgres.js";
-import { createTestDatabase, startTestStack, type TestDatabase, waitFor } from "./support/test-stack.js";
+import { startTestStack, waitFor } from "./support/test-stack.js";
 
 // The scale-out shape: a PostgreSQL server holds the service's own state
 // (STORE_URL) and, in a database of its own, Ponder's index (DATABASE_URL). The
-// store's server is this file's own, so that a test can restart it (issue 42)
-// without touching the index or the other files' databases.
+// server is this file's own, so that a test can restart it (issue 42) without
+// touching the other files' databases.
 let storeServer: PostgresServer;
 let storeDatabase: { url: string };
-let indexDatabase: TestDatabase;
+let indexDatabase: { url: string };
 
 async function query(url: string, text: string): Promise<Record<string, unknown>[]> {
   const client = new pg.Client(url);
@@ -31,11 +31,8 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
   async start() {
     storeServer = await startPostgresServer();
     storeDatabase = { url: await storeServer.createDatabase("settlement_store") };
-    indexDatabase = await createTestDatabase();
-    const drop = async () => {
-      await storeServer.stop();
-      await indexDatabase.drop();
-    };
+    indexDatabase = { url: await storeServer.createDatabase("settlement_index") };
+    const drop = () => storeServer.stop();
     try {
       const stack = await startTestStack({
         // The race below submits hashes in quick pairs: more than the 120 look-ups a minute an IP may make.
@@ -63,6 +60,63 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
     expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
   },
   moreTests(current) {
+    it("runs an API replica (ponder serve) beside it: both answer, and their racing workers settle and deliver each payment once", async () => {
+      const { stack, receiver } = current();
+      const replica = await startPonder({
+        root: PROJECT_ROOT,
+        command: "serve",
+        port: await findFreePort(),
+        env: stack.serviceEnv,
+      });
+      try {
+        const sessions = await Promise.all(
+          Array.from({ length: 12 }, () => createSession(stack, { certificate: { enabled: false } })),
+        );
+        for (const [index, session] of sessions.entries()) {
+          await stack.payUsdc({ from: 4 + (index % 3), to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+        }
+        // Nobody submits a hash: the settlement workers of both processes find the payments in the index.
+        await waitFor(
+          async () => {
+            const beats = await query(storeDatabase.url, "select id from worker_heartbeat where worker = 'settlement'");
+            return beats.length === 2 ? true : undefined;
+          },
+          { what: "a settlement worker beating in each process" },
+        );
+        const statusAt = async (baseUrl: string, id: string) => {
+          const response = await fetch(`${baseUrl}/v1/checkout/sessions/${id}`, {
+            headers: { Authorization: `Bearer ${stack.local.partner.apiKey}` },
+          });
+          return ((await response.json()) as { status: string }).status;
+        };
+        await waitFor(
+          async () => {
+            const statuses = await Promise.all(sessions.map((session) => statusAt(replica.baseUrl, session.id)));
+            return statuses.every((status) => status === "settled") ? true : undefined;
+          },
+          { timeoutMs: 30_000, what: "every session settled, as the replica sees it" },
+        );
+        for (const session of sessions) expect(await statusAt(stack.ponder.baseUrl, session.id)).toBe("settled");
+
+        const settledHooks = (orderId: string) =>
+          receiver.acknowledged.filter(
+            (hook) => hook.type === "purchase.settled" && JSON.parse(hook.rawBody.toString()).data.orderId === orderId,
+          );
+        await waitFor(async () => (sessions.every((session) => settledHooks(session.orderId).length > 0) ? true : undefined), {
+          what: "purchase.settled delivered for every order",
+        });
+        // Give a second delivery, if the two dispatchers were to race, time to arrive.
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        for (const session of sessions) expect(settledHooks(session.orderId)).toHaveLength(1);
+        // And one event each in the outbox: both settlement workers raced for every payment.
+        const events = await query(storeDatabase.url, "select payload from event where type = 'purchase.settled'");
+        const orderIds = events.map((row) => JSON.parse(String(row.payload)).data.orderId as string);
+        for (const session of sessions) expect(orderIds.filter((id) => id === session.orderId)).toHaveLength(1);
+      } finally {
+        await replica.stop();
+      }
+    });
+
     it("refuses to start a replica on a port that is taken, instead of serving on the next one", async () => {
       const { stack } = current();
       const port = await findFreePort();
@@ -166,65 +220,17 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
           storeServer.control("start");
         }
         await waitFor(bothAnswer, { timeoutMs: 30_000, what: "both processes to answer once Postgres is back" });
+        // The index (on the same server) goes on too: a payment made now settles.
+        await stack.payUsdc({ from: 5, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+        await waitFor(
+          async () => {
+            const response = await read(replica.baseUrl);
+            return ((await response.json()) as { status: string }).status === "settled" ? true : undefined;
+          },
+          { timeoutMs: 30_000, what: "the payment made after the outage to settle" },
+        );
         expect(stack.serviceRestarts(), stack.ponder.output().slice(-3000)).toBe(0);
         expect(replica.process.exitCode, replica.output().slice(-3000)).toBeNull();
-      } finally {
-        await replica.stop();
-      }
-    });
-
-    it("runs an API replica (ponder serve) beside it: both answer, and their racing workers settle and deliver each payment once", async () => {
-      const { stack, receiver } = current();
-      const replica = await startPonder({
-        root: PROJECT_ROOT,
-        command: "serve",
-        port: await findFreePort(),
-        env: stack.serviceEnv,
-      });
-      try {
-        const sessions = await Promise.all(
-          Array.from({ length: 12 }, () => createSession(stack, { certificate: { enabled: false } })),
-        );
-        for (const [index, session] of sessions.entries()) {
-          await stack.payUsdc({ from: 4 + (index % 3), to: session.payment.recipient, amount: BigInt(session.payment.amount) });
-        }
-        // Nobody submits a hash: the settlement workers of both processes find the payments in the index.
-        await waitFor(
-          async () => {
-            const beats = await query(storeDatabase.url, "select id from worker_heartbeat where worker = 'settlement'");
-            return beats.length === 2 ? true : undefined;
-          },
-          { what: "a settlement worker beating in each process" },
-        );
-        const statusAt = async (baseUrl: string, id: string) => {
-          const response = await fetch(`${baseUrl}/v1/checkout/sessions/${id}`, {
-            headers: { Authorization: `Bearer ${stack.local.partner.apiKey}` },
-          });
-          return ((await response.json()) as { status: string }).status;
-        };
-        await waitFor(
-          async () => {
-            const statuses = await Promise.all(sessions.map((session) => statusAt(replica.baseUrl, session.id)));
-            return statuses.every((status) => status === "settled") ? true : undefined;
-          },
-          { timeoutMs: 30_000, what: "every session settled, as the replica sees it" },
-        );
-        for (const session of sessions) expect(await statusAt(stack.ponder.baseUrl, session.id)).toBe("settled");
-
-        const settledHooks = (orderId: string) =>
-          receiver.acknowledged.filter(
-            (hook) => hook.type === "purchase.settled" && JSON.parse(hook.rawBody.toString()).data.orderId === orderId,
-          );
-        await waitFor(async () => (sessions.every((session) => settledHooks(session.orderId).length > 0) ? true : undefined), {
-          what: "purchase.settled delivered for every order",
-        });
-        // Give a second delivery, if the two dispatchers were to race, time to arrive.
-        await new Promise((resolve) => setTimeout(resolve, 1_500));
-        for (const session of sessions) expect(settledHooks(session.orderId)).toHaveLength(1);
-        // And one event each in the outbox: both settlement workers raced for every payment.
-        const events = await query(storeDatabase.url, "select payload from event where type = 'purchase.settled'");
-        const orderIds = events.map((row) => JSON.parse(String(row.payload)).data.orderId as string);
-        for (const session of sessions) expect(orderIds.filter((id) => id === session.orderId)).toHaveLength(1);
       } finally {
         await replica.stop();
       }
