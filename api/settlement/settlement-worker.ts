@@ -3,7 +3,6 @@ import type { AppContext } from "../app-context.js";
 import { expireSession } from "../checkout/expire-session.js";
 import { sessionsDueForExpiry } from "../checkout/session-record.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
-import { logJson } from "../logging/redact.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { type Payment, pendingPayments, recordedKeys } from "../payments/payment-record.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
@@ -140,12 +139,10 @@ async function pendingWhereabouts(context: AppContext, payment: Payment, head: b
   if (head < payment.blockNumber) return { kind: "not_indexed" };
   const client = context.rpc.get(payment.chainId);
   if (client === undefined) return { kind: "not_indexed" };
-  const receipt = await client.getTransactionReceipt({ hash: payment.transactionHash }).catch((error: unknown) => {
-    if (error instanceof TransactionReceiptNotFoundError) return null;
-    // The node away: nothing is known, so nothing changes until it answers.
-    logJson({ level: "warn", msg: "a pending payment's receipt could not be read", error: String(error).slice(0, 300) });
-    return undefined;
-  });
+  // The node away (the watchdog reports it): nothing is known, so nothing changes until it answers.
+  const receipt = await client
+    .getTransactionReceipt({ hash: payment.transactionHash })
+    .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : undefined));
   if (receipt === undefined) return { kind: "not_indexed" };
   if (receipt === null || receipt.status !== "success") return { kind: "gone" };
   return receipt.blockHash === payment.blockHash
