@@ -15,11 +15,20 @@ const {
   indexerCacheEnabled,
   indexerTransport,
   pgliteIndexDirectory,
+  ponderListenAddress,
   prepareStart,
+  refuseTakenPort,
   rememberStartedConfig,
   roleOfPonderCommand,
   schemaOfPonderCommand,
 } = await loadRuntime();
+// A fleet's process must not answer on another port than the one it was given (see
+// refuseTakenPort). `ponder dev` is left alone: it evaluates this file again on every
+// change while its own server holds the port.
+const ponderCommand = process.argv.slice(2).find((arg) => !arg.startsWith("-"));
+if (ponderCommand === "start" || ponderCommand === "serve") {
+  await refuseTakenPort(ponderListenAddress(process.argv, process.env));
+}
 const config = await prepareStart(process.env, roleOfPonderCommand(process.argv), {
   indexSchema: schemaOfPonderCommand(process.argv),
 });

@@ -8,5 +8,6 @@ export {
   roleOfPonderCommand,
   schemaOfPonderCommand,
 } from "./config/startup";
+export { ponderListenAddress, refuseTakenPort } from "./http/listen-port";
 export { indexerTransport } from "./indexed/indexer-transport";
 export { startService } from "./service";

@@ -14,7 +14,11 @@ export type PonderProcess = {
 
 export type SpawnedPonder = {
   process: ChildProcess;
-  /** The port Ponder actually serves on (it moves on when the asked one is taken). */
+  /**
+   * The port Ponder actually serves on. Ponder moves on when the asked one is taken; our
+   * `ponder start` and `ponder serve` refuse to instead (api/http/listen-port.ts), but
+   * another Ponder command (`dev`) still may.
+   */
   port: () => number;
   output: () => string;
   stop: (signal?: NodeJS.Signals) => Promise<void>;
@@ -93,7 +97,7 @@ export function spawnPonder(params: PonderParams): SpawnedPonder {
     output += text;
     if (output.length > 2_000_000) output = output.slice(-1_000_000);
     if (params.inheritOutput) process.stdout.write(text);
-    // Ponder moves to the next port when the one asked for is taken; follow it.
+    // Where Ponder says it serves: the port asked for, or the next one under `ponder dev`.
     const created = /"msg":"Created HTTP server","port":(\d+)/.exec(text);
     if (created) port = Number(created[1]);
   };

@@ -10,6 +10,11 @@ export type PostgresServer = {
   url: string;
   /** Creates an empty database and returns its URL. */
   createDatabase: (name: string) => Promise<string>;
+  /**
+   * Runs `pg_ctl` on the server's cluster: `restart -m fast` (every connection ended, as a
+   * real server's restart does), or a `stop -m fast` and a later `start` for an outage.
+   */
+  control: (action: "restart" | "stop" | "start") => void;
   stop: () => Promise<void>;
 };
 
@@ -88,9 +93,15 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     throw new Error(`PostgreSQL did not start: ${String(error)}\n${log.slice(-2000)}`);
   }
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const logFile = join(directory, "server.log");
   return {
     url,
     createDatabase: (name) => createDatabase(url, name),
+    control(action) {
+      if (action === "stop") run("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"]);
+      else
+        run("pg_ctl", ["-D", data, "-l", logFile, "-w", "-o", options, ...(action === "restart" ? ["-m", "fast"] : []), action]);
+    },
     async stop() {
       try {
         run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]);

@@ -117,6 +117,88 @@ describe("the API while the indexer backfills", () => {
   }, 300_000);
 });
 
+/** The settlement workers' heartbeats, by instance (`settlement@host:pid`), from `/v1/health`. */
+async function settlementBeats(): Promise<Map<string, number>> {
+  const response = await fetch(`${stack.ponder.baseUrl}/v1/health`, { signal: AbortSignal.timeout(5_000) }).catch(
+    () => undefined,
+  );
+  if (response === undefined) return new Map();
+  const body = (await response.json().catch(() => ({}))) as { workers?: { worker: string; lastBeatAt: string }[] };
+  return new Map(
+    (body.workers ?? [])
+      .filter((beat) => beat.worker.startsWith("settlement@"))
+      .map((beat) => [beat.worker, Date.parse(beat.lastBeatAt)]),
+  );
+}
+
+describe("a payment still confirming while the index is rewound (issue 42)", () => {
+  it("stays payment_pending while the restarted index is below its block, and settles once the index is back", async () => {
+    // Five confirmations keep a payment pending on this chain, which mines only on demand.
+    const env = { DATABASE_SCHEMA: "restart_backfill", LOCAL_CONFIRMATIONS: "5" };
+    await stack.restartService(env);
+    const session = await createSession(stack);
+    const hash = await pay(session);
+    await waitFor(async () => ((await readSession(stack, session.id)).status === "payment_pending" ? true : undefined), {
+      timeoutMs: 30_000,
+      what: "the payment to be recorded as pending",
+    });
+
+    // A restart on the same schema is Ponder's crash recovery: the rows of the unfinalised
+    // blocks (the payment's among them) are reverted, and with every eth_getLogs held the
+    // index stays below the payment's block while the new process' workers run.
+    const before = new Set((await settlementBeats()).keys());
+    proxy.holdLogs();
+    const restarted = stack.restartService(env);
+    restarted.catch(() => undefined);
+    // Two heartbeats of the new process' settlement worker are five seconds of its passes.
+    let firstBeat: { id: string; at: number } | undefined;
+    await waitFor(
+      async () => {
+        const beats = await settlementBeats();
+        firstBeat ??= [...beats].map(([id, at]) => ({ id, at })).find((beat) => !before.has(beat.id));
+        return firstBeat !== undefined && beats.get(firstBeat.id)! > firstBeat.at ? true : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 200, what: "the restarted settlement worker to run for a while on the rewound index" },
+    );
+    expect(proxy.heldLogs(), "the index is still held below the payment").toBeGreaterThan(0);
+    const during = await stack.partnerFetch(`/v1/checkout/sessions/${session.id}`);
+    expect(((await during.json()) as { status: string }).status).toBe("payment_pending");
+    // The order is still being paid: a new session for it is refused, not a second request for money.
+    const again = await stack.partnerFetch("/v1/checkout/sessions", {
+      method: "POST",
+      json: sessionBody({ externalOrderId: session.externalOrderId }),
+    });
+    expect(((await again.json()) as { code?: string }).code).toBe("payment_in_progress");
+
+    proxy.releaseLogs();
+    await restarted;
+    await stack.testClient.mine({ blocks: 5 });
+    await waitFor(settled(session.id), { timeoutMs: 60_000, what: "the pending payment to settle once the index is back" });
+    const payments = (await (await stack.partnerFetch("/v1/payments?limit=10")).json()) as {
+      data: { transactionHash: string; status: string }[];
+    };
+    expect(payments.data.filter((payment) => payment.transactionHash === hash).map((payment) => payment.status)).toEqual([
+      "settled",
+    ]);
+
+    // What does take a pending payment away: the chain dropping its transaction.
+    const dropped = await createSession(stack);
+    await pay(dropped);
+    await waitFor(async () => ((await readSession(stack, dropped.id)).status === "payment_pending" ? true : undefined), {
+      timeoutMs: 30_000,
+      what: "the second payment to be recorded as pending",
+    });
+    await stack.testClient.request({ method: "anvil_reorg" as never, params: [1, []] as never });
+    await waitFor(async () => ((await readSession(stack, dropped.id)).status === "awaiting_payment" ? true : undefined), {
+      timeoutMs: 30_000,
+      what: "the session whose payment the chain dropped to await payment again",
+    });
+
+    // Back to the configuration the next tests expect.
+    await stack.restartService({ DATABASE_SCHEMA: "restart_backfill" });
+    expect(stack.serviceRestarts()).toBe(0);
+  }, 300_000);
+});
 /** Ponder's own view of how far its index got on the local chain (`GET /status`). */
 async function indexedBlock(): Promise<number | undefined> {
   const response = await fetch(`${stack.ponder.baseUrl}/status`).catch(() => undefined);

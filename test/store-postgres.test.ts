@@ -1,16 +1,21 @@
+import { createServer } from "node:http";
 import pg from "pg";
 import { expect, it } from "vitest";
 import { PROJECT_ROOT } from "../local/local-stack.js";
 import { startPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
-import { createSession } from "./support/checkout-helpers.js";
+import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
+import { createSession, sessionBody, submitHash } from "./support/checkout-helpers.js";
 import { describeStoreOnPostgres } from "./support/store-on-postgres.js";
-import { createTestDatabase, startTestStack, type TestDatabase, waitFor } from "./support/test-stack.js";
+import { startTestStack, waitFor } from "./support/test-stack.js";
 
 // The scale-out shape: a PostgreSQL server holds the service's own state
-// (STORE_URL) and, in a database of its own, Ponder's index (DATABASE_URL).
-let storeDatabase: TestDatabase;
-let indexDatabase: TestDatabase;
+// (STORE_URL) and, in a database of its own, Ponder's index (DATABASE_URL). The
+// server is this file's own, so that a test can restart it (issue 42) without
+// touching the other files' databases.
+let storeServer: PostgresServer;
+let storeDatabase: { url: string };
+let indexDatabase: { url: string };
 
 async function query(url: string, text: string): Promise<Record<string, unknown>[]> {
   const client = new pg.Client(url);
@@ -24,14 +29,15 @@ async function query(url: string, text: string): Promise<Record<string, unknown>
 
 describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATABASE_URL)", {
   async start() {
-    storeDatabase = await createTestDatabase();
-    indexDatabase = await createTestDatabase();
-    const drop = async () => {
-      await storeDatabase.drop();
-      await indexDatabase.drop();
-    };
+    storeServer = await startPostgresServer();
+    storeDatabase = { url: await storeServer.createDatabase("settlement_store") };
+    indexDatabase = { url: await storeServer.createDatabase("settlement_index") };
+    const drop = () => storeServer.stop();
     try {
-      const stack = await startTestStack({ env: { STORE_URL: storeDatabase.url, DATABASE_URL: indexDatabase.url } });
+      const stack = await startTestStack({
+        // The race below submits hashes in quick pairs: more than the 120 look-ups a minute an IP may make.
+        env: { STORE_URL: storeDatabase.url, DATABASE_URL: indexDatabase.url, LOOKUP_RATE_LIMIT: "100000" },
+      });
       return {
         stack,
         async stop() {
@@ -106,6 +112,125 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         const events = await query(storeDatabase.url, "select payload from event where type = 'purchase.settled'");
         const orderIds = events.map((row) => JSON.parse(String(row.payload)).data.orderId as string);
         for (const session of sessions) expect(orderIds.filter((id) => id === session.orderId)).toHaveLength(1);
+      } finally {
+        await replica.stop();
+      }
+    });
+
+    it("refuses to start a replica on a port that is taken, instead of serving on the next one", async () => {
+      const { stack } = current();
+      const port = await findFreePort();
+      // Another process' server on it (one that answers, so that a readiness poll there is not left hanging).
+      const taken = createServer((_request, response) => response.writeHead(503).end());
+      await new Promise<void>((resolve) => taken.listen(port, "127.0.0.1", resolve));
+      try {
+        const outcome = await startPonder({ root: PROJECT_ROOT, command: "serve", port, env: stack.serviceEnv }).then(
+          async (replica) => {
+            await replica.stop();
+            return `served on port ${replica.port}`;
+          },
+          (error: Error) => error.message,
+        );
+        expect(outcome).toMatch(/^ponder exited with code [1-9]/);
+        expect(outcome).toContain(`port ${port} on 127.0.0.1 is taken`);
+      } finally {
+        await new Promise((resolve) => taken.close(resolve));
+      }
+    });
+
+    it("answers two requests with one idempotency key at once with the same session, never a 500", async () => {
+      const { stack } = current();
+      for (let round = 0; round < 10; round++) {
+        // A new order each round: both requests find no order and both create it.
+        const body = sessionBody({ idempotencyKey: `race-${round}-${Date.now()}` });
+        const answers = await Promise.all(
+          [0, 1].map(async () => {
+            const response = await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: body });
+            return { status: response.status, body: (await response.json()) as { id?: string; code?: string } };
+          }),
+        );
+        for (const answer of answers) expect(answer.status, `round ${round}: ${JSON.stringify(answer.body)}`).toBeLessThan(300);
+        expect(answers[0]!.body.id).toBe(answers[1]!.body.id);
+      }
+    });
+
+    it("answers a hash sent twice at once for the transfer that settles the session as settled or pending, never duplicate_payment", async () => {
+      const { stack } = current();
+      for (let round = 0; round < 10; round++) {
+        const session = await createSession(stack, { certificate: { enabled: false } });
+        const paid = await stack.payUsdc({ from: 4, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+        // Pairs race each other and the settlement worker until the payment is recorded settled.
+        await waitFor(
+          async () => {
+            const answers = await Promise.all(
+              [0, 1].map(async () => {
+                const response = await submitHash(stack, session.clientToken, paid.hash);
+                return { status: response.status, body: (await response.json()) as { status?: string; code?: string } };
+              }),
+            );
+            for (const answer of answers) expect(answer.status, `round ${round}: ${JSON.stringify(answer.body)}`).toBe(200);
+            return answers.some((answer) => answer.body.status === "settled") ? true : undefined;
+          },
+          { intervalMs: 10, what: `round ${round}: a submission answering settled` },
+        );
+      }
+    });
+
+    it("keeps the indexer and a replica alive through a Postgres restart: 503 store_unavailable while it is away, 200 when it is back", async () => {
+      const { stack } = current();
+      const replica = await startPonder({
+        root: PROJECT_ROOT,
+        command: "serve",
+        port: await findFreePort(),
+        env: stack.serviceEnv,
+      });
+      try {
+        const session = await createSession(stack, { certificate: { enabled: false } });
+        const read = (baseUrl: string) =>
+          fetch(`${baseUrl}/v1/checkout/sessions/${session.id}`, {
+            headers: { Authorization: `Bearer ${stack.local.partner.apiKey}` },
+            signal: AbortSignal.timeout(20_000),
+          });
+        const bothAnswer = async () => {
+          const statuses = await Promise.all(
+            [stack.ponder.baseUrl, replica.baseUrl].map((url) =>
+              read(url).then(
+                (response) => response.status,
+                () => 0,
+              ),
+            ),
+          );
+          return statuses.every((status) => status === 200) ? true : undefined;
+        };
+        // Both processes hold idle pooled connections to the store, which the restart ends.
+        await waitFor(bothAnswer, { what: "both processes to read the session" });
+        storeServer.control("restart");
+        await waitFor(bothAnswer, { timeoutMs: 30_000, what: "both processes to answer after the restart" });
+
+        // An outage long enough to be asked during: an answer that says when to come back.
+        storeServer.control("stop");
+        try {
+          for (const url of [stack.ponder.baseUrl, replica.baseUrl]) {
+            const response = await read(url);
+            expect(response.status, url).toBe(503);
+            expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
+            expect(((await response.json()) as { code: string }).code).toBe("store_unavailable");
+          }
+        } finally {
+          storeServer.control("start");
+        }
+        await waitFor(bothAnswer, { timeoutMs: 30_000, what: "both processes to answer once Postgres is back" });
+        // The index (on the same server) goes on too: a payment made now settles.
+        await stack.payUsdc({ from: 5, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+        await waitFor(
+          async () => {
+            const response = await read(replica.baseUrl);
+            return ((await response.json()) as { status: string }).status === "settled" ? true : undefined;
+          },
+          { timeoutMs: 30_000, what: "the payment made after the outage to settle" },
+        );
+        expect(stack.serviceRestarts(), stack.ponder.output().slice(-3000)).toBe(0);
+        expect(replica.process.exitCode, replica.output().slice(-3000)).toBeNull();
       } finally {
         await replica.stop();
       }

@@ -254,13 +254,14 @@ export const SERVICE_VARIABLES = {
   LOOKUP_RATE_LIMIT: {
     group: "limits",
     schema: integer(1, 1_000_000),
-    description: "Calls that may look a transaction up over RPC (hash submissions, authorizations) per client IP per window.",
+    description:
+      "Calls that may look a transaction up over RPC (hash submissions, authorizations) per client IP per window (counted per API replica).",
     default: "120",
   },
   PUBLIC_RATE_LIMIT: {
     group: "limits",
     schema: integer(1, 1_000_000),
-    description: "Other public browser calls (`/v1/public/*`) per client IP per window.",
+    description: "Other public browser calls (`/v1/public/*`) per client IP per window (counted per API replica).",
     default: "1200",
   },
   RATE_LIMIT_WINDOW_SECONDS: {

@@ -128,8 +128,23 @@ export async function findOrCreateOrder(
     created_at: params.now,
     updated_at: params.now,
   };
-  await trx.insertInto("orders").values(order).execute();
-  return toOrder(order);
+  // Another request may create the same order at once (two replicas, one idempotency key):
+  // Postgres makes this insert wait for it and then find the row taken. Its order is the
+  // order; the read below sees it once committed (each statement reads afresh).
+  const inserted = await trx
+    .insertInto("orders")
+    .values(order)
+    .onConflict((oc) => oc.columns(["partner_id", "external_order_id"]).doNothing())
+    .executeTakeFirst();
+  if (inserted.numInsertedOrUpdatedRows === 1n) return toOrder(order);
+  const created = await trx
+    .selectFrom("orders")
+    .selectAll()
+    .where("partner_id", "=", params.partnerId)
+    .where("external_order_id", "=", params.externalOrderId)
+    .executeTakeFirst();
+  if (created === undefined) throw new Error(`order ${params.externalOrderId} vanished while created`);
+  return toOrder(created);
 }
 
 /**

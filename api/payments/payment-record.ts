@@ -83,9 +83,9 @@ function toPaymentRow(payment: Payment): PaymentRow {
 }
 
 /**
- * A payment's legal status changes. A `pending` payment whose transfer was reorged
- * away before it confirmed is deleted (`forgetPendingPayment`), not moved: the index
- * no longer holds it, and it may come back as a new fact.
+ * A payment's legal status changes. A `pending` payment whose transaction the chain
+ * dropped before it confirmed is deleted (`forgetPendingPayment`), not moved: it may
+ * come back as a new fact.
  */
 export const paymentTransitions = {
   /** Its block reached the network's confirmations. */
@@ -183,7 +183,7 @@ export async function movePayment(
   return result.numUpdatedRows === 1n;
 }
 
-/** A pending payment whose transfer the index no longer holds is forgotten; answers whether this call removed it. */
+/** A pending payment whose transaction the chain dropped is forgotten; answers whether this call removed it. */
 export async function forgetPendingPayment(trx: Kysely<Database>, key: PaymentKey): Promise<boolean> {
   const payment = keyOf(key);
   const removed = await trx
@@ -201,7 +201,7 @@ const blockColumns = (block: { number: bigint; hash: Hex }) => ({
   block_hash: block.hash.toLowerCase(),
 });
 
-/** A credited transfer re-mined in another block by a reorg: same status, new block. */
+/** A credited or pending transfer re-mined in another block by a reorg: same status, new block. */
 export async function relocatePayment(
   db: Kysely<Database>,
   params: { payment: Payment; block: { number: bigint; hash: Hex }; now: number },

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { type Address, isAddressEqual } from "viem";
+import { type Address, type Hex, isAddressEqual } from "viem";
 import { createCertificate } from "../certificates/certificate-record.js";
 import { findReservation, holdReferenceForLateWindow } from "../checkout/amount-reference.js";
 import { expireSession } from "../checkout/expire-session.js";
@@ -17,7 +17,14 @@ import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { creditOrder, findOrder, getOrder } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
-import { findPayment, forgetPendingPayment, insertPayment, movePayment, type Payment } from "../payments/payment-record.js";
+import {
+  findPayment,
+  forgetPendingPayment,
+  insertPayment,
+  movePayment,
+  type Payment,
+  relocatePayment,
+} from "../payments/payment-record.js";
 import { grantCashbackAtSettlement } from "../rewards/grant-reward.js";
 import type { Database, PaymentStatus } from "../store/database.js";
 import { checksum } from "../values/checksum-address.js";
@@ -215,15 +222,32 @@ export async function recordTransfer(
   });
 }
 
-/** A pending payment whose block now has enough confirmations settles; one that was reorged away is forgotten. */
+/**
+ * Where a pending payment's transfer is, as the settlement worker found it: in the index
+ * in its recorded block; not in the index (yet, or any more: a lagging or rewound index)
+ * but on the chain in that block; on the chain in another block (re-mined by a reorg);
+ * or gone from the chain (no receipt, or a failed one).
+ */
+export type PendingWhereabouts =
+  | { kind: "indexed" }
+  | { kind: "not_indexed" }
+  | { kind: "moved"; blockNumber: bigint; blockHash: Hex }
+  | { kind: "gone" };
+
+/**
+ * A pending payment whose block now has enough confirmations settles. It is forgotten only
+ * when the chain says its transaction is gone: an index that has not reached its block, or
+ * was rewound below it (Ponder's crash recovery, a new schema catching up), says nothing
+ * about the chain, and forgetting then would reopen a paid session for a second payment.
+ */
 export async function confirmPendingPayment(
   store: Kysely<Database>,
-  params: { payment: Payment; stillIndexed: boolean; network: NetworkConfig; head: bigint; now?: number },
+  params: { payment: Payment; where: PendingWhereabouts; network: NetworkConfig; head: bigint; now?: number },
 ): Promise<"settled" | "pending" | "reorged"> {
   const now = params.now ?? Date.now();
-  const { payment } = params;
+  const { payment, where } = params;
   const { sessionId } = payment;
-  if (!params.stillIndexed) {
+  if (where.kind === "gone") {
     await store.transaction().execute(async (trx) => {
       if (!(await forgetPendingPayment(trx, payment)) || sessionId === null) return;
       const session = await getSession(trx, sessionId);
@@ -231,6 +255,13 @@ export async function confirmPendingPayment(
     });
     return "reorged";
   }
+  // Still paying: its confirmations count from the block it is in now.
+  if (where.kind === "moved") {
+    await relocatePayment(store, { payment, block: { number: where.blockNumber, hash: where.blockHash }, now });
+    return "pending";
+  }
+  // Only the index settles: a transfer the index does not hold waits for it.
+  if (where.kind === "not_indexed") return "pending";
   const confirmations = confirmationsOf(payment, params.head);
   if (confirmations < params.network.confirmations) return "pending";
   await store.transaction().execute(async (trx) => {

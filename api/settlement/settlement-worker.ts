@@ -1,11 +1,12 @@
+import { TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { expireSession } from "../checkout/expire-session.js";
 import { sessionsDueForExpiry } from "../checkout/session-record.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
-import { pendingPayments, recordedKeys } from "../payments/payment-record.js";
+import { type Payment, pendingPayments, recordedKeys } from "../payments/payment-record.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
-import { confirmPendingPayment, recordTransfer } from "./record-transfer.js";
+import { confirmPendingPayment, type PendingWhereabouts, recordTransfer } from "./record-transfer.js";
 import { watchCreditedPayments } from "./reorg-watch.js";
 
 /** Ponder keeps the last 30 blocks unfinalised (Base and Anvil); rescan that far back for late-arriving rows. */
@@ -113,16 +114,40 @@ async function confirmPending(context: AppContext, network: AppContext["networks
   let changed = 0;
   const pending = await pendingPayments(context.store, { chainId: network.chainId, limit: BATCH });
   for (const payment of pending) {
-    const indexed = await context.indexed.transfersByHash(payment.transactionHash);
-    const stillIndexed = indexed.some(
-      (transfer) =>
-        transfer.chainId === payment.chainId &&
-        transfer.logIndex === payment.logIndex &&
-        transfer.blockHash === payment.blockHash,
-    );
-    if ((await confirmPendingPayment(context.store, { payment, stillIndexed, network, head })) !== "pending") changed++;
+    const where = await pendingWhereabouts(context, payment, head);
+    if ((await confirmPendingPayment(context.store, { payment, where, network, head })) !== "pending") changed++;
   }
   return changed;
+}
+
+/**
+ * Where a pending payment's transfer is. The index answers when it holds the transfer; when
+ * it does not, the chain does (one receipt look-up), as the reorg watch asks it: an index
+ * behind or rewound below the payment's block (a restart's crash recovery, a new schema
+ * catching up) holds no transfer there yet, and that is no reorg.
+ */
+async function pendingWhereabouts(context: AppContext, payment: Payment, head: bigint): Promise<PendingWhereabouts> {
+  const indexed = (await context.indexed.transfersByHash(payment.transactionHash)).find(
+    (transfer) => transfer.chainId === payment.chainId && transfer.logIndex === payment.logIndex,
+  );
+  if (indexed !== undefined) {
+    return indexed.blockHash === payment.blockHash
+      ? { kind: "indexed" }
+      : { kind: "moved", blockNumber: indexed.blockNumber, blockHash: indexed.blockHash };
+  }
+  // Below its block the index cannot hold it: no question for the node on every pass of a long catch-up.
+  if (head < payment.blockNumber) return { kind: "not_indexed" };
+  const client = context.rpc.get(payment.chainId);
+  if (client === undefined) return { kind: "not_indexed" };
+  // The node away (the watchdog reports it): nothing is known, so nothing changes until it answers.
+  const receipt = await client
+    .getTransactionReceipt({ hash: payment.transactionHash })
+    .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : undefined));
+  if (receipt === undefined) return { kind: "not_indexed" };
+  if (receipt === null || receipt.status !== "success") return { kind: "gone" };
+  return receipt.blockHash === payment.blockHash
+    ? { kind: "not_indexed" }
+    : { kind: "moved", blockNumber: receipt.blockNumber, blockHash: receipt.blockHash };
 }
 
 /** Returns how many sessions it expired. */

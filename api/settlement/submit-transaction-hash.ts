@@ -138,6 +138,10 @@ export async function submitTransactionHash(
   // Decide without writing first: a rejection must change nothing.
   const decision = await decideTransfer(context.store, exact);
   if (decision.kind === "unresolved") {
+    // The settlement worker or a concurrent submission (another replica) may have recorded
+    // this very transfer since we looked: then the order is taken by it, and it is the answer.
+    const recordedSince = await findPayment(context.store, exact);
+    if (recordedSince !== undefined) return answerForRecorded(recordedSince, session, exact, head, pending);
     const rejection = rejectionFor(decision.reason, decision.session, session);
     // A late payment of this very session is recorded now, linked to it, and the partner told.
     if (rejection === "late" && decision.session?.id === session.id) {

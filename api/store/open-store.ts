@@ -5,6 +5,7 @@ import SQLite from "better-sqlite3";
 import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, type SqliteDatabase } from "kysely";
 import { PGliteDialect } from "kysely-pglite-dialect";
 import pg from "pg";
+import { logJson } from "../logging/redact.js";
 import type { Database } from "./database.js";
 import * as m0001 from "./migrations/0001_foundation.js";
 import * as m0002 from "./migrations/0002_commerce.js";
@@ -104,6 +105,18 @@ export function openPostgresStore(connectionString: string): Store {
         oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
+  // A connection the server ends (a restart, a failover, an idle kill) is reported as an
+  // 'error' event; with no listener Node throws it as an uncaughtException, which ends the
+  // whole process (Ponder exits with 75). The pool already drops such a client, and the next
+  // query opens a new connection or fails as `503 store_unavailable`: say so and go on.
+  const connectionLost = (error: Error) =>
+    logJson({
+      level: "warn",
+      msg: "A store connection was closed by Postgres; the next query opens another",
+      error: error.message,
+    });
+  pool.on("error", connectionLost);
+  pool.on("connect", (client) => client.on("error", connectionLost));
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 

@@ -390,7 +390,9 @@ describe("one order, one credit", () => {
     );
 
     // The confirming payment settles the order through its session, once.
-    expect(await confirmPendingPayment(store, { payment: pending, stillIndexed: true, network, head: 102n })).toBe("settled");
+    expect(await confirmPendingPayment(store, { payment: pending, where: { kind: "indexed" }, network, head: 102n })).toBe(
+      "settled",
+    );
     const order = await getOrder(store, orderId);
     expect(order.status).toBe("paid");
     expect(order.settledSessionId).toBe(session.id);
