@@ -4294,7 +4294,7 @@ export interface components {
         };
         LedgerEntry: {
             /** @enum {string} */
-            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim";
+            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "zero_value";
             reason?: string;
             chainId: number;
             blockNumber: string;
