@@ -8,5 +8,6 @@ export {
   roleOfPonderCommand,
   schemaOfPonderCommand,
 } from "./config/startup";
+export { refuseClosedPreflightsInServer } from "./http/cors-policy";
 export { indexerTransport } from "./indexed/indexer-transport";
 export { startService } from "./service";

@@ -317,3 +317,122 @@ describe("smart-contract wallets", () => {
     expect(await stack.publicClient.getCode({ address: walletAddress })).toBeUndefined();
   });
 });
+
+/** A request with headers of our choosing (fetch cannot set Host), answering status, headers and body. */
+function rawRequest(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const url = new URL(stack.ponder.baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path,
+        method,
+        headers: { ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk) => {
+          text += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+// Issue 40, finding 4: in local mode any web page got every console role's session from the
+// test-account sign-in (`access-control-allow-origin: *`, a preflight allowing Authorization,
+// and DNS rebinding through a Host of the attacker's), then read the portals' answers.
+describe("cross-origin access (issue 40, finding 4)", () => {
+  const ATTACKER = "http://attacker.example";
+  const own = () => new URL(stack.ponder.baseUrl);
+
+  it("the test-account sign-in refuses a foreign Origin, a cross-site fetch and a foreign Host", async () => {
+    const foreignOrigin = await rawRequest("POST", "/api/admin/auth/test-account", { Host: own().host, Origin: ATTACKER }, {});
+    expect(foreignOrigin.status, foreignOrigin.text).toBe(403);
+    expect(JSON.parse(foreignOrigin.text).code).toBe("cross_origin_refused");
+    expect(foreignOrigin.headers["access-control-allow-origin"]).toBeUndefined();
+
+    const crossSite = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: own().host, "Sec-Fetch-Site": "cross-site" },
+      {},
+    );
+    expect(crossSite.status, crossSite.text).toBe(403);
+    expect(JSON.parse(crossSite.text).code).toBe("cross_origin_refused");
+
+    // DNS rebinding: attacker.example resolves to 127.0.0.1, so the page is "same-origin" with itself.
+    const rebound = `attacker.example:${own().port}`;
+    const rebinding = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: rebound, Origin: `http://${rebound}` },
+      {},
+    );
+    expect(rebinding.status, rebinding.text).toBe(403);
+    expect(JSON.parse(rebinding.text).code).toBe("cross_origin_refused");
+
+    // The console, served from the service's own origin, still signs in (and so do tools without a browser).
+    const sameOrigin = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: own().host, Origin: own().origin, "Sec-Fetch-Site": "same-origin" },
+      {},
+    );
+    expect(sameOrigin.status, sameOrigin.text).toBe(200);
+    expect(JSON.parse(sameOrigin.text).token).toMatch(/\S{20,}/);
+    const viaLocalhost = `localhost:${own().port}`;
+    const localhost = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: viaLocalhost, Origin: `http://${viaLocalhost}` },
+      {},
+    );
+    expect(localhost.status, localhost.text).toBe(200);
+    expect((await api(stack, "POST", "/api/investor/auth/test-account")).status).toBe(200);
+  });
+
+  it("portal and partner answers carry no access-control-allow-origin for a foreign origin, and their preflight fails", async () => {
+    const token = await signIn(stack, "admin", adminWallet(stack));
+    const partners = await rawRequest("GET", "/api/admin/partners", { Origin: ATTACKER, Authorization: `Bearer ${token}` });
+    expect(partners.status).toBe(200);
+    expect(partners.headers["access-control-allow-origin"]).toBeUndefined();
+    const payments = await rawRequest("GET", "/v1/payments", {
+      Origin: ATTACKER,
+      Authorization: `Bearer ${stack.local.partner.apiKey}`,
+    });
+    expect(payments.status).toBe(200);
+    expect(payments.headers["access-control-allow-origin"]).toBeUndefined();
+
+    for (const path of ["/api/admin/partners", "/api/admin/auth/test-account", "/v1/payments", "/api"]) {
+      const preflight = await rawRequest("OPTIONS", path, {
+        Origin: ATTACKER,
+        "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "authorization,content-type",
+      });
+      expect(preflight.headers["access-control-allow-origin"], path).toBeUndefined();
+      expect(preflight.headers["access-control-allow-headers"], path).toBeUndefined();
+      expect(preflight.headers["access-control-allow-methods"], path).toBeUndefined();
+    }
+  });
+
+  it("the customer's browser routes stay open to every origin: they carry no ambient credential", async () => {
+    const preflight = await rawRequest("OPTIONS", "/v1/public/checkout/payments", {
+      Origin: ATTACKER,
+      "Access-Control-Request-Method": "POST",
+      "Access-Control-Request-Headers": "content-type",
+    });
+    expect(preflight.headers["access-control-allow-origin"]).toBe("*");
+    const read = await rawRequest("GET", "/v1/public/checkout/sessions/cs_missing", { Origin: ATTACKER });
+    expect(read.headers["access-control-allow-origin"]).toBe("*");
+  });
+});
