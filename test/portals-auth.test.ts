@@ -11,8 +11,11 @@ import {
   serializeErc6492Signature,
   toHex,
 } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TEST_ACCOUNT_INDEX } from "../api/sign-in/test-accounts.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { ANVIL_MNEMONIC } from "../local/anvil.js";
 import { compileSolidityFiles } from "../scripts/compile-contracts-lib.js";
 import { adminWallet, api, challenge, expectJson, portalWallet, registerIssuer, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
@@ -434,5 +437,33 @@ describe("cross-origin access (issue 40, finding 4)", () => {
     expect(preflight.headers["access-control-allow-origin"]).toBe("*");
     const read = await rawRequest("GET", "/v1/public/checkout/sessions/cs_missing", { Origin: ATTACKER });
     expect(read.headers["access-control-allow-origin"]).toBe("*");
+  });
+});
+
+// Issue 40: a production-mode instance started by the local stack kept the admin test account in
+// ADMIN_ADDRESSES, and the other test accounts kept their seeded roles. Their keys are public
+// (Anvil's mnemonic): outside local mode they are nobody. Last in this file: it restarts the service.
+describe("production mode started by the local stack (issue 40)", () => {
+  const testAccountWallet = (role: "admin" | "partner" | "issuer" | "investor") => {
+    const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: TEST_ACCOUNT_INDEX[role] });
+    return portalWallet(toHex(account.getHdKey().privateKey as Uint8Array));
+  };
+
+  it("carries no test identity: no test account signs in to any portal; the configured admin still does", {
+    timeout: 180_000,
+  }, async () => {
+    await stack.restartService({
+      LOCAL_MODE: "false",
+      PUBLIC_BASE_URL: stack.ponder.baseUrl,
+      DATABASE_SCHEMA: "production_mode",
+    });
+    for (const role of ["admin", "partner", "issuer", "investor"] as const) {
+      const wallet = testAccountWallet(role);
+      const asked = await api(stack, "POST", `/api/${role}/auth/challenge`, { json: { address: wallet.address } });
+      await expectProblem(asked, 403, "portal_not_allowed");
+    }
+    // The test-account routes are not there at all.
+    expect((await api(stack, "POST", "/api/admin/auth/test-account")).status).toBe(404);
+    expect(await signIn(stack, "admin", adminWallet(stack))).toMatch(/\S{20,}/);
   });
 });
