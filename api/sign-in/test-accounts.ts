@@ -10,8 +10,8 @@ export { TEST_ACCOUNT_INDEX, testAccountAddress };
 
 /**
  * Local mode only: one test account per console role (test-identities.ts: Anvil's
- * well-known development mnemonic, accounts 10 to 13). `npm start` seeds each with its role (docs/console.md, "Local mode"): the
- * admin test account is an admin (ADMIN_ADDRESSES), the partner test account a member
+ * well-known development mnemonic, accounts 10 to 13). `npm start` seeds each with its
+ * role (docs/console.md, "Local mode"): the admin test account is an admin (ADMIN_ADDRESSES), the partner test account a member
  * of the demo partner, the issuer test account a registered issuer, and the investor
  * test account an approved investor. The service signs their sign-in message itself,
  * through the same challenge, checks and session as a wallet's: a role the account
