@@ -157,22 +157,32 @@ describe("SIWE sign-in", () => {
 
   it("refuses a message issued for another domain", async () => {
     const wallet = portalWallet();
-    // A phishing page asks us for a challenge naming its own domain ...
-    const phished = await rawPost("/api/investor/auth/challenge", "evil.example", { address: wallet.address });
-    expect(phished.status).toBe(200);
-    expect(phished.body.message).toMatch(/^evil\.example wants you to sign in/);
-    const signature = await wallet.sign(phished.body.message);
-    // ... but the signed message only works on the domain it names, not on ours.
-    await expectProblem(await verify("investor", phished.body.message, signature), 401, "wrong_domain");
+    // Issue 40: in local mode only a loopback name is the service's. A page on another name
+    // reaches us only through DNS rebinding, and would get a challenge naming its own domain.
+    const rebound = await rawPost("/api/investor/auth/challenge", "evil.example", { address: wallet.address });
+    expect(rebound.status).toBe(403);
+    expect(rebound.body.code).toBe("cross_origin_refused");
+
+    // A challenge names the name it was asked on ...
+    const otherName = `localhost:${new URL(stack.ponder.baseUrl).port}`;
+    const elsewhereIssued = await rawPost("/api/investor/auth/challenge", otherName, { address: wallet.address });
+    expect(elsewhereIssued.status).toBe(200);
+    expect(elsewhereIssued.body.message.startsWith(`${otherName} wants you to sign in`)).toBe(true);
+    const signature = await wallet.sign(elsewhereIssued.body.message);
+    // ... and the signed message only works on the domain it names, not on another.
+    await expectProblem(await verify("investor", elsewhereIssued.body.message, signature), 401, "wrong_domain");
 
     // And a challenge for our domain cannot be verified on another.
     const ours = await challenge(stack, "investor", wallet.address);
-    const elsewhere = await rawPost("/api/investor/auth/verify", "evil.example", {
-      message: ours.message,
-      signature: await wallet.sign(ours.message),
-    });
+    const oursSignature = await wallet.sign(ours.message);
+    const elsewhere = await rawPost("/api/investor/auth/verify", otherName, { message: ours.message, signature: oursSignature });
     expect(elsewhere.status).toBe(401);
     expect(elsewhere.body.code).toBe("wrong_domain");
+    const reboundVerify = await rawPost("/api/investor/auth/verify", "evil.example", {
+      message: ours.message,
+      signature: oursSignature,
+    });
+    expect(reboundVerify.status).toBe(403);
   });
 
   it("refuses a chain that is not enabled, and a message moved to another chain", async () => {

@@ -13,6 +13,11 @@ export type RequestOrigin = {
 /** Names that reach this machine only: a page elsewhere cannot make its own name resolve to them for our port and keep its origin. */
 const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 
+/** Whether a `Host` header names this machine by a loopback name (local mode's only names). */
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK_HOST.test(host);
+}
+
 /**
  * Refuses (403 `cross_origin_refused`) a request that did not come from the service's own
  * origin, for a route that hands out a credential without asking for one (local mode's
@@ -29,7 +34,7 @@ const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d+)?$/i;
 export function requireOwnOrigin(request: RequestOrigin, publicBaseUrl: string | undefined): void {
   const own = publicBaseUrl === undefined ? undefined : new URL(publicBaseUrl);
   const host = request.host?.toLowerCase();
-  const hostIsOurs = host !== undefined && (own === undefined ? LOOPBACK_HOST.test(host) : host === own.host.toLowerCase());
+  const hostIsOurs = host !== undefined && (own === undefined ? isLoopbackHost(host) : host === own.host.toLowerCase());
   if (!hostIsOurs) {
     throw problem(
       "cross_origin_refused",
