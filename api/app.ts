@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { requestId } from "hono/request-id";
 import type { AppContext } from "./app-context.js";
 import { admit, assertEveryRouteDeclared, CALLERS, provideAdmission } from "./http/callers.js";
+import { closeCrossOriginReads } from "./http/cors-policy.js";
 import { emptyJsonBodyIsNoBody } from "./http/empty-body.js";
 import { keepConnectionsOpen } from "./http/keep-alive.js";
 import { type Audience, audienceDocument, finishOpenApiDocument, type OpenApiDocument } from "./http/openapi-contract.js";
@@ -55,6 +56,9 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
     },
   });
 
+  // First, so that it sees every answer last: Ponder's open CORS headers come off the
+  // portals' and partners' answers (docs/security.md, "Cross-origin access").
+  app.use("*", closeCrossOriginReads());
   app.use("*", requestId());
   app.use("*", keepConnectionsOpen());
   // Limits first, so an oversized body or a flood is refused before anything reads or looks it up.

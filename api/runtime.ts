@@ -8,6 +8,7 @@ export {
   roleOfPonderCommand,
   schemaOfPonderCommand,
 } from "./config/startup";
+export { refuseClosedPreflightsInServer } from "./http/cors-policy";
 export { ponderListenAddress, refuseTakenPort } from "./http/listen-port";
 export { indexerTransport } from "./indexed/indexer-transport";
 export { startService } from "./service";

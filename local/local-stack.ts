@@ -67,6 +67,17 @@ export type LocalStack = {
 };
 
 export const DEMO_PARTNER_ID = "ptr_demo";
+
+/**
+ * What the service is started with: outside local mode (a restart with LOCAL_MODE=false)
+ * no test identity goes along, and the admin test account leaves ADMIN_ADDRESSES (issue 40).
+ */
+export function serviceEnvForMode(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  if (env.LOCAL_MODE?.trim() === "true") return env;
+  const testAdmin = testAccountAddress("admin").toLowerCase();
+  const admins = (env.ADMIN_ADDRESSES ?? "").split(",").map((address) => address.trim());
+  return { ...env, ADMIN_ADDRESSES: admins.filter((address) => address !== "" && address.toLowerCase() !== testAdmin).join(",") };
+}
 const USDC_PER_ACCOUNT = parseUnits("1000000", 6);
 
 /**
@@ -186,7 +197,8 @@ export async function startLocalStack(options: {
     let generation = 0;
     /** The supervisor's restart under way, if any: a restartService() waits it out (one port, one service). */
     let restarting: Promise<void> | undefined;
-    const start = () => startPonder({ root: PROJECT_ROOT, port, env, inheritOutput: options.inheritOutput });
+    const start = () =>
+      startPonder({ root: PROJECT_ROOT, port, env: serviceEnvForMode(env), inheritOutput: options.inheritOutput });
     // The service exits by itself when it cannot go on (its indexer watchdog exits with
     // code 75 when the index stays behind the chain; Ponder does on a fatal error): like
     // a process manager, start it again, with a growing pause while starts fail.

@@ -12,6 +12,8 @@ let directory: string;
 const PASSWORD = "hunter2-Pa55word";
 const PATH_KEY = "Xq3bT9kP0aLm4Zr7Yc2Wd8Ne";
 const QUERY_KEY = "qk_live_51HxYzAbCdEf";
+// Issue 40: a key need not look like one (short, with a dot): every path segment is hidden.
+const SHORT_PATH_KEY = "k3y.Sh0rt";
 
 beforeAll(() => {
   directory = mkdtempSync(join(tmpdir(), "settlement-redact-"));
@@ -24,7 +26,7 @@ async function env() {
   const port = await findFreePort();
   return {
     NETWORKS: "base,base-sepolia",
-    BASE_RPC_URL: `http://alice:${PASSWORD}@127.0.0.1:${port}/v2/${PATH_KEY}`,
+    BASE_RPC_URL: `http://alice:${PASSWORD}@127.0.0.1:${port}/v2/${PATH_KEY}/${SHORT_PATH_KEY}`,
     BASE_START_BLOCK: "1",
     BASE_PAYMENT_ADDRESSES: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
     BASE_SEPOLIA_RPC_URL: `http://127.0.0.1:${port}/rpc/${PATH_KEY}?apikey=${QUERY_KEY}`,
@@ -48,7 +50,8 @@ describe("config check with credentials in RPC URLs", () => {
       expect(run.code, printed).toBe(78);
       expect(printed).toContain("BASE_RPC_URL: eth_chainId failed");
       expect(printed).toContain("BASE_SEPOLIA_RPC_URL: eth_chainId failed");
-      for (const secret of [PASSWORD, PATH_KEY, QUERY_KEY, "alice"]) expect(printed, printed).not.toContain(secret);
+      for (const secret of [PASSWORD, PATH_KEY, QUERY_KEY, SHORT_PATH_KEY, "alice"])
+        expect(printed, printed).not.toContain(secret);
     }
   });
 });

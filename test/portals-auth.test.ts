@@ -11,8 +11,11 @@ import {
   serializeErc6492Signature,
   toHex,
 } from "viem";
+import { mnemonicToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TEST_ACCOUNT_INDEX } from "../api/sign-in/test-accounts.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { ANVIL_MNEMONIC } from "../local/anvil.js";
 import { compileSolidityFiles } from "../scripts/compile-contracts-lib.js";
 import { adminWallet, api, challenge, expectJson, portalWallet, registerIssuer, signIn } from "./support/portal-client.js";
 import { startTestStack, type TestStack } from "./support/test-stack.js";
@@ -154,22 +157,32 @@ describe("SIWE sign-in", () => {
 
   it("refuses a message issued for another domain", async () => {
     const wallet = portalWallet();
-    // A phishing page asks us for a challenge naming its own domain ...
-    const phished = await rawPost("/api/investor/auth/challenge", "evil.example", { address: wallet.address });
-    expect(phished.status).toBe(200);
-    expect(phished.body.message).toMatch(/^evil\.example wants you to sign in/);
-    const signature = await wallet.sign(phished.body.message);
-    // ... but the signed message only works on the domain it names, not on ours.
-    await expectProblem(await verify("investor", phished.body.message, signature), 401, "wrong_domain");
+    // Issue 40: in local mode only a loopback name is the service's. A page on another name
+    // reaches us only through DNS rebinding, and would get a challenge naming its own domain.
+    const rebound = await rawPost("/api/investor/auth/challenge", "evil.example", { address: wallet.address });
+    expect(rebound.status).toBe(403);
+    expect(rebound.body.code).toBe("cross_origin_refused");
+
+    // A challenge names the name it was asked on ...
+    const otherName = `localhost:${new URL(stack.ponder.baseUrl).port}`;
+    const elsewhereIssued = await rawPost("/api/investor/auth/challenge", otherName, { address: wallet.address });
+    expect(elsewhereIssued.status).toBe(200);
+    expect(elsewhereIssued.body.message.startsWith(`${otherName} wants you to sign in`)).toBe(true);
+    const signature = await wallet.sign(elsewhereIssued.body.message);
+    // ... and the signed message only works on the domain it names, not on another.
+    await expectProblem(await verify("investor", elsewhereIssued.body.message, signature), 401, "wrong_domain");
 
     // And a challenge for our domain cannot be verified on another.
     const ours = await challenge(stack, "investor", wallet.address);
-    const elsewhere = await rawPost("/api/investor/auth/verify", "evil.example", {
-      message: ours.message,
-      signature: await wallet.sign(ours.message),
-    });
+    const oursSignature = await wallet.sign(ours.message);
+    const elsewhere = await rawPost("/api/investor/auth/verify", otherName, { message: ours.message, signature: oursSignature });
     expect(elsewhere.status).toBe(401);
     expect(elsewhere.body.code).toBe("wrong_domain");
+    const reboundVerify = await rawPost("/api/investor/auth/verify", "evil.example", {
+      message: ours.message,
+      signature: oursSignature,
+    });
+    expect(reboundVerify.status).toBe(403);
   });
 
   it("refuses a chain that is not enabled, and a message moved to another chain", async () => {
@@ -315,5 +328,152 @@ describe("smart-contract wallets", () => {
     expect(isAddressEqual(session.address, walletAddress)).toBe(true);
     // The check simulated the deployment; the chain is unchanged.
     expect(await stack.publicClient.getCode({ address: walletAddress })).toBeUndefined();
+  });
+});
+
+/** A request with headers of our choosing (fetch cannot set Host), answering status, headers and body. */
+function rawRequest(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const url = new URL(stack.ponder.baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path,
+        method,
+        headers: { ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...headers },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk) => {
+          text += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+// Issue 40, finding 4: in local mode any web page got every console role's session from the
+// test-account sign-in (`access-control-allow-origin: *`, a preflight allowing Authorization,
+// and DNS rebinding through a Host of the attacker's), then read the portals' answers.
+describe("cross-origin access (issue 40, finding 4)", () => {
+  const ATTACKER = "http://attacker.example";
+  const own = () => new URL(stack.ponder.baseUrl);
+
+  it("the test-account sign-in refuses a foreign Origin, a cross-site fetch and a foreign Host", async () => {
+    const foreignOrigin = await rawRequest("POST", "/api/admin/auth/test-account", { Host: own().host, Origin: ATTACKER }, {});
+    expect(foreignOrigin.status, foreignOrigin.text).toBe(403);
+    expect(JSON.parse(foreignOrigin.text).code).toBe("cross_origin_refused");
+    expect(foreignOrigin.headers["access-control-allow-origin"]).toBeUndefined();
+
+    const crossSite = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: own().host, "Sec-Fetch-Site": "cross-site" },
+      {},
+    );
+    expect(crossSite.status, crossSite.text).toBe(403);
+    expect(JSON.parse(crossSite.text).code).toBe("cross_origin_refused");
+
+    // DNS rebinding: attacker.example resolves to 127.0.0.1, so the page is "same-origin" with itself.
+    const rebound = `attacker.example:${own().port}`;
+    const rebinding = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: rebound, Origin: `http://${rebound}` },
+      {},
+    );
+    expect(rebinding.status, rebinding.text).toBe(403);
+    expect(JSON.parse(rebinding.text).code).toBe("cross_origin_refused");
+
+    // The console, served from the service's own origin, still signs in (and so do tools without a browser).
+    const sameOrigin = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: own().host, Origin: own().origin, "Sec-Fetch-Site": "same-origin" },
+      {},
+    );
+    expect(sameOrigin.status, sameOrigin.text).toBe(200);
+    expect(JSON.parse(sameOrigin.text).token).toMatch(/\S{20,}/);
+    const viaLocalhost = `localhost:${own().port}`;
+    const localhost = await rawRequest(
+      "POST",
+      "/api/admin/auth/test-account",
+      { Host: viaLocalhost, Origin: `http://${viaLocalhost}` },
+      {},
+    );
+    expect(localhost.status, localhost.text).toBe(200);
+    expect((await api(stack, "POST", "/api/investor/auth/test-account")).status).toBe(200);
+  });
+
+  it("portal and partner answers carry no access-control-allow-origin for a foreign origin, and their preflight fails", async () => {
+    const token = await signIn(stack, "admin", adminWallet(stack));
+    const partners = await rawRequest("GET", "/api/admin/partners", { Origin: ATTACKER, Authorization: `Bearer ${token}` });
+    expect(partners.status).toBe(200);
+    expect(partners.headers["access-control-allow-origin"]).toBeUndefined();
+    const payments = await rawRequest("GET", "/v1/payments", {
+      Origin: ATTACKER,
+      Authorization: `Bearer ${stack.local.partner.apiKey}`,
+    });
+    expect(payments.status).toBe(200);
+    expect(payments.headers["access-control-allow-origin"]).toBeUndefined();
+
+    for (const path of ["/api/admin/partners", "/api/admin/auth/test-account", "/v1/payments", "/api"]) {
+      const preflight = await rawRequest("OPTIONS", path, {
+        Origin: ATTACKER,
+        "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "authorization,content-type",
+      });
+      expect(preflight.headers["access-control-allow-origin"], path).toBeUndefined();
+      expect(preflight.headers["access-control-allow-headers"], path).toBeUndefined();
+      expect(preflight.headers["access-control-allow-methods"], path).toBeUndefined();
+    }
+  });
+
+  it("the customer's browser routes stay open to every origin: they carry no ambient credential", async () => {
+    const preflight = await rawRequest("OPTIONS", "/v1/public/checkout/payments", {
+      Origin: ATTACKER,
+      "Access-Control-Request-Method": "POST",
+      "Access-Control-Request-Headers": "content-type",
+    });
+    expect(preflight.headers["access-control-allow-origin"]).toBe("*");
+    const read = await rawRequest("GET", "/v1/public/checkout/sessions/cs_missing", { Origin: ATTACKER });
+    expect(read.headers["access-control-allow-origin"]).toBe("*");
+  });
+});
+
+// Issue 40: a production-mode instance started by the local stack kept the admin test account in
+// ADMIN_ADDRESSES, and the other test accounts kept their seeded roles. Their keys are public
+// (Anvil's mnemonic): outside local mode they are nobody. Last in this file: it restarts the service.
+describe("production mode started by the local stack (issue 40)", () => {
+  const testAccountWallet = (role: "admin" | "partner" | "issuer" | "investor") => {
+    const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: TEST_ACCOUNT_INDEX[role] });
+    return portalWallet(toHex(account.getHdKey().privateKey as Uint8Array));
+  };
+
+  it("carries no test identity: no test account signs in to any portal; the configured admin still does", {
+    timeout: 180_000,
+  }, async () => {
+    await stack.restartService({
+      LOCAL_MODE: "false",
+      PUBLIC_BASE_URL: stack.ponder.baseUrl,
+      DATABASE_SCHEMA: "production_mode",
+    });
+    for (const role of ["admin", "partner", "issuer", "investor"] as const) {
+      const wallet = testAccountWallet(role);
+      const asked = await api(stack, "POST", `/api/${role}/auth/challenge`, { json: { address: wallet.address } });
+      await expectProblem(asked, 403, "portal_not_allowed");
+    }
+    // The test-account routes are not there at all.
+    expect((await api(stack, "POST", "/api/admin/auth/test-account")).status).toBe(404);
+    expect(await signIn(stack, "admin", adminWallet(stack))).toMatch(/\S{20,}/);
   });
 });

@@ -16,8 +16,18 @@ export const LEDGER_KINDS = [
   "refund",
   "unmatched_out",
   "reward_claim",
+  // Issue 40: a 0-USDC transfer (or a `transferFrom` of 0 naming any wallet as payer) moves
+  // nothing; anyone sends one for the gas. It is never a payment, whichever way it went.
+  "zero_value",
 ] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
+
+/**
+ * The kinds the reconciliation sums: every kind but `zero_value`, whose sum is 0 by
+ * definition (so the report and its CSV columns stay SPEC 17's and 17.1's).
+ */
+export type SumKind = Exclude<LedgerKind, "zero_value">;
+export const SUM_KINDS = LEDGER_KINDS.filter((kind): kind is SumKind => kind !== "zero_value");
 
 /** What the settlement worker recorded for an incoming transfer (payment-record.ts). */
 export type PaymentFact = { status: PaymentStatus; reason: string | null; orderId: string | null };
@@ -135,16 +145,18 @@ export function ledgerEntriesOf(transfer: IndexedTransfer, facts: TransferFacts,
     value: transfer.value,
   };
   const entries: LedgerEntry[] = [];
+  // Before any fact: a payment recorded for a zero-value transfer before issue 40 does not make it one.
+  const zero: Classification | undefined = transfer.value === 0n ? { kind: "zero_value" } : undefined;
   if (addresses.has(transfer.from.toLowerCase()))
-    entries.push({ ...base, ...classifyOutgoing(transfer, facts), paymentAddress: transfer.from, leg: 0 });
+    entries.push({ ...base, ...(zero ?? classifyOutgoing(transfer, facts)), paymentAddress: transfer.from, leg: 0 });
   if (addresses.has(transfer.to.toLowerCase()))
-    entries.push({ ...base, ...classifyIncoming(facts.payment), paymentAddress: transfer.to, leg: 1 });
+    entries.push({ ...base, ...(zero ?? classifyIncoming(facts.payment)), paymentAddress: transfer.to, leg: 1 });
   return entries;
 }
 
-/** Sums per kind, every kind present. */
-export function emptySums(): Record<LedgerKind, bigint> {
-  return Object.fromEntries(LEDGER_KINDS.map((kind) => [kind, 0n])) as Record<LedgerKind, bigint>;
+/** Sums per kind, every summed kind present. */
+export function emptySums(): Record<SumKind, bigint> {
+  return Object.fromEntries(SUM_KINDS.map((kind) => [kind, 0n])) as Record<SumKind, bigint>;
 }
 
 /** The effect of an entry on its payment address's balance. */

@@ -5,13 +5,13 @@ import { readAllPages, readByTransactions } from "../indexed/whole-reads.js";
 import { paymentTransactionsOf } from "../payments/payment-record.js";
 import { matchedOutgoingTransactions } from "../refunds/outgoing-transfer-record.js";
 import { gatherLedgerFacts } from "./ledger-facts.js";
-import { emptySums, type LedgerKind, ledgerEntriesOf, PAYMENTS_OF_OWN_KIND } from "./ledger-rules.js";
+import { emptySums, ledgerEntriesOf, PAYMENTS_OF_OWN_KIND, type SumKind } from "./ledger-rules.js";
 import type { ResolvedRange } from "./range.js";
 
 type Context = Pick<AppContext, "store" | "indexed">;
 
 /** Per payment address (lower case): the sums per kind of the range's ledger entries, and its net movement. */
-export type RangeSums = Map<string, { sums: Record<LedgerKind, bigint>; moved: bigint }>;
+export type RangeSums = Map<string, { sums: Record<SumKind, bigint>; moved: bigint }>;
 
 /**
  * How far outside the range a payment or refund record's block is still looked at: a
@@ -39,7 +39,7 @@ export async function rangeSums(
   const addresses = params.addresses.map((address) => address.toLowerCase() as `0x${string}`);
   const inView = new Set<string>(addresses);
   const result: RangeSums = new Map(
-    addresses.map((address): [string, { sums: Record<LedgerKind, bigint>; moved: bigint }] => [
+    addresses.map((address): [string, { sums: Record<SumKind, bigint>; moved: bigint }] => [
       address,
       { sums: emptySums(), moved: 0n },
     ]),
@@ -63,7 +63,7 @@ export async function rangeSums(
         const address = entry.paymentAddress.toLowerCase();
         const own = result.get(address);
         const seen = classified.get(address);
-        if (own === undefined || seen === undefined) continue;
+        if (own === undefined || seen === undefined || entry.kind === "zero_value") continue;
         own.sums[entry.kind] += entry.value;
         if (entry.leg === 1) seen.in += entry.value;
         else seen.out += entry.value;

@@ -4,7 +4,7 @@ import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import { checksum } from "../values/checksum-address.js";
 import { chainBalancesAt } from "./chain-balances.js";
 import { type BooksScope, booksAddresses } from "./ledger.js";
-import { emptySums, LEDGER_KINDS, type LedgerKind } from "./ledger-rules.js";
+import { emptySums, SUM_KINDS, type SumKind } from "./ledger-rules.js";
 import { keepOpeningBalance, openingBalancesOf } from "./opening-balances.js";
 import type { ResolvedRange } from "./range.js";
 import { rangeSums } from "./range-sums.js";
@@ -76,7 +76,7 @@ export type ReconciliationRow = {
   chainBalance: bigint;
   difference: bigint;
   reconciled: boolean;
-  sums: Record<LedgerKind, bigint>;
+  sums: Record<SumKind, bigint>;
 };
 
 /**
@@ -124,7 +124,7 @@ export function reconciliationRowView(row: ReconciliationRow) {
     chainBalance: row.chainBalance.toString(),
     difference: row.difference.toString(),
     reconciled: row.reconciled,
-    sums: Object.fromEntries(LEDGER_KINDS.map((kind) => [kind, row.sums[kind].toString()])) as Record<LedgerKind, string>,
+    sums: Object.fromEntries(SUM_KINDS.map((kind) => [kind, row.sums[kind].toString()])) as Record<SumKind, string>,
   };
 }
 

@@ -3,7 +3,7 @@ import type { OrderStatus } from "../store/database.js";
 import { checksum } from "../values/checksum-address.js";
 import { csvStream, LEDGER_COLUMNS, ORDER_COLUMNS, RECONCILIATION_COLUMNS } from "./csv-export.js";
 import { type BooksScope, booksAddresses, ledgerPage, ledgerPages } from "./ledger.js";
-import { LEDGER_KINDS } from "./ledger-rules.js";
+import { SUM_KINDS } from "./ledger-rules.js";
 import { orderEvidence, ordersInRange } from "./order-evidence.js";
 import { parseRange, type RangeQuery, resolveRange } from "./range.js";
 import { reconcile, reconciliationRowView } from "./reconciliation.js";
@@ -68,7 +68,7 @@ export async function reconciliationCsv(context: AppContext, params: { scope: Bo
     row.chainBalance,
     row.difference,
     row.reconciled,
-    ...LEDGER_KINDS.map((kind) => row.sums[kind]),
+    ...SUM_KINDS.map((kind) => row.sums[kind]),
   ]);
 }
 

@@ -92,6 +92,12 @@ export const PROBLEM_REGISTRY = {
   },
   // 403
   forbidden: { status: 403, title: "Not allowed", meaning: "Authenticated, but this role or owner may not do this." },
+  cross_origin_refused: {
+    status: 403,
+    title: "Only the service's own pages may call this",
+    meaning:
+      "Local mode's test-account sign-in was called from another origin (`Origin`, or a browser's `Sec-Fetch-Site`), or a sign-in route through a host name that is not the service's (`PUBLIC_BASE_URL`'s host, else a loopback name): a web page may not sign itself in, also through DNS rebinding.",
+  },
   wrong_portal: {
     status: [403, 401],
     title: "Not allowed",

@@ -10,30 +10,15 @@
 
 const HIDDEN = "***";
 
-/** A path segment that looks like a key: 16 or more characters of letters, digits, `_` or `-`. */
-const KEY_LIKE_SEGMENT = /^[A-Za-z0-9_-]{16,}$/;
-
-/**
- * Whether a path segment may be a key. One whose percent-encoding does not decode
- * (`%ZZ…`) is hidden too: `decodeURIComponent` would throw, and a log line must
- * never fail on the URL it quotes.
- */
-function isKeyLike(segment: string): boolean {
-  try {
-    return KEY_LIKE_SEGMENT.test(decodeURIComponent(segment));
-  } catch {
-    return true;
-  }
-}
-
 /** Every `scheme://…` in a text, up to a blank, a quote or a closing bracket. */
 const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>`()[\]{}]+/gi;
 
 /**
- * A URL with its userinfo, every query value, its fragment and every key-like path
- * segment replaced by `***`; scheme, host, port, short path segments and query
- * names stay, so the operator still sees which endpoint it is. Text that does not
- * parse as a URL is cut after its scheme and host.
+ * A URL with every part that can hold a secret replaced by `***`: userinfo, the whole
+ * path after the host, the whole query (a name can be the key: `?<key>`) and the
+ * fragment. A key need not look like one (short, dotted), so no part is judged by its
+ * looks (issue 40). Scheme, host and port stay: the operator still sees which endpoint
+ * it is. Text that does not parse as a URL is cut after its scheme and host.
  */
 export function redactUrl(raw: string): string {
   let url: URL;
@@ -44,12 +29,9 @@ export function redactUrl(raw: string): string {
     return match === null ? HIDDEN : `${match[1]}${match[2]}/${HIDDEN}`;
   }
   const userinfo = url.username !== "" || url.password !== "" ? `${HIDDEN}@` : "";
-  const path = url.pathname
-    .split("/")
-    .map((segment) => (isKeyLike(segment) ? HIDDEN : segment))
-    .join("/");
-  const names = [...new Set([...url.searchParams.keys()])];
-  const query = names.length === 0 ? "" : `?${names.map((name) => `${encodeURIComponent(name)}=${HIDDEN}`).join("&")}`;
+  // `new URL` gives "/" for no path on http(s), "" on other schemes.
+  const path = url.pathname === "" || url.pathname === "/" ? url.pathname : `/${HIDDEN}`;
+  const query = url.search === "" ? "" : `?${HIDDEN}`;
   const fragment = url.hash === "" ? "" : `#${HIDDEN}`;
   return `${url.protocol}//${userinfo}${url.host}${path}${query}${fragment}`;
 }

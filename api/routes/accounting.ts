@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { wantsCsv } from "../accounting/csv-export.js";
-import { LEDGER_KINDS } from "../accounting/ledger-rules.js";
+import { LEDGER_KINDS, SUM_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
 import type { AppContext } from "../app-context.js";
 import { CALLERS, declaredFor, declareRoute } from "../http/callers.js";
@@ -43,7 +43,7 @@ export const LedgerEntrySchema = z
   })
   .openapi("LedgerEntry");
 
-const SumsSchema = z.object(Object.fromEntries(LEDGER_KINDS.map((kind) => [kind, z.string()])) as Record<string, z.ZodString>);
+const SumsSchema = z.object(Object.fromEntries(SUM_KINDS.map((kind) => [kind, z.string()])) as Record<string, z.ZodString>);
 
 export const ReconciliationSchema = z
   .object({

@@ -119,11 +119,22 @@ export async function decideTransfer(trx: Kysely<Database>, transfer: IndexedTra
 }
 
 /**
- * A transfer anyone can send for free to flood a partner's receiver (issue 24): zero
- * USDC, or dust (less than the smallest amount of any open session on that address,
- * and under `DUST_CEILING`, so a customer's real mis-sent payment is always told),
- * naming no session. It is recorded like every movement (the books see it, the
- * partner can list it), but no `payment.unresolved` event is written for it.
+ * Whether a transfer to a payment address is a payment at all. One of 0 USDC moves
+ * nothing, and anyone sends it for the gas, "from" any wallet through a `transferFrom`
+ * of 0 (address poisoning): it is never recorded as a payment, so it never waits in the
+ * partner's unresolved queue (issue 40). The ledger lists it as `zero_value`
+ * (api/accounting/ledger-rules.ts).
+ */
+export function isPaymentTransfer(transfer: Pick<IndexedTransfer, "value">): boolean {
+  return transfer.value > 0n;
+}
+
+/**
+ * Dust anyone can send cheaply to flood a partner's receiver (issue 24): less than the
+ * smallest amount of any open session on that address, and under `DUST_CEILING` (so a
+ * customer's real mis-sent payment is always told), naming no session. It is recorded
+ * like every payment (the books see it, the partner can list it), but no
+ * `payment.unresolved` event is written for it.
  */
 async function isSpam(
   trx: Kysely<Database>,
@@ -131,7 +142,6 @@ async function isSpam(
 ): Promise<boolean> {
   const { transfer, decision } = params;
   if (decision.session !== undefined || decision.reason !== "unmatched") return false;
-  if (transfer.value === 0n) return true;
   const smallest = await smallestOpenAmountDue(trx, { chainId: transfer.chainId, paymentAddress: transfer.to });
   return smallest !== undefined && transfer.value < smallest && transfer.value < DUST_CEILING;
 }

@@ -6,7 +6,7 @@ import { indexReadGate } from "../indexed/chain-activity.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { type Payment, pendingPayments, recordedKeys } from "../payments/payment-record.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
-import { confirmPendingPayment, type PendingWhereabouts, recordTransfer } from "./record-transfer.js";
+import { confirmPendingPayment, isPaymentTransfer, type PendingWhereabouts, recordTransfer } from "./record-transfer.js";
 import { watchCreditedPayments } from "./reorg-watch.js";
 
 /** Ponder keeps the last 30 blocks unfinalised (Base and Anvil); rescan that far back for late-arriving rows. */
@@ -90,7 +90,7 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
       transactionHashes: transfers.map((transfer) => transfer.transactionHash),
     });
     for (const transfer of transfers) {
-      if (seen.has(`${transfer.transactionHash}:${transfer.logIndex}`)) continue;
+      if (!isPaymentTransfer(transfer) || seen.has(`${transfer.transactionHash}:${transfer.logIndex}`)) continue;
       await recordTransfer(context.store, { transfer, network, head });
       recorded++;
     }

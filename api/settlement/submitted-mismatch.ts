@@ -4,7 +4,7 @@ import type { CheckoutSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
 import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { findPayment, insertPayment, movePayment } from "../payments/payment-record.js";
-import { decideTransfer, newPayment, recordUnresolvedEvent } from "./record-transfer.js";
+import { decideTransfer, isPaymentTransfer, newPayment, recordUnresolvedEvent } from "./record-transfer.js";
 
 /** Why a transfer a customer submitted on a session does not pay it (docs/hosted-checkout.md). */
 export type SubmittedMismatchReason = "underpaid" | "overpaid";
@@ -23,6 +23,7 @@ export async function linkSubmittedMismatch(
 ): Promise<boolean> {
   const { session, transfer, network } = params;
   if (!isAddressEqual(transfer.to, session.paymentAddress) || transfer.chainId !== session.chainId) return false;
+  if (!isPaymentTransfer(transfer)) return false;
   const reason: SubmittedMismatchReason = transfer.value < session.amountDue ? "underpaid" : "overpaid";
   const now = Date.now();
   return context.store.transaction().execute(async (trx) => {

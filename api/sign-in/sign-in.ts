@@ -15,7 +15,7 @@ import { consumeChallenge } from "./siwe-challenge.js";
  */
 export async function completeSignIn(
   store: Store,
-  settings: Pick<ServiceSettings, "adminAddresses">,
+  settings: Pick<ServiceSettings, "adminAddresses" | "localMode">,
   params: { challenge: PortalChallengeTable; sessionTtlSeconds: number; now?: number },
 ): Promise<{ token: string; session: PortalSession }> {
   const now = params.now ?? Date.now();

@@ -1,36 +1,25 @@
 import { getAddress } from "viem";
-import { mnemonicToAccount } from "viem/accounts";
 import type { AppContext } from "../app-context.js";
 import { problems } from "../http/problem.js";
 import type { PortalRole } from "../store/portal-tables.js";
 import { completeSignIn } from "./sign-in.js";
 import { checkSignedChallenge, issueChallenge, type SignInOrigin } from "./siwe-challenge.js";
+import { TEST_ACCOUNT_INDEX, testAccount, testAccountAddress } from "./test-identities.js";
+
+export { TEST_ACCOUNT_INDEX, testAccountAddress };
 
 /**
- * Local mode only: one test account per console role, from Anvil's well-known
- * development mnemonic (accounts 10 to 13, past the ten that Anvil funds and the tests
- * pay from). `npm start` seeds each with its role (docs/console.md, "Local mode"): the
- * admin test account is an admin (ADMIN_ADDRESSES), the partner test account a member
+ * Local mode only: one test account per console role (test-identities.ts: Anvil's
+ * well-known development mnemonic, accounts 10 to 13). `npm start` seeds each with its
+ * role (docs/console.md, "Local mode"): the admin test account is an admin (ADMIN_ADDRESSES), the partner test account a member
  * of the demo partner, the issuer test account a registered issuer, and the investor
  * test account an approved investor. The service signs their sign-in message itself,
  * through the same challenge, checks and session as a wallet's: a role the account
  * does not hold is refused as for any wallet. Nowhere but local mode does any of this
- * exist: the routes are not mounted, and the handler refuses again.
+ * exist: the routes are not mounted, the handler refuses again, and no portal admits
+ * the accounts (portal-access.ts).
  */
-const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
-
-export const TEST_ACCOUNT_INDEX: Record<PortalRole, number> = { admin: 10, partner: 11, issuer: 12, investor: 13 };
-
 const ROLES: PortalRole[] = ["investor", "partner", "issuer", "admin"];
-
-function testAccount(role: PortalRole) {
-  return mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: TEST_ACCOUNT_INDEX[role] });
-}
-
-/** The address of a role's test account (the local stack seeds its role). */
-export function testAccountAddress(role: PortalRole): `0x${string}` {
-  return testAccount(role).address;
-}
 
 function requireLocalMode(context: Pick<AppContext, "settings">): void {
   if (!context.settings.localMode) throw problems.notFound("Test accounts");

@@ -3,8 +3,10 @@ import { csvCell, csvLine } from "../../api/accounting/csv-export.js";
 import {
   classifyIncoming,
   classifyOutgoing,
+  emptySums,
   ledgerEntriesOf,
   PAYMENTS_OF_OWN_KIND,
+  SUM_KINDS,
   signedValue,
 } from "../../api/accounting/ledger-rules.js";
 import { firstBlockAtOrAfter, MAX_RANGE_BLOCKS, parseRange } from "../../api/accounting/range.js";
@@ -103,6 +105,18 @@ describe("ledger classification", () => {
     ]);
     expect(entries.reduce((sum, entry) => sum + signedValue(entry), 0n)).toBe(0n);
     expect(ledgerEntriesOf(transfer(C, A), {}, new Set([A]))).toHaveLength(1);
+  });
+
+  // Issue 40: a 0-USDC transfer moves nothing, whatever payment a store recorded for it before.
+  it("calls a zero-value transfer zero_value on both legs, even with a payment recorded for it", () => {
+    const payment = { status: "unresolved" as const, reason: "unmatched", orderId: null };
+    const entries = ledgerEntriesOf(transfer(A, B, 0n), { payment }, new Set([A, B]));
+    expect(entries.map((entry) => [entry.leg, entry.kind])).toEqual([
+      [0, "zero_value"],
+      [1, "zero_value"],
+    ]);
+    expect(SUM_KINDS).not.toContain("zero_value");
+    expect(Object.keys(emptySums())).toEqual([...SUM_KINDS]);
   });
 });
 

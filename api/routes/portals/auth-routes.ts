@@ -5,6 +5,7 @@ import type { AppContext } from "../../app-context.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
 import { errorResponses } from "../../http/openapi-contract.js";
 import { problem, problems } from "../../http/problem.js";
+import { isLoopbackHost } from "../../http/same-origin.js";
 import { assertMayUsePortal } from "../../sign-in/portal-access.js";
 import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { PortalSettings } from "../../sign-in/portal-settings.js";
@@ -15,7 +16,12 @@ import type { AppEnv } from "../app-env.js";
 import { AddressSchema, jsonBody, jsonResponse, PORTAL_PROBLEM_CODES, problemResponses, SignatureSchema } from "./schemas.js";
 
 /** What the challenge route answers beyond the portals' family: an unknown chain, no configured domain. */
-const challengeProblems = errorResponses(...PORTAL_PROBLEM_CODES, "unsupported_chain", "portal_domain_not_configured");
+const challengeProblems = errorResponses(
+  ...PORTAL_PROBLEM_CODES,
+  "unsupported_chain",
+  "portal_domain_not_configured",
+  "cross_origin_refused",
+);
 
 /**
  * What the verify route answers beyond the portals' family: each way a signed challenge
@@ -34,6 +40,7 @@ const verifyProblems = errorResponses(
   "invalid_signature",
   "signature_check_unavailable",
   "portal_domain_not_configured",
+  "cross_origin_refused",
 );
 
 const ChallengeBody = z.object({
@@ -61,9 +68,11 @@ const CurrentSessionSchema = SessionSchema.omit({ token: true });
 
 /**
  * Which origin a wallet signs in to. With PUBLIC_BASE_URL set, its host: a request
- * cannot choose it. Without it only in local mode, from the request's Host header;
- * anywhere else we refuse, because a Host chosen by the caller would let a phishing
- * site obtain challenges naming its own domain.
+ * cannot choose it. Without it only in local mode, from the request's Host header, and
+ * only a loopback name (issue 40): through DNS rebinding a page on another name reaches
+ * us as that name, and its challenge would name its own domain, the one the wallet shows
+ * beside it. Anywhere else we refuse, because a Host chosen by the caller would let a
+ * phishing site obtain challenges naming its own domain.
  */
 export function signInOrigin(c: Context, settings: AppContext["settings"], role: PortalRole): SignInOrigin {
   if (settings.publicBaseUrl !== undefined) {
@@ -77,6 +86,11 @@ export function signInOrigin(c: Context, settings: AppContext["settings"], role:
   }
   const host = c.req.header("Host");
   if (host === undefined || host === "") throw problems.invalidRequest("The request has no Host header.");
+  if (!isLoopbackHost(host))
+    throw problem(
+      "cross_origin_refused",
+      "In local mode sign in at http://localhost:<port> or http://127.0.0.1:<port>, or set PUBLIC_BASE_URL.",
+    );
   return { domain: host, uri: `${new URL(c.req.url).protocol}//${host}/api/${role}` };
 }
 

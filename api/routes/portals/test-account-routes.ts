@@ -3,6 +3,7 @@ import { getAddress } from "viem";
 import type { AppContext } from "../../app-context.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
 import { errorResponses } from "../../http/openapi-contract.js";
+import { requireOwnOrigin } from "../../http/same-origin.js";
 import { listTestAccounts, signInWithTestAccount } from "../../sign-in/test-accounts.js";
 import type { AppEnv } from "../app-env.js";
 import { signInOrigin } from "./auth-routes.js";
@@ -55,6 +56,7 @@ export function testAccountRoutes(context: AppContext) {
           200: jsonResponse("A session, as from /auth/verify", SessionSchema),
           ...errorResponses(
             "not_found",
+            "cross_origin_refused",
             "portal_not_allowed",
             "wallet_frozen",
             "forbidden",
@@ -65,6 +67,11 @@ export function testAccountRoutes(context: AppContext) {
       }),
       async (c) => {
         const { role } = c.req.valid("param");
+        // A session for the asking, with no credential: only the console's own pages may ask (issue 40).
+        requireOwnOrigin(
+          { host: c.req.header("Host"), origin: c.req.header("Origin"), fetchSite: c.req.header("Sec-Fetch-Site") },
+          context.settings.publicBaseUrl,
+        );
         const { token, session } = await signInWithTestAccount(context, {
           role,
           origin: signInOrigin(c, context.settings, role),

@@ -4359,7 +4359,7 @@ export interface components {
         };
         LedgerEntry: {
             /** @enum {string} */
-            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim";
+            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "zero_value";
             reason?: string;
             chainId: number;
             blockNumber: string;
@@ -4661,7 +4661,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "purchase_not_paid";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "cross_origin_refused" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "purchase_not_paid";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -19465,7 +19465,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `portal_not_allowed`, `wallet_frozen`, `forbidden` (see the problem catalogue) */
+            /** @description Not allowed: `cross_origin_refused`, `portal_not_allowed`, `wallet_frozen`, `forbidden` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19473,7 +19473,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "portal_not_allowed" | "wallet_frozen" | "forbidden";
+                        code?: "cross_origin_refused" | "portal_not_allowed" | "wallet_frozen" | "forbidden";
                     };
                 };
             };
@@ -19595,7 +19595,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19603,7 +19603,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
@@ -19762,7 +19762,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -19770,7 +19770,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
@@ -20223,7 +20223,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20231,7 +20231,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
@@ -20390,7 +20390,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20398,7 +20398,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
@@ -20851,7 +20851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -20859,7 +20859,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
@@ -21018,7 +21018,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21026,7 +21026,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
@@ -21479,7 +21479,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21487,7 +21487,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
@@ -21646,7 +21646,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
+            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible`, `cross_origin_refused` (see the problem catalogue) */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -21654,7 +21654,7 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
+                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "cross_origin_refused";
                     };
                 };
             };
