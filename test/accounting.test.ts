@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { type Address, createWalletClient, erc20Abi, type Hex, http, parseEther } from "viem";
+import { parse } from "csv-parse/sync";
+import { type Address, createWalletClient, erc20Abi, type Hex, http, parseEther, parseEventLogs } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey, issueAuditorKey } from "../api/partners/api-keys.js";
@@ -29,6 +30,7 @@ type Entry = {
   reason?: string;
   chainId: number;
   blockNumber: string;
+  blockTime: string;
   blockHash: string;
   transactionHash: string;
   logIndex: number;
@@ -37,8 +39,31 @@ type Entry = {
   value: string;
   paymentAddress: string;
   orderId?: string;
+  externalOrderId?: string;
   refundId?: string;
   rewardId?: string;
+  metadata?: Record<string, string>;
+};
+
+/** A real RFC 4180 parser (csv-parse), so the exports are read as a spreadsheet or an accounting tool reads them. */
+function parseCsv(text: string): string[][] {
+  expect(text.endsWith("\r\n"), "CRLF row ends").toBe(true);
+  return parse(text, { record_delimiter: "\r\n", relax_column_count: false }) as string[][];
+}
+
+/** Rows as objects by header, after checking the header is exactly the documented one. */
+function csvRecords(text: string, columns: readonly string[]): Record<string, string>[] {
+  const [header, ...rows] = parseCsv(text);
+  expect(header).toEqual(columns);
+  return rows.map((cells) => Object.fromEntries(columns.map((column, index) => [column, cells[index] as string])));
+}
+
+/** Decimal USDC of base units, written independently of the service's formatter. */
+const usdc = (base: string) => {
+  const value = BigInt(base);
+  const sign = value < 0n ? "-" : "";
+  const abs = value < 0n ? -value : value;
+  return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, "0")}`;
 };
 
 const mine = () => stack.testClient.mine({ blocks: 1 });
@@ -70,6 +95,71 @@ async function expectProblem(response: Response, status: number, code: string) {
   expect(JSON.parse(text).code, text).toBe(code);
 }
 
+/** The documented columns (docs/accounting.md, "CSV"), written out: a change of them is a change of the files accountants keep. */
+const LEDGER_CSV_COLUMNS = [
+  "kind",
+  "reason",
+  "chain_id",
+  "block_number",
+  "block_time",
+  "block_hash",
+  "transaction_hash",
+  "log_index",
+  "from",
+  "to",
+  "value",
+  "value_usdc",
+  "payment_address",
+  "order_id",
+  "external_order_id",
+  "refund_id",
+  "reward_id",
+  "metadata",
+];
+const ORDER_CSV_COLUMNS = [
+  "id",
+  "external_order_id",
+  "status",
+  "network",
+  "chain_id",
+  "total_price",
+  "total_price_usdc",
+  "amount_paid",
+  "amount_paid_usdc",
+  "amount_refunded",
+  "amount_refunded_usdc",
+  "refund_status",
+  "transaction_hash",
+  "log_index",
+  "block_number",
+  "payer",
+  "payment_address",
+  "created_at",
+  "updated_at",
+  "metadata",
+];
+const REFUND_CSV_COLUMNS = [
+  "id",
+  "status",
+  "order_id",
+  "external_order_id",
+  "chain_id",
+  "payment_transaction_hash",
+  "payment_log_index",
+  "amount",
+  "amount_usdc",
+  "reason",
+  "note",
+  "destination",
+  "transaction_hash",
+  "created_at",
+  "ready_at",
+  "succeeded_at",
+  "cancelled_at",
+];
+/** A text cell a spreadsheet would read as a formula is prefixed with `'` (docs/accounting.md, "CSV"). */
+const neutralised = (text: string) => (/^[=+\-@\t\r]/.test(text) ? `'${text}` : text);
+
 // The local network indexes from block 1 (genesis holds no transfers); the whole history is [1, toBlock].
 const range = () => `fromBlock=1&toBlock=${toBlock}`;
 
@@ -91,39 +181,6 @@ async function ledgerPages(limit: number, apiKey?: string, rangeQuery = range())
   throw new Error("ledger paging never ended");
 }
 
-/** RFC 4180: quoted cells, doubled quotes, CRLF rows. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const char = text[i] as string;
-    if (quoted) {
-      if (char === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (char === '"') quoted = false;
-      else cell += char;
-    } else if (char === '"') quoted = true;
-    else if (char === ",") {
-      row.push(cell);
-      cell = "";
-    } else if (char === "\r" && text[i + 1] === "\n") {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = "";
-      i++;
-    } else cell += char;
-  }
-  if (cell !== "" || row.length > 0) {
-    row.push(cell);
-    rows.push(row);
-  }
-  return rows;
-}
-
 beforeAll(async () => {
   stack = await startTestStack();
   store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
@@ -140,7 +197,11 @@ beforeAll(async () => {
   expected.set(topUp.hash.toLowerCase(), "unmatched_in");
 
   // Exact: settled. The name starts with "=" for the CSV injection check.
-  settled = await createSession(stack, { externalOrderId: `=HYPERLINK(1)-${randomUUID()}`, productName: "=cmd|' /C calc'!A0" });
+  settled = await createSession(stack, {
+    externalOrderId: `=HYPERLINK(1)-${randomUUID()}`,
+    productName: "=cmd|' /C calc'!A0",
+    metadata: { invoice: 'INV-7, "quoted"', line: "a\r\nb" },
+  });
   const paid = await stack.payUsdc({ from: 1, to: settled.payment.recipient, amount: BigInt(settled.payment.amount) });
   expected.set(paid.hash.toLowerCase(), "settled");
 
@@ -372,55 +433,132 @@ describe("books over a real history", () => {
     expect([...seen].sort()).toEqual([...KINDS].sort());
   });
 
-  it("CSV of the ledger equals the JSON; a cell starting with = + - @ is neutralised in the orders CSV", async () => {
+  it("the ledger CSV, parsed by a real CSV parser, equals the JSON and each row is the chain's transfer", async () => {
     const all = await ledgerPages(500);
     const response = await stack.partnerFetch(`/v1/ledger?${range()}`, { headers: { Accept: "text/csv" } });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/csv");
-    const [header, ...rows] = parseCsv(await response.text());
-    expect(header).toEqual([
-      "kind",
-      "reason",
-      "chain_id",
-      "block_number",
-      "block_hash",
-      "transaction_hash",
-      "log_index",
-      "from",
-      "to",
-      "value",
-      "payment_address",
-      "order_id",
-      "refund_id",
-      "reward_id",
-    ]);
-    expect(rows).toEqual(
-      all.map((entry) => [
-        entry.kind,
-        entry.reason ?? "",
-        String(entry.chainId),
-        entry.blockNumber,
-        entry.blockHash,
-        entry.transactionHash,
-        String(entry.logIndex),
-        entry.from,
-        entry.to,
-        entry.value,
-        entry.paymentAddress,
-        entry.orderId ?? "",
-        entry.refundId ?? "",
-        entry.rewardId ?? "",
-      ]),
-    );
+    const rows = csvRecords(await response.text(), LEDGER_CSV_COLUMNS);
+    expect(rows).toHaveLength(all.length);
+    for (const [index, row] of rows.entries()) {
+      const entry = all[index] as Entry;
+      expect(row, `row ${index}`).toEqual({
+        kind: entry.kind,
+        reason: entry.reason ?? "",
+        chain_id: String(entry.chainId),
+        block_number: entry.blockNumber,
+        block_time: entry.blockTime,
+        block_hash: entry.blockHash,
+        transaction_hash: entry.transactionHash,
+        log_index: String(entry.logIndex),
+        from: entry.from,
+        to: entry.to,
+        value: entry.value,
+        value_usdc: usdc(entry.value),
+        payment_address: entry.paymentAddress,
+        order_id: entry.orderId ?? "",
+        external_order_id: entry.externalOrderId === undefined ? "" : neutralised(entry.externalOrderId),
+        refund_id: entry.refundId ?? "",
+        reward_id: entry.rewardId ?? "",
+        metadata: entry.metadata === undefined ? "" : JSON.stringify(entry.metadata),
+      });
+      // Against the chain: the block (hash and time) and the Transfer log the row names.
+      const block = await stack.publicClient.getBlock({ blockNumber: BigInt(row.block_number as string) });
+      expect(row.block_hash).toBe(block.hash);
+      expect(row.block_time).toBe(new Date(Number(block.timestamp) * 1000).toISOString());
+      const receipt = await stack.publicClient.getTransactionReceipt({ hash: row.transaction_hash as Hex });
+      const [log] = parseEventLogs({
+        abi: erc20Abi,
+        eventName: "Transfer",
+        logs: receipt.logs.filter((candidate) => candidate.logIndex === Number(row.log_index)),
+      });
+      expect(log?.address.toLowerCase()).toBe((stack.local.contracts.usdc as string).toLowerCase());
+      expect(log?.args.from.toLowerCase()).toBe(row.from?.toLowerCase());
+      expect(log?.args.to.toLowerCase()).toBe(row.to?.toLowerCase());
+      expect(log?.args.value.toString()).toBe(row.value);
+    }
+    const byHash = (kind: string) => rows.find((row) => row.kind === kind) as Record<string, string>;
+    // What an accountant files each movement under (SPEC 17.1).
+    expect(byHash("settled")).toMatchObject({
+      order_id: settled.orderId,
+      external_order_id: `'${settled.externalOrderId}`,
+      metadata: JSON.stringify({ invoice: 'INV-7, "quoted"', line: "a\r\nb" }),
+    });
+    expect(byHash("refund")).toMatchObject({
+      refund_id: refundId,
+      reason: "requested_by_customer",
+      order_id: settled.orderId,
+      value: "5000000",
+      value_usdc: "5.000000",
+    });
+    expect(byHash("reward_claim")).toMatchObject({ reward_id: rewardId, order_id: settled.orderId, value_usdc: "1.250000" });
+    for (const kind of ["underpaid", "overpaid", "late"]) expect(byHash(kind).reason).toBe(kind);
+  });
 
+  it("orders CSV: total_price and amounts in base units and decimal USDC, refunds, each paid order against its transfer", async () => {
+    const json200 = await json(await stack.partnerFetch(`/v1/orders?${range()}&limit=200`));
     const orders = await stack.partnerFetch(`/v1/orders?${range()}`, { headers: { Accept: "text/csv" } });
     expect(orders.status).toBe(200);
-    const [orderHeader, ...orderRows] = parseCsv(await orders.text());
-    const external = orderHeader?.indexOf("external_order_id") ?? -1;
-    const row = orderRows.find((cells) => cells[0] === settled.orderId);
-    expect(row?.[external]).toBe(`'${settled.externalOrderId}`);
-    for (const cells of orderRows)
-      for (const cell of cells) if (!/^-?\d+$/.test(cell)) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/);
+    const rows = csvRecords(await orders.text(), ORDER_CSV_COLUMNS);
+    expect(rows.map((row) => row.id)).toEqual(json200.data.map((order: { id: string }) => order.id));
+    for (const row of rows) {
+      const order = json200.data.find((candidate: { id: string }) => candidate.id === row.id);
+      expect(row.total_price).toBe(order.totalPriceUsdc ?? "");
+      expect(row.total_price_usdc).toBe(order.totalPriceUsdc === null ? "" : usdc(order.totalPriceUsdc));
+      expect(row.amount_refunded).toBe(order.amountRefunded);
+      expect(row.amount_refunded_usdc).toBe(usdc(order.amountRefunded));
+      expect(row.refund_status).toBe(order.refundStatus);
+      if (row.transaction_hash === "") continue;
+      const receipt = await stack.publicClient.getTransactionReceipt({ hash: row.transaction_hash as Hex });
+      const [log] = parseEventLogs({
+        abi: erc20Abi,
+        eventName: "Transfer",
+        logs: receipt.logs.filter((candidate) => candidate.logIndex === Number(row.log_index)),
+      });
+      expect(log?.args.value.toString()).toBe(row.amount_paid);
+      expect(row.amount_paid_usdc).toBe(usdc(row.amount_paid as string));
+      expect(log?.args.to.toLowerCase()).toBe(row.payment_address?.toLowerCase());
+    }
+    const row = rows.find((cells) => cells.id === settled.orderId) as Record<string, string>;
+    expect(row).toMatchObject({
+      external_order_id: `'${settled.externalOrderId}`,
+      total_price: settled.payment.totalPriceUsdc,
+      total_price_usdc: "25.000000",
+      amount_refunded: "5000000",
+      amount_refunded_usdc: "5.000000",
+      refund_status: "partial",
+    });
+    // A cell starting with = + - @ is neutralised; numbers (also negative ones) are left alone.
+    for (const cells of rows)
+      for (const cell of Object.values(cells)) if (!/^-?\d+(\.\d+)?$/.test(cell)) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/);
+  });
+
+  it("refunds CSV: one row per refund, as the JSON list, the sent one tied to its transfer on the chain", async () => {
+    const list = await json(await stack.partnerFetch("/v1/refunds?limit=500"));
+    const response = await stack.partnerFetch("/v1/refunds", { headers: { Accept: "text/csv" } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/csv");
+    const rows = csvRecords(await response.text(), REFUND_CSV_COLUMNS);
+    expect(rows.map((row) => row.id)).toEqual(list.data.map((refund: { id: string }) => refund.id));
+    const row = rows.find((cells) => cells.id === refundId) as Record<string, string>;
+    expect(row).toMatchObject({
+      status: "succeeded",
+      order_id: settled.orderId,
+      external_order_id: `'${settled.externalOrderId}`,
+      amount: "5000000",
+      amount_usdc: "5.000000",
+      reason: "requested_by_customer",
+    });
+    const receipt = await stack.publicClient.getTransactionReceipt({ hash: row.transaction_hash as Hex });
+    const [log] = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: receipt.logs });
+    expect(log?.args.value.toString()).toBe(row.amount);
+    expect(log?.args.to.toLowerCase()).toBe(row.destination?.toLowerCase());
+    // The filters of the JSON list apply to the CSV too.
+    const none = csvRecords(
+      await (await stack.partnerFetch("/v1/refunds?status=cancelled", { headers: { Accept: "text/csv" } })).text(),
+      REFUND_CSV_COLUMNS,
+    );
+    expect(none.filter((cells) => cells.id === refundId)).toEqual([]);
   });
 
   it("evidence of the settled order: transfer with block hash and confirmations, rule, refund, events with deliveries", async () => {

@@ -21,10 +21,17 @@ export type LedgerKind = (typeof LEDGER_KINDS)[number];
 
 /** What the settlement worker recorded for an incoming transfer (payment-record.ts). */
 export type PaymentFact = { status: PaymentStatus; reason: string | null; orderId: string | null };
-/** What the refunds record made of an outgoing transfer (api/refunds/outgoing-transfer-record.ts, once wired). */
-export type OutgoingFact = { status: "matched" | "unmatched"; refundId: string | null };
+/**
+ * What the refunds record made of an outgoing transfer (api/refunds/outgoing-transfer-record.ts), with the
+ * matched refund's order and reason code when there is one.
+ */
+export type OutgoingFact = {
+  status: "matched" | "unmatched";
+  refundId: string | null;
+  refund?: { orderId: string | null; reason: string };
+};
 /** A `RewardClaimed` seen in the same transaction (the distributor's `transferFrom` from the funder). */
-export type RewardClaimFact = { rewardId: string; funder: Address; recipient: Address; amount: bigint };
+export type RewardClaimFact = { rewardId: string; orderId?: string; funder: Address; recipient: Address; amount: bigint };
 
 export type TransferFacts = {
   /** The payment recorded for this transfer, when it is incoming and the settlement worker saw it. */
@@ -111,9 +118,19 @@ export function classifyOutgoing(
       isAddressEqual(candidate.recipient, transfer.to) &&
       candidate.amount === transfer.value,
   );
-  if (claim !== undefined) return { kind: "reward_claim", rewardId: claim.rewardId };
-  if (facts.outgoing?.status === "matched" && facts.outgoing.refundId !== null)
-    return { kind: "refund", refundId: facts.outgoing.refundId };
+  if (claim !== undefined)
+    return { kind: "reward_claim", rewardId: claim.rewardId, ...(claim.orderId === undefined ? {} : { orderId: claim.orderId }) };
+  const outgoing = facts.outgoing;
+  if (outgoing?.status === "matched" && outgoing.refundId !== null) {
+    // The accountant files a refund under its order with the partner's reason code (SPEC 17.1).
+    const refund = outgoing.refund;
+    return {
+      kind: "refund",
+      refundId: outgoing.refundId,
+      ...(refund === undefined ? {} : { reason: refund.reason }),
+      ...(refund?.orderId == null ? {} : { orderId: refund.orderId }),
+    };
+  }
   return { kind: "unmatched_out" };
 }
 

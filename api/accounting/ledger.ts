@@ -3,12 +3,15 @@ import type { AppContext } from "../app-context.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import { checksum } from "../values/checksum-address.js";
-import { gatherLedgerFacts } from "./ledger-facts.js";
+import { gatherLedgerFacts, type OrderDetails, orderDetailsOf } from "./ledger-facts.js";
 import { type LedgerEntry, ledgerEntriesOf } from "./ledger-rules.js";
 import type { ResolvedRange } from "./range.js";
 
 /** Whose books: one partner's payment addresses, or every partner's (an auditor). */
 export type BooksScope = { partnerId: string | undefined };
+
+/** A ledger entry with what an accountant files it under: its order's external id and metadata, when it has an order. */
+export type BookEntry = LedgerEntry & Partial<OrderDetails>;
 
 /** A ledger entry on the wire (SPEC 17): amounts and blocks as decimal strings, addresses EIP-55, optional ids only when set. */
 export type LedgerEntryView = {
@@ -16,6 +19,7 @@ export type LedgerEntryView = {
   reason?: string;
   chainId: number;
   blockNumber: string;
+  blockTime: string;
   blockHash: string;
   transactionHash: string;
   logIndex: number;
@@ -24,16 +28,22 @@ export type LedgerEntryView = {
   value: string;
   paymentAddress: string;
   orderId?: string;
+  externalOrderId?: string;
   refundId?: string;
   rewardId?: string;
+  metadata?: Record<string, string>;
 };
 
-export function ledgerEntryView(entry: LedgerEntry): LedgerEntryView {
+/** A block's timestamp (seconds) as ISO 8601 UTC. */
+export const blockTimeOf = (seconds: bigint) => new Date(Number(seconds) * 1000).toISOString();
+
+export function ledgerEntryView(entry: BookEntry): LedgerEntryView {
   return {
     kind: entry.kind,
     ...(entry.reason === undefined ? {} : { reason: entry.reason }),
     chainId: entry.chainId,
     blockNumber: entry.blockNumber.toString(),
+    blockTime: blockTimeOf(entry.blockTimestamp),
     blockHash: entry.blockHash,
     transactionHash: entry.transactionHash,
     logIndex: entry.logIndex,
@@ -42,8 +52,10 @@ export function ledgerEntryView(entry: LedgerEntry): LedgerEntryView {
     value: entry.value.toString(),
     paymentAddress: checksum(entry.paymentAddress),
     ...(entry.orderId === undefined ? {} : { orderId: entry.orderId }),
+    ...(entry.externalOrderId === undefined ? {} : { externalOrderId: entry.externalOrderId }),
     ...(entry.refundId === undefined ? {} : { refundId: entry.refundId }),
     ...(entry.rewardId === undefined ? {} : { rewardId: entry.rewardId }),
+    ...(entry.metadata === undefined ? {} : { metadata: entry.metadata }),
   };
 }
 
@@ -70,7 +82,7 @@ const after = (entry: Position, position: Position) =>
 async function entriesAfter(
   context: Pick<AppContext, "store" | "indexed">,
   params: { range: ResolvedRange; addresses: ReadonlySet<string>; position: Position | undefined; take: number },
-): Promise<LedgerEntry[]> {
+): Promise<BookEntry[]> {
   const { range, position } = params;
   if (params.addresses.size === 0 || range.fromBlock > range.toBlock) return [];
   const transfers = await context.indexed.transfers({
@@ -87,8 +99,13 @@ async function entriesAfter(
   const facts = await gatherLedgerFacts(context, transfers, params.addresses);
   const entries = transfers
     .flatMap((transfer) => ledgerEntriesOf(transfer, facts(transfer), params.addresses))
-    .filter((entry) => position === undefined || after(entry, position));
-  return entries.slice(0, params.take);
+    .filter((entry) => position === undefined || after(entry, position))
+    .slice(0, params.take);
+  const orders = await orderDetailsOf(
+    context,
+    entries.flatMap((entry) => (entry.orderId === undefined ? [] : [entry.orderId])),
+  );
+  return entries.map((entry) => ({ ...entry, ...(entry.orderId === undefined ? {} : orders.get(entry.orderId)) }));
 }
 
 const LedgerCursor = z.object({
@@ -110,7 +127,7 @@ export async function ledgerPage(
     cursor: params.cursor,
     limit: params.limit,
     key: LedgerCursor,
-    keyOf: (entry: LedgerEntry) => ({ b: entry.blockNumber.toString(), l: entry.logIndex, g: entry.leg }),
+    keyOf: (entry: BookEntry) => ({ b: entry.blockNumber.toString(), l: entry.logIndex, g: entry.leg }),
     fetch: (key, take) =>
       entriesAfter(context, {
         range: params.range,
@@ -126,14 +143,14 @@ export async function ledgerPage(
 export async function* ledgerPages(
   context: Pick<AppContext, "store" | "indexed">,
   params: { range: ResolvedRange; addresses: ReadonlySet<string>; pageSize?: number },
-): AsyncGenerator<LedgerEntry[]> {
+): AsyncGenerator<BookEntry[]> {
   const take = params.pageSize ?? 1000;
   let position: Position | undefined;
   for (;;) {
     const entries = await entriesAfter(context, { range: params.range, addresses: params.addresses, position, take });
     if (entries.length > 0) yield entries;
     if (entries.length < take) return;
-    const last = entries.at(-1) as LedgerEntry;
+    const last = entries.at(-1) as BookEntry;
     position = { blockNumber: last.blockNumber, logIndex: last.logIndex, leg: last.leg };
   }
 }

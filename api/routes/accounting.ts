@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { wantsCsv } from "../accounting/csv-export.js";
+import { csvResponseHeaders, wantsCsv } from "../accounting/csv-export.js";
 import { LEDGER_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
 import type { AppContext } from "../app-context.js";
@@ -21,7 +21,7 @@ export const RangeQuerySchema = z.object({
   partnerId: z.string().max(100).optional().openapi({ description: "Auditor keys: narrow to one partner" }),
 });
 
-const csvContent = { "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) } };
+export const csvContent = { "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) } };
 
 export const LedgerEntrySchema = z
   .object({
@@ -29,6 +29,7 @@ export const LedgerEntrySchema = z
     reason: z.string().optional(),
     chainId: z.number().int(),
     blockNumber: z.string(),
+    blockTime: z.string().openapi({ description: "The block's timestamp, ISO 8601 UTC" }),
     blockHash: z.string(),
     transactionHash: z.string(),
     logIndex: z.number().int(),
@@ -37,8 +38,10 @@ export const LedgerEntrySchema = z
     value: z.string().openapi({ description: "USDC base units" }),
     paymentAddress: z.string(),
     orderId: z.string().optional(),
+    externalOrderId: z.string().optional().openapi({ description: "The partner's own id of the order, when there is one" }),
     refundId: z.string().optional(),
     rewardId: z.string().optional(),
+    metadata: z.record(z.string(), z.string()).optional().openapi({ description: "The order's metadata" }),
   })
   .openapi("LedgerEntry");
 
@@ -112,11 +115,7 @@ const reconciliationRoute = createRoute({
   },
 });
 
-const CSV_HEADERS = (name: string) => ({
-  "Content-Type": "text/csv; charset=utf-8",
-  "Content-Disposition": `attachment; filename="${name}.csv"`,
-  "Cache-Control": "no-store",
-});
+const CSV_HEADERS = csvResponseHeaders;
 
 /** `/v1/ledger` (docs/accounting.md). */
 export function ledgerRoutes(context: AppContext) {

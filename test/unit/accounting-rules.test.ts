@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { csvCell, csvLine } from "../../api/accounting/csv-export.js";
+import { csvCell, csvLine, usdcDecimal } from "../../api/accounting/csv-export.js";
 import {
   classifyIncoming,
   classifyOutgoing,
@@ -89,6 +89,20 @@ describe("ledger classification", () => {
       kind: "reward_claim",
       rewardId: "rw_1",
     });
+    // The accountant's columns: a refund names its order and reason code, a claim its order.
+    expect(
+      classifyOutgoing(t, {
+        outgoing: { status: "matched", refundId: "rf_1", refund: { orderId: "ord_1", reason: "duplicate" } },
+      }),
+    ).toEqual({ kind: "refund", refundId: "rf_1", orderId: "ord_1", reason: "duplicate" });
+    expect(
+      classifyOutgoing(t, {
+        outgoing: { status: "matched", refundId: "rf_2", refund: { orderId: null, reason: "wrong_amount" } },
+      }),
+    ).toEqual({ kind: "refund", refundId: "rf_2", reason: "wrong_amount" });
+    expect(
+      classifyOutgoing(t, { rewardClaims: [{ rewardId: "rw_1", orderId: "ord_9", funder: A, recipient: B, amount: 7n }] }),
+    ).toEqual({ kind: "reward_claim", rewardId: "rw_1", orderId: "ord_9" });
     // A claim of another amount in the same transaction is not this transfer.
     expect(classifyOutgoing(t, { rewardClaims: [{ rewardId: "rw_1", funder: A, recipient: B, amount: 8n }] }).kind).toBe(
       "unmatched_out",
@@ -140,7 +154,27 @@ describe("CSV", () => {
   it("neutralises formulas, quotes per RFC 4180 and leaves signed numbers alone", () => {
     for (const text of ["=1+1", "+1", "-x", "@SUM(A1)", "\tcmd", "\rcmd"]) expect(csvCell(text).replace(/^"/, "")[0]).toBe("'");
     expect(csvCell("-100")).toBe("-100");
+    expect(csvCell("-1.500000")).toBe("-1.500000");
+    expect(csvCell("-1.5e3")).toBe("'-1.5e3");
     expect(csvCell('a "b", c')).toBe('"a ""b"", c"');
     expect(csvLine(["a", 1n, null, true])).toBe("a,1,,true\r\n");
+  });
+});
+
+describe("decimal USDC twins (SPEC 17.1)", () => {
+  it("moves the point six digits, exactly, with a sign for negatives and nothing for an empty cell", () => {
+    expect(usdcDecimal(25_000_000n)).toBe("25.000000");
+    expect(usdcDecimal("25000000")).toBe("25.000000");
+    expect(usdcDecimal(0n)).toBe("0.000000");
+    expect(usdcDecimal(1n)).toBe("0.000001");
+    expect(usdcDecimal(999_999n)).toBe("0.999999");
+    expect(usdcDecimal(-1_500_000n)).toBe("-1.500000");
+    expect(usdcDecimal(-1n)).toBe("-0.000001");
+    // Beyond a double's 53 bits: no rounding.
+    expect(usdcDecimal(123_456_789_012_345_678_901n)).toBe("123456789012345.678901");
+    expect(usdcDecimal(1_234_567_890_123n)).not.toContain(",");
+    expect(usdcDecimal(null)).toBeUndefined();
+    expect(usdcDecimal(undefined)).toBeUndefined();
+    expect(usdcDecimal("")).toBeUndefined();
   });
 });

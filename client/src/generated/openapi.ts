@@ -4298,6 +4298,8 @@ export interface components {
             reason?: string;
             chainId: number;
             blockNumber: string;
+            /** @description The block's timestamp, ISO 8601 UTC */
+            blockTime: string;
             blockHash: string;
             transactionHash: string;
             logIndex: number;
@@ -4307,8 +4309,14 @@ export interface components {
             value: string;
             paymentAddress: string;
             orderId?: string;
+            /** @description The partner's own id of the order, when there is one */
+            externalOrderId?: string;
             refundId?: string;
             rewardId?: string;
+            /** @description The order's metadata */
+            metadata?: {
+                [key: string]: string;
+            };
         };
         Reconciliation: {
             fromBlock: string;
@@ -25875,7 +25883,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of refunds */
+            /** @description A page of refunds (or, with `Accept: text/csv`, every refund the filters select as CSV) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -25885,6 +25893,7 @@ export interface operations {
                         data: components["schemas"]["Refund"][];
                         nextCursor: string | null;
                     };
+                    "text/csv": string;
                 };
             };
             /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
@@ -26827,7 +26836,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of refunds */
+            /** @description A page of refunds (or, with `Accept: text/csv`, every refund the filters select as CSV) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -26837,6 +26846,7 @@ export interface operations {
                         data: components["schemas"]["Refund"][];
                         nextCursor: string | null;
                     };
+                    "text/csv": string;
                 };
             };
             /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
@@ -29030,7 +29040,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of refunds */
+            /** @description A page of refunds (or, with `Accept: text/csv`, every refund the filters select as CSV) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -29040,6 +29050,7 @@ export interface operations {
                         data: components["schemas"]["Refund"][];
                         nextCursor: string | null;
                     };
+                    "text/csv": string;
                 };
             };
             /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
