@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
-import { type Address, createWalletClient, erc20Abi, type Hex, http, parseEther, parseEventLogs } from "viem";
+import { type Address, createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, parseEventLogs } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey, issueAuditorKey } from "../api/partners/api-keys.js";
+import { rewardDistributorAbi } from "../contracts/generated/index.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createClient } from "../client/src/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
@@ -23,6 +24,10 @@ let toBlock: bigint;
 let settled: CreatedSession;
 let refundId: string;
 let rewardId: string;
+/** A second reward, paid from a funding address that is not a payment address (SPEC 17.1). */
+let fundedRewardId: string;
+let fundingWallet: ReturnType<typeof createWalletClient>;
+const fundingAddress = () => (fundingWallet.account?.address as string).toLowerCase();
 const expected = new Map<string, string>(); // tx hash (lower) -> kind
 
 type Entry = {
@@ -299,6 +304,50 @@ beforeAll(async () => {
   expect((await stack.publicClient.waitForTransactionReceipt({ hash: claimHash, pollingInterval: 50 })).status).toBe("success");
   expected.set(claimHash.toLowerCase(), "reward_claim");
 
+  // A funding address of its own (a wallet that is no payment address): the books list its claims too.
+  fundingWallet = stack.wallet(8);
+  await json(
+    await stack.partnerFetch("/v1/rewards/settings", {
+      method: "PUT",
+      json: { fundingAddress: fundingWallet.account!.address },
+    }),
+  );
+  const fundingApproval = await fundingWallet.writeContract({
+    address: stack.local.contracts.usdc as Address,
+    abi: erc20Abi,
+    functionName: "approve",
+    args: [distributor, 1_000_000_000n],
+    chain: stack.chain,
+    account: fundingWallet.account!,
+  });
+  await stack.publicClient.waitForTransactionReceipt({ hash: fundingApproval, pollingInterval: 50 });
+  await stack.partnerFetch("/v1/rewards/settings", { method: "PUT", json: {} });
+  fundedRewardId = (
+    await json(
+      await stack.partnerFetch(`/v1/orders/${settled.orderId}/rewards`, {
+        method: "POST",
+        json: { amount: "2000000", idempotencyKey: `rw-${randomUUID()}` },
+      }),
+      201,
+    )
+  ).id;
+  const fundedVoucher = await json(
+    await publicPost(stack, `/v1/public/rewards/${fundedRewardId}/claim`, {
+      clientToken: settled.clientToken,
+      walletAddress: stack.local.accounts[5]?.address,
+    }),
+  );
+  const fundedClaimHash = await claimer.sendTransaction({
+    to: fundedVoucher.transaction.to,
+    data: fundedVoucher.transaction.data,
+    chain: stack.chain,
+    account: claimer.account!,
+  });
+  expect((await stack.publicClient.waitForTransactionReceipt({ hash: fundedClaimHash, pollingInterval: 50 })).status).toBe(
+    "success",
+  );
+  expected.set(fundedClaimHash.toLowerCase(), "reward_claim");
+
   // Late: paid exactly, an hour after its five-minute session expired.
   const lateSession = await createSession(stack, { expiresInSeconds: 300 });
   await stack.testClient.increaseTime({ seconds: 3_600 });
@@ -367,8 +416,8 @@ describe("books over a real history", () => {
     const refund = all.find((entry) => entry.kind === "refund");
     expect(refund?.refundId).toBe(refundId);
     expect(all.find((entry) => entry.kind === "settled")?.orderId).toBe(settled.orderId);
-    const claim = all.find((entry) => entry.kind === "reward_claim");
-    expect(claim).toMatchObject({ rewardId, value: "1250000" });
+    const claim = all.find((entry) => entry.kind === "reward_claim" && entry.rewardId === rewardId);
+    expect(claim).toMatchObject({ rewardId, value: "1250000", orderId: settled.orderId });
     expect(claim?.paymentAddress.toLowerCase()).toBe(paymentAddress());
     expect(claim?.from.toLowerCase()).toBe(paymentAddress());
   });
@@ -402,6 +451,35 @@ describe("books over a real history", () => {
     }
     for (const kind of KINDS) expect(sums[kind], kind).toBeGreaterThan(0n);
     expect(sums.reward_claim).toBe(1_250_000n);
+  });
+
+  it("a funding address that is no payment address is in the books: its claims in the ledger, a row with sums.reward_claim", async () => {
+    const entries = (await ledgerPages(500)).filter((entry) => entry.paymentAddress.toLowerCase() === fundingAddress());
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ kind: "reward_claim", rewardId: fundedRewardId, orderId: settled.orderId, value: "2000000" });
+    expect(entries[0]?.from.toLowerCase()).toBe(fundingAddress());
+
+    const report = await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`));
+    const row = report.data.find((line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === fundingAddress());
+    expect(row).toMatchObject({ role: "funding_address", partnerId: stack.local.partner.id });
+    expect(row.sums.reward_claim).toBe("2000000");
+    for (const kind of KINDS.filter((kind) => kind !== "reward_claim")) expect(row.sums[kind], kind).toBe("0");
+    const balanceAt = (blockNumber: bigint) =>
+      stack.publicClient.readContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [fundingWallet.account!.address],
+        blockNumber,
+      });
+    // Opening and chain balances are the chain's; what moved other than claims (its funding) is the difference.
+    expect(BigInt(row.openingBalance)).toBe(await balanceAt(0n).catch(() => 0n));
+    expect(BigInt(row.chainBalance)).toBe(await balanceAt(toBlock));
+    expect(BigInt(row.closingBalance)).toBe(BigInt(row.openingBalance) - 2_000_000n);
+    expect(BigInt(row.difference)).toBe(BigInt(row.chainBalance) - BigInt(row.closingBalance));
+    // The payment address's row is unchanged by it, still reconciled.
+    const payment = report.data.find((line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === paymentAddress());
+    expect(payment).toMatchObject({ role: "payment_address", reconciled: true });
   });
 
   it("the sums are the ledger's on any part of the history as well, and each part reconciles", async () => {
@@ -467,11 +545,17 @@ describe("books over a real history", () => {
       expect(row.block_hash).toBe(block.hash);
       expect(row.block_time).toBe(new Date(Number(block.timestamp) * 1000).toISOString());
       const receipt = await stack.publicClient.getTransactionReceipt({ hash: row.transaction_hash as Hex });
-      const [log] = parseEventLogs({
-        abi: erc20Abi,
-        eventName: "Transfer",
-        logs: receipt.logs.filter((candidate) => candidate.logIndex === Number(row.log_index)),
-      });
+      const logs = receipt.logs.filter((candidate) => candidate.logIndex === Number(row.log_index));
+      if (row.payment_address?.toLowerCase() === fundingAddress()) {
+        // A funding-only address's evidence is the distributor's RewardClaimed log.
+        const [claim] = parseEventLogs({ abi: rewardDistributorAbi, eventName: "RewardClaimed", logs });
+        expect(claim?.address.toLowerCase()).toBe((stack.local.contracts.rewardDistributor as string).toLowerCase());
+        expect(claim?.args.funder.toLowerCase()).toBe(row.from?.toLowerCase());
+        expect(claim?.args.recipient.toLowerCase()).toBe(row.to?.toLowerCase());
+        expect(claim?.args.amount.toString()).toBe(row.value);
+        continue;
+      }
+      const [log] = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs });
       expect(log?.address.toLowerCase()).toBe((stack.local.contracts.usdc as string).toLowerCase());
       expect(log?.args.from.toLowerCase()).toBe(row.from?.toLowerCase());
       expect(log?.args.to.toLowerCase()).toBe(row.to?.toLowerCase());
@@ -491,7 +575,18 @@ describe("books over a real history", () => {
       value: "5000000",
       value_usdc: "5.000000",
     });
-    expect(byHash("reward_claim")).toMatchObject({ reward_id: rewardId, order_id: settled.orderId, value_usdc: "1.250000" });
+    expect(rows.find((row) => row.reward_id === rewardId)).toMatchObject({
+      kind: "reward_claim",
+      order_id: settled.orderId,
+      value_usdc: "1.250000",
+    });
+    expect(rows.find((row) => row.reward_id === fundedRewardId)).toMatchObject({
+      kind: "reward_claim",
+      order_id: settled.orderId,
+      payment_address: getAddress(fundingAddress()),
+      value: "2000000",
+      value_usdc: "2.000000",
+    });
     for (const kind of ["underpaid", "overpaid", "late"]) expect(byHash(kind).reason).toBe(kind);
   });
 

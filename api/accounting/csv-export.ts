@@ -109,6 +109,7 @@ export const RECONCILIATION_COLUMNS = [
   "chain_id",
   "partner_id",
   "payment_address",
+  "role",
   "from_block",
   "to_block",
   ...withTwin("opening_balance"),

@@ -1,5 +1,5 @@
 import { type Address, type Hex, isAddressEqual } from "viem";
-import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
 import type { PaymentStatus } from "../store/database.js";
 
 /**
@@ -157,6 +157,34 @@ export function ledgerEntriesOf(transfer: IndexedTransfer, facts: TransferFacts,
   if (addresses.has(transfer.to.toLowerCase()))
     entries.push({ ...base, ...classifyIncoming(facts.payment), paymentAddress: transfer.to, leg: 1 });
   return entries;
+}
+
+/**
+ * The entry of a reward claim paid from a funding address that is not a payment address
+ * in view: the index does not watch that address's transfers, so the distributor's
+ * `RewardClaimed` log is the evidence (funder, recipient, amount, at its log index; the
+ * `Transfer` it caused is in the same transaction). A claim of a reward this service
+ * granted from that funder is `reward_claim`; any other claim is money out all the same.
+ */
+export function fundingClaimEntry(
+  claim: IndexedRewardClaim,
+  reward: { id: string; orderId: string; funder: string | null } | undefined,
+): LedgerEntry {
+  const ours = reward !== undefined && reward.funder !== null && isAddressEqual(reward.funder as Address, claim.funder);
+  return {
+    ...(ours ? { kind: "reward_claim" as const, rewardId: reward.id, orderId: reward.orderId } : { kind: "unmatched_out" as const }),
+    chainId: claim.chainId,
+    blockNumber: claim.blockNumber,
+    blockHash: claim.blockHash,
+    blockTimestamp: claim.blockTimestamp,
+    transactionHash: claim.transactionHash,
+    logIndex: claim.logIndex,
+    from: claim.funder,
+    to: claim.recipient,
+    value: claim.amount,
+    paymentAddress: claim.funder,
+    leg: 0,
+  };
 }
 
 /** Sums per kind, every kind present. */

@@ -12,7 +12,7 @@ import {
   REFUND_COLUMNS,
   withUsdc,
 } from "./csv-export.js";
-import { type BookEntry, type BooksScope, blockTimeOf, booksAddresses, ledgerPage, ledgerPages } from "./ledger.js";
+import { type BookEntry, type BooksScope, blockTimeOf, booksInView, ledgerPage, ledgerPages } from "./ledger.js";
 import { LEDGER_KINDS } from "./ledger-rules.js";
 import { orderEvidence, ordersInRange } from "./order-evidence.js";
 import { parseRange, type RangeQuery, resolveRange } from "./range.js";
@@ -32,8 +32,8 @@ export async function ledgerReport(
 
 export async function ledgerCsv(context: AppContext, params: { scope: BooksScope; query: RangeQuery }) {
   const range = await rangeOf(context, params.query);
-  const addresses = new Set((await booksAddresses(context, params.scope, range.chainId)).map((row) => row.address));
-  return csvStream(LEDGER_COLUMNS, ledgerPages(context, { range, addresses }), ledgerCsvCells);
+  const { addresses, funders } = await booksInView(context, params.scope, range.chainId);
+  return csvStream(LEDGER_COLUMNS, ledgerPages(context, { range, addresses, funders }), ledgerCsvCells);
 }
 
 /** One ledger row's cells, in LEDGER_COLUMNS' order. */
@@ -79,6 +79,7 @@ export async function reconciliationCsv(context: AppContext, params: { scope: Bo
     row.chainId,
     row.partnerId,
     row.paymentAddress,
+    row.role,
     report.fromBlock,
     report.toBlock,
     ...withUsdc(row.openingBalance),

@@ -56,6 +56,10 @@ export const ReconciliationSchema = z
         chainId: z.number().int(),
         partnerId: z.string(),
         paymentAddress: z.string(),
+        role: z.enum(["payment_address", "funding_address"]).openapi({
+          description:
+            "`funding_address`: a rewards funding address that is not a payment address; the index watches its reward claims only, so its difference is what else moved through it",
+        }),
         openingBalance: z.string(),
         closingBalance: z.string(),
         chainBalance: z.string(),

@@ -3,6 +3,7 @@ import { csvCell, csvLine, usdcDecimal } from "../../api/accounting/csv-export.j
 import {
   classifyIncoming,
   classifyOutgoing,
+  fundingClaimEntry,
   ledgerEntriesOf,
   PAYMENTS_OF_OWN_KIND,
   signedValue,
@@ -107,6 +108,28 @@ describe("ledger classification", () => {
     expect(classifyOutgoing(t, { rewardClaims: [{ rewardId: "rw_1", funder: A, recipient: B, amount: 8n }] }).kind).toBe(
       "unmatched_out",
     );
+  });
+
+  it("lists a claim from a funding-only address under it: reward_claim when the voucher named that funder, else money out", () => {
+    const claim = {
+      chainId: 31337,
+      contract: C,
+      rewardId: `0x${"ab".repeat(32)}` as const,
+      funder: A,
+      recipient: B,
+      token: C,
+      amount: 9n,
+      transactionHash: `0x${"2".repeat(64)}` as const,
+      logIndex: 4,
+      blockNumber: 12n,
+      blockHash: `0x${"3".repeat(64)}` as const,
+      blockTimestamp: 1_700_000_000n,
+    };
+    const entry = fundingClaimEntry(claim, { id: "rw_1", orderId: "ord_1", funder: A.toUpperCase().replace("0X", "0x") });
+    expect(entry).toMatchObject({ kind: "reward_claim", rewardId: "rw_1", orderId: "ord_1", paymentAddress: A, leg: 0 });
+    expect(signedValue(entry)).toBe(-9n);
+    expect(fundingClaimEntry(claim, undefined)).toMatchObject({ kind: "unmatched_out", paymentAddress: A, value: 9n });
+    expect(fundingClaimEntry(claim, { id: "rw_2", orderId: "ord_2", funder: B }).kind).toBe("unmatched_out");
   });
 
   it("gives a move between two watched addresses both legs, out first, and balances them", () => {

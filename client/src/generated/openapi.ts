@@ -4325,6 +4325,11 @@ export interface components {
                 chainId: number;
                 partnerId: string;
                 paymentAddress: string;
+                /**
+                 * @description `funding_address`: a rewards funding address that is not a payment address; the index watches its reward claims only, so its difference is what else moved through it
+                 * @enum {string}
+                 */
+                role: "payment_address" | "funding_address";
                 openingBalance: string;
                 closingBalance: string;
                 chainBalance: string;
