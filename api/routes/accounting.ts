@@ -2,7 +2,9 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { csvResponseHeaders, wantsCsv } from "../accounting/csv-export.js";
 import { LEDGER_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
+import { answerIdentityChallenge } from "../accounting/service-identity.js";
 import type { AppContext } from "../app-context.js";
+import { problems } from "../http/problem.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { type PartnerVariables, readScope } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
@@ -139,5 +141,44 @@ export function reportRoutes(context: AppContext) {
     if (wantsCsv(c.req.header("Accept")))
       return c.body(await reconciliationCsv(context, { scope, query }), 200, CSV_HEADERS("reconciliation"));
     return c.json(await reconciliationReport(context, { scope, query }), 200);
+  });
+}
+
+const identityRoute = createRoute({
+  method: "post",
+  path: "/",
+  summary:
+    "The operator CLI's check, before it sends the auditor key it issued for a report, that this service holds its store",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z
+            .object({
+              keyId: z.string().min(1).max(100).openapi({ description: "The id (`aud_…`) of the auditor key the CLI issued" }),
+              challenge: z.string().regex(/^[0-9a-f]{64}$/, "32 random bytes in lower-case hex"),
+            })
+            .strict(),
+        },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description: "HMAC-SHA256 of the challenge keyed by the key's stored hash (docs/accounting.md)",
+      content: { "application/json": { schema: z.object({ proof: z.string() }) } },
+    },
+    ...errorResponses("not_found"),
+  },
+});
+
+/** `/v1/public/report-identity` (docs/accounting.md, "From the operator CLI"): no credential, it proves who answers. */
+export function reportIdentityRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv>().openapi(identityRoute, async (c) => {
+    const body = c.req.valid("json");
+    const proof = await answerIdentityChallenge(context.store, body);
+    if (proof === undefined) throw problems.notFound(`Auditor key ${body.keyId}`);
+    return c.json({ proof }, 200);
   });
 }

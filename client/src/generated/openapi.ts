@@ -1186,6 +1186,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/public/report-identity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The operator CLI's check, before it sends the auditor key it issued for a report, that this service holds its store */
+        post: operations["postV1PublicReportIdentity"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/checkout/sessions/{id}/validate": {
         parameters: {
             query?: never;
@@ -13566,6 +13583,108 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1PublicReportIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The id (`aud_…`) of the auditor key the CLI issued */
+                    keyId: string;
+                    challenge: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HMAC-SHA256 of the challenge keyed by the key's stored hash (docs/accounting.md) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        proof: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
                     };
                 };
             };
