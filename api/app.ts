@@ -13,7 +13,7 @@ import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
 import { logJson } from "./logging/redact.js";
 import { partnerAuth } from "./partners/partner-auth.js";
-import { ledgerRoutes, reportIdentityRoutes, reportRoutes } from "./routes/accounting.js";
+import { ledgerRoutes, periodRoutes, reportIdentityRoutes, reportRoutes } from "./routes/accounting.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { brandingRoutes, logoRoutes } from "./routes/branding.js";
@@ -167,6 +167,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   // Accounting (issue 27, docs/accounting.md): read-only keys, the ledger, reconciliation.
   partnerRoutes("/v1/api-keys", apiKeyRoutes(context));
   partnerRoutes("/v1/ledger", ledgerRoutes(context), acrossPartners);
+  partnerRoutes("/v1/reports/periods", periodRoutes(context));
   partnerRoutes("/v1/reports", reportRoutes(context), acrossPartners);
   app.route("/v1/public/report-identity", reportIdentityRoutes(context));
   app.route("/", logoRoutes(context));

@@ -1,7 +1,18 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { parse } from "csv-parse/sync";
-import { type Address, createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, parseEventLogs } from "viem";
+import {
+  type Address,
+  createWalletClient,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  type Hex,
+  http,
+  keccak256,
+  parseEther,
+  parseEventLogs,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey, issueAuditorKey } from "../api/partners/api-keys.js";
@@ -703,6 +714,8 @@ describe("read-only and auditor keys", () => {
     const before = await counts();
     for (const key of [readKey, auditorKey])
       for (const [method, path] of writes) {
+        // Closing a period is the one write of a partner's read-only key (SPEC 17.1; tested under "closed periods").
+        if (key === readKey && method === "POST" && path === "/v1/reports/periods") continue;
         const url = path.replace(/\{[^}]+\}/g, (name) =>
           name.includes("order") ? settled.orderId : name.includes("refund") ? refundId : "x_1",
         );
@@ -815,5 +828,144 @@ describe("the client library reads the books", () => {
     await expect(reader.ledger.list({ fromBlock: 1n, toBlock })).rejects.toMatchObject({ status: 401 });
     const after = (await books.apiKeys.list({ limit: 200 })).data.find((key) => key.id === created.id);
     expect(after?.revokedAt).not.toBeNull();
+  });
+});
+
+// Last in this file: it reorganises the chain's newest blocks.
+describe("closed periods (SPEC 17.1)", () => {
+  let readKey: string;
+  let auditorKey: string;
+  let periodStart: bigint;
+  let periodEnd: bigint;
+  let lateHash: Hex;
+  let goneHash: Hex;
+  const asKey = (key: string, init: RequestInit & { json?: unknown } = {}) => ({
+    ...init,
+    headers: { ...(init.headers as Record<string, string> | undefined), Authorization: `Bearer ${key}` },
+  });
+  const close = (body: unknown, key?: string) =>
+    stack.partnerFetch("/v1/reports/periods", key === undefined ? { method: "POST", json: body } : asKey(key, { method: "POST", json: body }));
+  const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+  const ledgerCsvOf = async (from: bigint, to: bigint) =>
+    (await stack.partnerFetch(`/v1/ledger?fromBlock=${from}&toBlock=${to}`, { headers: { Accept: "text/csv" } })).text();
+
+  beforeAll(async () => {
+    readKey = (await json(await stack.partnerFetch("/v1/api-keys", { method: "POST", json: { scope: "read" } }), 201)).key;
+    auditorKey = (await issueAuditorKey(store, { mode: "test" })).apiKey;
+    periodStart = toBlock + 1n;
+    goneHash = (await stack.payUsdc({ from: 4, to: stack.local.partner.paymentAddress as Address, amount: 2_000_000n })).hash;
+    await mine();
+    await mine();
+    periodEnd = await stack.publicClient.getBlockNumber();
+    await waitFor(
+      async () => ((await ledgerCsvOf(periodStart, periodEnd)).includes(goneHash) ? true : undefined),
+      { what: "the period's transfer in the ledger", intervalMs: 250 },
+    );
+  });
+
+  it("are refused to a platform auditor key, on overlap, for blocks not indexed and for a period not over", async () => {
+    await expectProblem(await close({ fromBlock: String(periodStart), toBlock: String(periodEnd) }, auditorKey), 403, "read_only_key");
+    await expectProblem(await close({ fromBlock: String(periodStart), toBlock: String(periodEnd + 1000n) }), 400, "range_not_indexed");
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    const dayAgo = new Date(Date.now() - 86_400_000).toISOString();
+    await expectProblem(await close({ from: dayAgo, to: future }), 409, "period_not_final");
+    await expectProblem(await close({ fromBlock: "1", toBlock: "2", extra: true }), 400, "invalid_request");
+    expect((await json(await stack.partnerFetch("/v1/reports/periods"))).data).toEqual([]);
+  });
+
+  it("a read-only key closes one: the digest is the SHA-256 of the ledger CSV served then, the same bytes ever after", async () => {
+    const served = await ledgerCsvOf(periodStart, periodEnd);
+    const closed = await json(await close({ fromBlock: String(periodStart), toBlock: String(periodEnd) }, readKey), 201);
+    expect(closed.id).toMatch(/^per_/);
+    expect(closed).toMatchObject({ fromBlock: String(periodStart), toBlock: String(periodEnd), adjustments: [] });
+    expect(closed.digest).toBe(sha256(served));
+    expect(closed.reconciliation).toEqual(
+      await json(await stack.partnerFetch(`/v1/reports/reconciliation?fromBlock=${periodStart}&toBlock=${periodEnd}`)),
+    );
+    const ledger = await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`);
+    expect(ledger.headers.get("content-type")).toContain("text/csv");
+    expect(await ledger.text()).toBe(served);
+    // Periods of one partner never overlap, whichever key asks.
+    await expectProblem(await close({ fromBlock: String(periodEnd), toBlock: String(periodEnd) }), 409, "period_overlaps");
+    await expectProblem(await close({ fromBlock: "1", toBlock: String(periodStart) }, readKey), 409, "period_overlaps");
+    // Another partner neither sees nor reads it; an auditor key reads it naming the partner.
+    const other = { headers: { Authorization: `Bearer ${otherPartnerKey}` } };
+    await expectProblem(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`, other), 404, "not_found");
+    await expectProblem(await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`, other), 404, "not_found");
+    expect((await json(await stack.partnerFetch("/v1/reports/periods", other))).data).toEqual([]);
+    const audited = await json(
+      await stack.partnerFetch(`/v1/reports/periods/${closed.id}?partnerId=${stack.local.partner.id}`, asKey(auditorKey)),
+    );
+    expect(audited.digest).toBe(closed.digest);
+  });
+
+  it("after a reorg that drops its transfer and mines a late one in its range, it is served unchanged, the adjustments listed and reported in the next period", async () => {
+    const [closed] = (await json(await stack.partnerFetch("/v1/reports/periods"))).data;
+    const bytes = await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text();
+    const goneBlock = (await stack.publicClient.getTransactionReceipt({ hash: goneHash })).blockNumber;
+    // A transfer signed now, mined by the reorg into the block that held the dropped one.
+    const late = stack.wallet(9);
+    const request = await late.prepareTransactionRequest({
+      to: stack.local.contracts.usdc as Address,
+      data: encodeFunctionData({
+        abi: erc20Abi,
+        functionName: "transfer",
+        args: [stack.local.partner.paymentAddress as Address, 3_000_000n],
+      }),
+      chain: stack.chain,
+      account: late.account!,
+      gas: 100_000n,
+    });
+    const raw = await late.signTransaction({ ...request, chain: stack.chain, account: late.account! } as never);
+    lateHash = keccak256(raw);
+    const head = await stack.publicClient.getBlockNumber();
+    await stack.testClient.request({
+      method: "anvil_reorg" as never,
+      params: [Number(head - goneBlock + 1n), [[raw, 0]]] as never,
+    });
+    await mine();
+    expect((await stack.publicClient.getTransactionReceipt({ hash: lateHash })).blockNumber).toBe(goneBlock);
+    await waitFor(
+      async () => {
+        const now = await ledgerCsvOf(periodStart, periodEnd);
+        return now.includes(lateHash) && !now.includes(goneHash) ? true : undefined;
+      },
+      { what: "the index follows the reorg", intervalMs: 250, timeoutMs: 60_000 },
+    );
+
+    const again = await json(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`));
+    expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
+    expect(again.digest).toBe(closed.digest);
+    expect(again.reconciliation).toEqual(closed.reconciliation);
+    const byHash = (hash: string) => again.adjustments.find((adjustment: { transactionHash: string }) => adjustment.transactionHash === hash.toLowerCase());
+    expect(byHash(goneHash)).toMatchObject({ kind: "removed", value: "2000000", balanceEffect: "-2000000", reportedInPeriod: null });
+    expect(byHash(lateHash)).toMatchObject({ kind: "added", value: "3000000", balanceEffect: "3000000", reportedInPeriod: null });
+    // Found once: reading again does not find them again.
+    expect((await json(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`))).adjustments).toEqual(again.adjustments);
+
+    // The next period, once closed, holds them (the block they were found at is in it); the first is still as closed.
+    await mine();
+    const nextEnd = await stack.publicClient.getBlockNumber();
+    const next = await waitFor(
+      async () => {
+        const response = await close({ fromBlock: String(periodEnd + 1n), toBlock: String(nextEnd) });
+        // Until the index has the new block the range is not indexed yet.
+        return response.status === 400 ? undefined : json(response, 201);
+      },
+      { what: "the next period closed", intervalMs: 250 },
+    );
+    const first = await json(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`));
+    expect(first.adjustments.map((adjustment: { reportedInPeriod: string }) => adjustment.reportedInPeriod)).toEqual(
+      first.adjustments.map(() => next.id),
+    );
+    const nextRead = await json(await stack.partnerFetch(`/v1/reports/periods/${next.id}`));
+    expect(nextRead.adjustmentsReported.map((adjustment: { transactionHash: string }) => adjustment.transactionHash).sort()).toEqual(
+      [goneHash.toLowerCase(), lateHash.toLowerCase()].sort(),
+    );
+    // The accounting identity across the boundary: next opening = closed closing + adjustments.
+    const row = (answer: { data: { paymentAddress: string; openingBalance: string; closingBalance: string }[] }) =>
+      answer.data.find((line) => line.paymentAddress.toLowerCase() === paymentAddress()) as { openingBalance: string; closingBalance: string };
+    expect(BigInt(row(next.reconciliation).openingBalance)).toBe(BigInt(row(first.reconciliation).closingBalance) + 1_000_000n);
+    expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
   });
 });

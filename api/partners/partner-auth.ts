@@ -21,6 +21,12 @@ export type PartnerVariables = {
 
 /** Methods a read-only or auditor key may call: reading only. */
 const READ_METHODS = new Set(["GET", "HEAD"]);
+/**
+ * The one write a partner's read-only key may make: closing a period of the books is
+ * its accountant's act (SPEC 17.1, docs/accounting.md "Closed periods"). Never a
+ * platform auditor key's: it reads every partner and closes none.
+ */
+const READ_KEY_WRITES = new Set(["POST /v1/reports/periods"]);
 
 /**
  * `Authorization: Bearer <API_KEY>` for partner server calls (docs/quick-start.md).
@@ -43,7 +49,9 @@ export function partnerAuth(store: Store, options: { acrossPartners?: boolean } 
     const holder = await findKeyHolder(store, match[1] as string);
     if (holder === undefined) throw refuse("The API key is not valid or has been revoked.", true);
     const readOnly = holder.kind === "auditor" || holder.scope === "read";
-    if (readOnly && !READ_METHODS.has(c.req.method)) {
+    const readKeyMayWrite =
+      holder.kind === "partner" && READ_KEY_WRITES.has(`${c.req.method} ${c.req.path.replace(/\/+$/, "")}`);
+    if (readOnly && !READ_METHODS.has(c.req.method) && !readKeyMayWrite) {
       throw problem(
         "read_only_key",
         `${holder.kind === "auditor" ? "An auditor key" : "A read-only key"} may only read (GET); ${c.req.method} needs a full API key.`,

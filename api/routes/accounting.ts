@@ -2,6 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { csvResponseHeaders, wantsCsv } from "../accounting/csv-export.js";
 import { LEDGER_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
+import { closePeriod, listPeriods, periodLedgerCsv, readPeriod } from "../accounting/closed-periods.js";
 import { answerIdentityChallenge } from "../accounting/service-identity.js";
 import type { AppContext } from "../app-context.js";
 import { problems } from "../http/problem.js";
@@ -181,4 +182,132 @@ export function reportIdentityRoutes(context: AppContext) {
     if (proof === undefined) throw problems.notFound(`Auditor key ${body.keyId}`);
     return c.json({ proof }, 200);
   });
+}
+
+const AdjustmentSchema = z
+  .object({
+    kind: z.enum(["added", "removed", "moved", "reclassified"]).openapi({
+      description:
+        "`added`: indexed after closing (late, or mined into the range by a reorg); `removed`: reorged away; `moved`: mined again in another block of the range; `reclassified`: the service made something else of it",
+    }),
+    periodId: z.string().openapi({ description: "The closed period it touches" }),
+    entryKind: z.string(),
+    transactionHash: z.string(),
+    logIndex: z.number().int(),
+    paymentAddress: z.string(),
+    value: z.string(),
+    balanceEffect: z.string().openapi({ description: "Signed base units: its effect on the address's closing balance" }),
+    detectedAt: z.string(),
+    detectedBlock: z.string(),
+    reportedInPeriod: z
+      .string()
+      .nullable()
+      .openapi({ description: "The period holding `detectedBlock`; null while that is the next open period" }),
+  })
+  .openapi("PeriodAdjustment");
+
+const PeriodSchema = z
+  .object({
+    id: z.string(),
+    chainId: z.number().int(),
+    fromBlock: z.string(),
+    toBlock: z.string(),
+    from: z.string(),
+    to: z.string(),
+    closedAt: z.string(),
+    digest: z.string().openapi({ description: "SHA-256 (hex) of the period's ledger CSV as served at closing" }),
+    reconciliation: ReconciliationSchema,
+    adjustments: z.array(AdjustmentSchema).openapi({ description: "Later facts touching this closed period" }),
+    adjustmentsReported: z
+      .array(AdjustmentSchema)
+      .openapi({ description: "Adjustments of earlier closed periods found within this period's blocks" }),
+  })
+  .openapi("ClosedPeriod");
+
+const PeriodParam = z.object({ id: z.string().max(100) });
+const periodQuery = z.object({
+  partnerId: z.string().max(100).optional().openapi({ description: "Auditor keys: the partner" }),
+});
+
+const closePeriodRoute = createRoute({
+  method: "post",
+  path: "/",
+  summary: "Close a period of the books: its ledger CSV and reconciliation are kept as served now",
+  security: [{ apiKey: [] }],
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z
+            .object({
+              chainId: z.string().max(20).optional(),
+              fromBlock: z.string().max(40).optional(),
+              toBlock: z.string().max(40).optional(),
+              from: z.string().max(40).optional(),
+              to: z.string().max(40).optional(),
+            })
+            .strict(),
+        },
+      },
+    },
+  },
+  responses: {
+    201: { description: "The closed period", content: { "application/json": { schema: PeriodSchema } } },
+    ...errorResponses("invalid_range", "range_too_wide", "range_not_indexed", "period_overlaps", "period_not_final"),
+  },
+});
+
+const listPeriodsRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "Your closed periods, with the adjustments found since each was closed",
+  security: [{ apiKey: [] }],
+  request: { query: periodQuery },
+  responses: {
+    200: { description: "Every closed period", content: { "application/json": { schema: z.object({ data: z.array(PeriodSchema) }) } } },
+  },
+});
+
+const readPeriodRoute = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "A closed period: its figures as closed, and the adjustments found since",
+  security: [{ apiKey: [] }],
+  request: { params: PeriodParam, query: periodQuery },
+  responses: {
+    200: { description: "The period", content: { "application/json": { schema: PeriodSchema } } },
+    ...errorResponses("not_found"),
+  },
+});
+
+const periodLedgerRoute = createRoute({
+  method: "get",
+  path: "/{id}/ledger",
+  summary: "A closed period's ledger CSV, the same bytes as served at closing",
+  security: [{ apiKey: [] }],
+  request: { params: PeriodParam, query: periodQuery },
+  responses: {
+    200: { description: "RFC 4180 CSV (its SHA-256 is the period's digest)", content: csvContent },
+    ...errorResponses("not_found"),
+  },
+});
+
+/** `/v1/reports/periods` (docs/accounting.md, "Closed periods"): a partner's own, whoever's key reads. */
+export function periodRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(closePeriodRoute, async (c) =>
+      c.json(await closePeriod(context, { partnerId: c.get("partner").id, query: c.req.valid("json") }), 201),
+    )
+    .openapi(listPeriodsRoute, async (c) => c.json(await listPeriods(context, { partnerId: c.get("partner").id }), 200))
+    .openapi(readPeriodRoute, async (c) =>
+      c.json(await readPeriod(context, { partnerId: c.get("partner").id, periodId: c.req.valid("param").id }), 200),
+    )
+    .openapi(periodLedgerRoute, async (c) =>
+      c.body(
+        await periodLedgerCsv(context, { partnerId: c.get("partner").id, periodId: c.req.valid("param").id }),
+        200,
+        { ...CSV_HEADERS(`ledger-${c.req.valid("param").id}`), "Cache-Control": "private, max-age=0" },
+      ),
+    );
 }

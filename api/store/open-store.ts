@@ -20,6 +20,7 @@ import * as m0013 from "./migrations/0013_refunds.js";
 import * as m0014 from "./migrations/0014_accounting.js";
 import * as m0015 from "./migrations/0015_rewards.js";
 import * as m0016 from "./migrations/0016_books_reads.js";
+import * as m0020 from "./migrations/0020_closed_periods.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   "0014_accounting": m0014,
   "0015_rewards": m0015,
   "0016_books_reads": m0016,
+  "0020_closed_periods": m0020,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
