@@ -16,9 +16,9 @@ import {
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey, issueAuditorKey } from "../api/partners/api-keys.js";
-import { rewardDistributorAbi } from "../contracts/generated/index.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createClient } from "../client/src/index.js";
+import { rewardDistributorAbi } from "../contracts/generated/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
 import { type CreatedSession, createSession, publicPost, readSession, submitHash } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
@@ -467,7 +467,12 @@ describe("books over a real history", () => {
   it("a funding address that is no payment address is in the books: its claims in the ledger, a row with sums.reward_claim", async () => {
     const entries = (await ledgerPages(500)).filter((entry) => entry.paymentAddress.toLowerCase() === fundingAddress());
     expect(entries).toHaveLength(1);
-    expect(entries[0]).toMatchObject({ kind: "reward_claim", rewardId: fundedRewardId, orderId: settled.orderId, value: "2000000" });
+    expect(entries[0]).toMatchObject({
+      kind: "reward_claim",
+      rewardId: fundedRewardId,
+      orderId: settled.orderId,
+      value: "2000000",
+    });
     expect(entries[0]?.from.toLowerCase()).toBe(fundingAddress());
 
     const report = await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`));
@@ -489,7 +494,9 @@ describe("books over a real history", () => {
     expect(BigInt(row.closingBalance)).toBe(BigInt(row.openingBalance) - 2_000_000n);
     expect(BigInt(row.difference)).toBe(BigInt(row.chainBalance) - BigInt(row.closingBalance));
     // The payment address's row is unchanged by it, still reconciled.
-    const payment = report.data.find((line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === paymentAddress());
+    const payment = report.data.find(
+      (line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === paymentAddress(),
+    );
     expect(payment).toMatchObject({ role: "payment_address", reconciled: true });
   });
 
@@ -844,7 +851,10 @@ describe("closed periods (SPEC 17.1)", () => {
     headers: { ...(init.headers as Record<string, string> | undefined), Authorization: `Bearer ${key}` },
   });
   const close = (body: unknown, key?: string) =>
-    stack.partnerFetch("/v1/reports/periods", key === undefined ? { method: "POST", json: body } : asKey(key, { method: "POST", json: body }));
+    stack.partnerFetch(
+      "/v1/reports/periods",
+      key === undefined ? { method: "POST", json: body } : asKey(key, { method: "POST", json: body }),
+    );
   const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
   const ledgerCsvOf = async (from: bigint, to: bigint) =>
     (await stack.partnerFetch(`/v1/ledger?fromBlock=${from}&toBlock=${to}`, { headers: { Accept: "text/csv" } })).text();
@@ -857,15 +867,23 @@ describe("closed periods (SPEC 17.1)", () => {
     await mine();
     await mine();
     periodEnd = await stack.publicClient.getBlockNumber();
-    await waitFor(
-      async () => ((await ledgerCsvOf(periodStart, periodEnd)).includes(goneHash) ? true : undefined),
-      { what: "the period's transfer in the ledger", intervalMs: 250 },
-    );
+    await waitFor(async () => ((await ledgerCsvOf(periodStart, periodEnd)).includes(goneHash) ? true : undefined), {
+      what: "the period's transfer in the ledger",
+      intervalMs: 250,
+    });
   });
 
   it("are refused to a platform auditor key, on overlap, for blocks not indexed and for a period not over", async () => {
-    await expectProblem(await close({ fromBlock: String(periodStart), toBlock: String(periodEnd) }, auditorKey), 403, "read_only_key");
-    await expectProblem(await close({ fromBlock: String(periodStart), toBlock: String(periodEnd + 1000n) }), 400, "range_not_indexed");
+    await expectProblem(
+      await close({ fromBlock: String(periodStart), toBlock: String(periodEnd) }, auditorKey),
+      403,
+      "read_only_key",
+    );
+    await expectProblem(
+      await close({ fromBlock: String(periodStart), toBlock: String(periodEnd + 1000n) }),
+      400,
+      "range_not_indexed",
+    );
     const future = new Date(Date.now() + 3_600_000).toISOString();
     const dayAgo = new Date(Date.now() - 86_400_000).toISOString();
     await expectProblem(await close({ from: dayAgo, to: future }), 409, "period_not_final");
@@ -937,8 +955,14 @@ describe("closed periods (SPEC 17.1)", () => {
     expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
     expect(again.digest).toBe(closed.digest);
     expect(again.reconciliation).toEqual(closed.reconciliation);
-    const byHash = (hash: string) => again.adjustments.find((adjustment: { transactionHash: string }) => adjustment.transactionHash === hash.toLowerCase());
-    expect(byHash(goneHash)).toMatchObject({ kind: "removed", value: "2000000", balanceEffect: "-2000000", reportedInPeriod: null });
+    const byHash = (hash: string) =>
+      again.adjustments.find((adjustment: { transactionHash: string }) => adjustment.transactionHash === hash.toLowerCase());
+    expect(byHash(goneHash)).toMatchObject({
+      kind: "removed",
+      value: "2000000",
+      balanceEffect: "-2000000",
+      reportedInPeriod: null,
+    });
     expect(byHash(lateHash)).toMatchObject({ kind: "added", value: "3000000", balanceEffect: "3000000", reportedInPeriod: null });
     // Found once: reading again does not find them again.
     expect((await json(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`))).adjustments).toEqual(again.adjustments);
@@ -959,12 +983,15 @@ describe("closed periods (SPEC 17.1)", () => {
       first.adjustments.map(() => next.id),
     );
     const nextRead = await json(await stack.partnerFetch(`/v1/reports/periods/${next.id}`));
-    expect(nextRead.adjustmentsReported.map((adjustment: { transactionHash: string }) => adjustment.transactionHash).sort()).toEqual(
-      [goneHash.toLowerCase(), lateHash.toLowerCase()].sort(),
-    );
+    expect(
+      nextRead.adjustmentsReported.map((adjustment: { transactionHash: string }) => adjustment.transactionHash).sort(),
+    ).toEqual([goneHash.toLowerCase(), lateHash.toLowerCase()].sort());
     // The accounting identity across the boundary: next opening = closed closing + adjustments.
     const row = (answer: { data: { paymentAddress: string; openingBalance: string; closingBalance: string }[] }) =>
-      answer.data.find((line) => line.paymentAddress.toLowerCase() === paymentAddress()) as { openingBalance: string; closingBalance: string };
+      answer.data.find((line) => line.paymentAddress.toLowerCase() === paymentAddress()) as {
+        openingBalance: string;
+        closingBalance: string;
+      };
     expect(BigInt(row(next.reconciliation).openingBalance)).toBe(BigInt(row(first.reconciliation).closingBalance) + 1_000_000n);
     expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
   });

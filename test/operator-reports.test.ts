@@ -258,7 +258,10 @@ describe("settlement report sends its key only to its own service (issue 43)", (
     const impostor = await startImpostor();
     try {
       const keysBefore = await liveAuditorKeys();
-      const run = await settlement(["report", "reconciliation", ...rangeArgs(), "--json"], { ...env, PORT: String(impostor.port) });
+      const run = await settlement(["report", "reconciliation", ...rangeArgs(), "--json"], {
+        ...env,
+        PORT: String(impostor.port),
+      });
       expect(run.code, run.stdout + run.stderr).toBe(0);
       expect(run.json()).toEqual(await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`, auth(auditorKey))));
       expect(impostor.seen).toEqual([]);

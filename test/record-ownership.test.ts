@@ -25,6 +25,10 @@ const OWNERS: Record<string, string> = {
   refund: "api/refunds/refund-record.ts",
   refund_allowance: "api/refunds/refund-record.ts",
   outgoing_transfer: "api/refunds/outgoing-transfer-record.ts",
+  // Closed periods of the books (docs/accounting.md)
+  closed_period: "api/accounting/period-record.ts",
+  closed_period_guard: "api/accounting/period-record.ts",
+  period_adjustment: "api/accounting/period-record.ts",
 };
 
 /** A read may join another record's table when its rows are about its own record; writes stay with the owner. */

@@ -131,7 +131,9 @@ export async function detectAdjustments(context: AppContext, period: ClosedPerio
     toTime: period.toTime,
   };
   const kept = new Map((JSON.parse(period.entriesJson) as KeptEntry[]).map((entry) => [entryKey(entry), entry]));
-  const current = new Map((await ledgerSnapshot(context, { partnerId: period.partnerId, range })).entries.map((entry) => [entryKey(entry), entry]));
+  const current = new Map(
+    (await ledgerSnapshot(context, { partnerId: period.partnerId, range })).entries.map((entry) => [entryKey(entry), entry]),
+  );
   // Found now, reported in the period holding the block after the closed one at the earliest.
   const detectedBlock = head > period.toBlock ? head : period.toBlock + 1n;
   const adjustment = (change: PeriodAdjustment["change"], entry: KeptEntry, effect: bigint): PeriodAdjustment => ({

@@ -172,7 +172,9 @@ export function fundingClaimEntry(
 ): LedgerEntry {
   const ours = reward !== undefined && reward.funder !== null && isAddressEqual(reward.funder as Address, claim.funder);
   return {
-    ...(ours ? { kind: "reward_claim" as const, rewardId: reward.id, orderId: reward.orderId } : { kind: "unmatched_out" as const }),
+    ...(ours
+      ? { kind: "reward_claim" as const, rewardId: reward.id, orderId: reward.orderId }
+      : { kind: "unmatched_out" as const }),
     chainId: claim.chainId,
     blockNumber: claim.blockNumber,
     blockHash: claim.blockHash,

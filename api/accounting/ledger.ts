@@ -150,17 +150,20 @@ async function entriesAfter(
           after: position === undefined ? undefined : { blockNumber: position.blockNumber, logIndex: position.logIndex },
           limit: params.take + 1,
         });
-  const transfers = params.addresses.size === 0 ? [] : await context.indexed.transfers({
-    chainIds: [range.chainId],
-    involving: [...params.addresses] as `0x${string}`[],
-    fromBlock: range.fromBlock,
-    toBlock: range.toBlock,
-    after:
-      position === undefined
-        ? undefined
-        : { chainId: range.chainId, blockNumber: position.blockNumber, logIndex: position.logIndex - 1 },
-    limit: params.take + 1,
-  });
+  const transfers =
+    params.addresses.size === 0
+      ? []
+      : await context.indexed.transfers({
+          chainIds: [range.chainId],
+          involving: [...params.addresses] as `0x${string}`[],
+          fromBlock: range.fromBlock,
+          toBlock: range.toBlock,
+          after:
+            position === undefined
+              ? undefined
+              : { chainId: range.chainId, blockNumber: position.blockNumber, logIndex: position.logIndex - 1 },
+          limit: params.take + 1,
+        });
   const facts = await gatherLedgerFacts(context, transfers, params.addresses);
   const entries = [
     ...transfers.flatMap((transfer) => ledgerEntriesOf(transfer, facts(transfer), params.addresses)),

@@ -4,8 +4,8 @@ import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-cha
 import { readAllPages, readByTransactions } from "../indexed/whole-reads.js";
 import { paymentTransactionsOf } from "../payments/payment-record.js";
 import { matchedOutgoingTransactions } from "../refunds/outgoing-transfer-record.js";
-import { gatherLedgerFacts } from "./ledger-facts.js";
 import { fundingClaimEntries } from "./ledger.js";
+import { gatherLedgerFacts } from "./ledger-facts.js";
 import { emptySums, type LedgerKind, ledgerEntriesOf, PAYMENTS_OF_OWN_KIND, signedValue } from "./ledger-rules.js";
 import type { ResolvedRange } from "./range.js";
 

@@ -705,7 +705,8 @@ export const PROBLEM_REGISTRY = {
   period_overlaps: {
     status: 409,
     title: "The period overlaps a closed one",
-    meaning: "A period to close shares blocks with one of the partner's closed periods on that chain; periods of a partner never overlap.",
+    meaning:
+      "A period to close shares blocks with one of the partner's closed periods on that chain; periods of a partner never overlap.",
   },
   period_not_final: {
     status: 409,

@@ -49,8 +49,7 @@ export function partnerAuth(store: Store, options: { acrossPartners?: boolean } 
     const holder = await findKeyHolder(store, match[1] as string);
     if (holder === undefined) throw refuse("The API key is not valid or has been revoked.", true);
     const readOnly = holder.kind === "auditor" || holder.scope === "read";
-    const readKeyMayWrite =
-      holder.kind === "partner" && READ_KEY_WRITES.has(`${c.req.method} ${c.req.path.replace(/\/+$/, "")}`);
+    const readKeyMayWrite = holder.kind === "partner" && READ_KEY_WRITES.has(`${c.req.method} ${c.req.path.replace(/\/+$/, "")}`);
     if (readOnly && !READ_METHODS.has(c.req.method) && !readKeyMayWrite) {
       throw problem(
         "read_only_key",

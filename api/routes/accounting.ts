@@ -1,12 +1,12 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { closePeriod, listPeriods, periodLedgerCsv, readPeriod } from "../accounting/closed-periods.js";
 import { csvResponseHeaders, wantsCsv } from "../accounting/csv-export.js";
 import { LEDGER_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
-import { closePeriod, listPeriods, periodLedgerCsv, readPeriod } from "../accounting/closed-periods.js";
 import { answerIdentityChallenge } from "../accounting/service-identity.js";
 import type { AppContext } from "../app-context.js";
-import { problems } from "../http/problem.js";
 import { errorResponses } from "../http/openapi-contract.js";
+import { problems } from "../http/problem.js";
 import { type PartnerVariables, readScope } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
@@ -24,7 +24,9 @@ export const RangeQuerySchema = z.object({
   partnerId: z.string().max(100).optional().openapi({ description: "Auditor keys: narrow to one partner" }),
 });
 
-export const csvContent = { "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) } };
+export const csvContent = {
+  "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) },
+};
 
 export const LedgerEntrySchema = z
   .object({
@@ -148,8 +150,7 @@ export function reportRoutes(context: AppContext) {
 const identityRoute = createRoute({
   method: "post",
   path: "/",
-  summary:
-    "The operator CLI's check, before it sends the auditor key it issued for a report, that this service holds its store",
+  summary: "The operator CLI's check, before it sends the auditor key it issued for a report, that this service holds its store",
   request: {
     body: {
       required: true,
@@ -265,7 +266,10 @@ const listPeriodsRoute = createRoute({
   security: [{ apiKey: [] }],
   request: { query: periodQuery },
   responses: {
-    200: { description: "Every closed period", content: { "application/json": { schema: z.object({ data: z.array(PeriodSchema) }) } } },
+    200: {
+      description: "Every closed period",
+      content: { "application/json": { schema: z.object({ data: z.array(PeriodSchema) }) } },
+    },
   },
 });
 
@@ -304,10 +308,9 @@ export function periodRoutes(context: AppContext) {
       c.json(await readPeriod(context, { partnerId: c.get("partner").id, periodId: c.req.valid("param").id }), 200),
     )
     .openapi(periodLedgerRoute, async (c) =>
-      c.body(
-        await periodLedgerCsv(context, { partnerId: c.get("partner").id, periodId: c.req.valid("param").id }),
-        200,
-        { ...CSV_HEADERS(`ledger-${c.req.valid("param").id}`), "Cache-Control": "private, max-age=0" },
-      ),
+      c.body(await periodLedgerCsv(context, { partnerId: c.get("partner").id, periodId: c.req.valid("param").id }), 200, {
+        ...CSV_HEADERS(`ledger-${c.req.valid("param").id}`),
+        "Cache-Control": "private, max-age=0",
+      }),
     );
 }

@@ -52,13 +52,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn("balance_effect", "text", (col) => col.notNull())
     .addColumn("detected_at", "bigint", (col) => col.notNull())
     .addColumn("detected_block", "bigint", (col) => col.notNull())
-    .addPrimaryKeyConstraint("period_adjustment_pk", [
-      "period_id",
-      "transaction_hash",
-      "log_index",
-      "payment_address",
-      "change",
-    ])
+    .addPrimaryKeyConstraint("period_adjustment_pk", ["period_id", "transaction_hash", "log_index", "payment_address", "change"])
     .execute();
 }
 
