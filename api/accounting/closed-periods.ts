@@ -30,7 +30,7 @@ import { ledgerCsvCells } from "./reports.js";
  */
 
 /** An entry as kept at closing: [transactionHash, logIndex, paymentAddress, kind, value, blockHash, leg]. */
-type KeptEntry = [string, number, string, string, string, string, 0 | 1];
+export type KeptEntry = [string, number, string, string, string, string, 0 | 1];
 
 const entryKey = (entry: KeptEntry) => `${entry[0].toLowerCase()}:${entry[1]}:${entry[2].toLowerCase()}:${entry[6]}`;
 
@@ -130,10 +130,8 @@ export async function detectAdjustments(context: AppContext, period: ClosedPerio
     fromTime: period.fromTime,
     toTime: period.toTime,
   };
-  const kept = new Map((JSON.parse(period.entriesJson) as KeptEntry[]).map((entry) => [entryKey(entry), entry]));
-  const current = new Map(
-    (await ledgerSnapshot(context, { partnerId: period.partnerId, range })).entries.map((entry) => [entryKey(entry), entry]),
-  );
+  const kept = JSON.parse(period.entriesJson) as KeptEntry[];
+  const { entries: current } = await ledgerSnapshot(context, { partnerId: period.partnerId, range });
   // Found now, reported in the period holding the block after the closed one at the earliest.
   const detectedBlock = head > period.toBlock ? head : period.toBlock + 1n;
   const adjustment = (change: PeriodAdjustment["change"], entry: KeptEntry, effect: bigint): PeriodAdjustment => ({
@@ -149,15 +147,31 @@ export async function detectAdjustments(context: AppContext, period: ClosedPerio
     detectedAt: now,
     detectedBlock,
   });
+  for (const { change, entry, effect } of entryChanges(kept, current))
+    await keepAdjustment(context.store, adjustment(change, entry, effect));
+}
+
+/**
+ * What differs between a closed range's entries as kept and as they are now (pure):
+ * an entry only now is `added`, only then `removed` (with the opposite effect on the
+ * balance), in another block `moved`, of another kind `reclassified` (no effect).
+ */
+export function entryChanges(
+  kept: readonly KeptEntry[],
+  current: readonly KeptEntry[],
+): { change: PeriodAdjustment["change"]; entry: KeptEntry; effect: bigint }[] {
   const effectOf = (entry: KeptEntry) => signedValue({ leg: entry[6], value: BigInt(entry[4]) });
-  for (const [key, entry] of current) {
-    const before = kept.get(key);
-    if (before === undefined) await keepAdjustment(context.store, adjustment("added", entry, effectOf(entry)));
-    else if (before[5] !== entry[5]) await keepAdjustment(context.store, adjustment("moved", entry, 0n));
-    else if (before[3] !== entry[3]) await keepAdjustment(context.store, adjustment("reclassified", entry, 0n));
+  const before = new Map(kept.map((entry) => [entryKey(entry), entry]));
+  const now = new Set(current.map(entryKey));
+  const changes: { change: PeriodAdjustment["change"]; entry: KeptEntry; effect: bigint }[] = [];
+  for (const entry of current) {
+    const was = before.get(entryKey(entry));
+    if (was === undefined) changes.push({ change: "added", entry, effect: effectOf(entry) });
+    else if (was[5] !== entry[5]) changes.push({ change: "moved", entry, effect: 0n });
+    else if (was[3] !== entry[3]) changes.push({ change: "reclassified", entry, effect: 0n });
   }
-  for (const [key, entry] of kept)
-    if (!current.has(key)) await keepAdjustment(context.store, adjustment("removed", entry, -effectOf(entry)));
+  for (const entry of kept) if (!now.has(entryKey(entry))) changes.push({ change: "removed", entry, effect: -effectOf(entry) });
+  return changes;
 }
 
 function adjustmentView(adjustment: PeriodAdjustment, periods: readonly ClosedPeriod[]) {

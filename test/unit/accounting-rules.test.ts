@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { entryChanges, type KeptEntry } from "../../api/accounting/closed-periods.js";
 import { csvCell, csvLine, usdcDecimal } from "../../api/accounting/csv-export.js";
 import {
   classifyIncoming,
@@ -199,5 +200,39 @@ describe("decimal USDC twins (SPEC 17.1)", () => {
     expect(usdcDecimal(null)).toBeUndefined();
     expect(usdcDecimal(undefined)).toBeUndefined();
     expect(usdcDecimal("")).toBeUndefined();
+  });
+});
+
+describe("closed periods: what changed since closing", () => {
+  const entry = (tx: string, kind: string, value: string, blockHash: string, leg: 0 | 1 = 1): KeptEntry => [
+    `0x${tx.repeat(64)}`,
+    1,
+    A,
+    kind,
+    value,
+    `0x${blockHash.repeat(64)}`,
+    leg,
+  ];
+
+  it("names each later fact once: added, removed (opposite effect), moved to another block, reclassified", () => {
+    const kept = [
+      entry("1", "unmatched_in", "5", "a"),
+      entry("2", "settled", "7", "a"),
+      entry("3", "unmatched_in", "9", "a"),
+      entry("4", "unmatched_out", "2", "a", 0),
+    ];
+    const current = [
+      entry("1", "unmatched_in", "5", "a"),
+      entry("2", "settled", "7", "b"),
+      entry("3", "settled", "9", "a"),
+      entry("5", "unmatched_out", "4", "c", 0),
+    ];
+    expect(entryChanges(kept, current).map(({ change, entry, effect }) => [change, entry[0].slice(2, 3), effect])).toEqual([
+      ["moved", "2", 0n],
+      ["reclassified", "3", 0n],
+      ["added", "5", -4n],
+      ["removed", "4", 2n],
+    ]);
+    expect(entryChanges(kept, kept)).toEqual([]);
   });
 });
