@@ -180,3 +180,9 @@ export async function adjustmentsOfPeriods(db: Kysely<Database>, periodIds: read
     detectedBlock: BigInt(row.detected_block),
   }));
 }
+
+/** Every closed period of every partner, oldest first (the adjustment worker's pass). */
+export async function allPeriods(db: Kysely<Database>): Promise<ClosedPeriod[]> {
+  const rows = await db.selectFrom("closed_period").selectAll().orderBy("closed_at").orderBy("id").execute();
+  return rows.map(toPeriod);
+}
