@@ -995,4 +995,21 @@ describe("closed periods (SPEC 17.1)", () => {
     expect(BigInt(row(next.reconciliation).openingBalance)).toBe(BigInt(row(first.reconciliation).closingBalance) + 1_000_000n);
     expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
   });
+
+  it("overlapping closings sent together: one closes, the others are refused with period_overlaps", async () => {
+    const periods = (await json(await stack.partnerFetch("/v1/reports/periods"))).data as { toBlock: string }[];
+    const from = BigInt(periods.at(-1)?.toBlock as string) + 1n;
+    await mine();
+    const to = await stack.publicClient.getBlockNumber();
+    await waitFor(
+      async () => ((await stack.partnerFetch(`/v1/ledger?fromBlock=${from}&toBlock=${to}`)).status === 200 ? true : undefined),
+      { what: "the new block indexed", intervalMs: 250 },
+    );
+    const body = { fromBlock: String(from), toBlock: String(to) };
+    const answers = await Promise.all([close(body), close(body, readKey), close(body)]);
+    const statuses = answers.map((response) => response.status).sort();
+    expect(statuses).toEqual([201, 409, 409]);
+    for (const response of answers) if (response.status === 409) expect((await response.json()).code).toBe("period_overlaps");
+    expect((await json(await stack.partnerFetch("/v1/reports/periods"))).data).toHaveLength(periods.length + 1);
+  });
 });
