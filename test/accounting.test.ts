@@ -646,6 +646,52 @@ describe("books over a real history", () => {
       for (const cell of Object.values(cells)) if (!/^-?\d+(\.\d+)?$/.test(cell)) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/);
   });
 
+  it("reconciliation CSV: every amount in base units and decimal USDC, row for row the JSON, balances the chain's", async () => {
+    const report = await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`));
+    const response = await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`, { headers: { Accept: "text/csv" } });
+    const amounts = ["opening_balance", "closing_balance", "chain_balance", "difference"];
+    const columns = [
+      "chain_id",
+      "partner_id",
+      "payment_address",
+      "role",
+      "from_block",
+      "to_block",
+      ...amounts.flatMap((name) => [name, `${name}_usdc`]),
+      "reconciled",
+      ...KINDS.flatMap((kind) => [kind, `${kind}_usdc`]),
+    ];
+    const rows = csvRecords(await response.text(), columns);
+    expect(rows).toHaveLength(report.data.length);
+    for (const [index, row] of rows.entries()) {
+      const line = report.data[index];
+      expect(row).toMatchObject({
+        payment_address: line.paymentAddress,
+        role: line.role,
+        from_block: report.fromBlock,
+        to_block: report.toBlock,
+        opening_balance: line.openingBalance,
+        opening_balance_usdc: usdc(line.openingBalance),
+        closing_balance_usdc: usdc(line.closingBalance),
+        difference: line.difference,
+        difference_usdc: usdc(line.difference),
+        reconciled: String(line.reconciled),
+      });
+      for (const kind of KINDS) {
+        expect(row[kind], kind).toBe(line.sums[kind]);
+        expect(row[`${kind}_usdc`], kind).toBe(usdc(line.sums[kind]));
+      }
+      const balance = await stack.publicClient.readContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [row.payment_address as Address],
+        blockNumber: toBlock,
+      });
+      expect(row.chain_balance).toBe(balance.toString());
+    }
+  });
+
   it("refunds CSV: one row per refund, as the JSON list, the sent one tied to its transfer on the chain", async () => {
     const list = await json(await stack.partnerFetch("/v1/refunds?limit=500"));
     const response = await stack.partnerFetch("/v1/refunds", { headers: { Accept: "text/csv" } });
