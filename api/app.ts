@@ -13,7 +13,7 @@ import { RETRY_AFTER_SECONDS, unavailableProblemFor } from "./http/unavailable-p
 import { unmatchedRouteHandler } from "./http/unmatched-routes.js";
 import { ensureChallenge } from "./http/www-authenticate.js";
 import { logJson } from "./logging/redact.js";
-import { ledgerRoutes, reportRoutes } from "./routes/accounting.js";
+import { ledgerRoutes, periodRoutes, reportIdentityRoutes, reportRoutes } from "./routes/accounting.js";
 import { apiKeyRoutes } from "./routes/api-keys.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { brandingRoutes, logoRoutes } from "./routes/branding.js";
@@ -131,7 +131,9 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.route("/v1/branding", brandingRoutes(context));
   app.route("/v1/api-keys", apiKeyRoutes(context));
   app.route("/v1/ledger", ledgerRoutes(context));
+  app.route("/v1/reports/periods", periodRoutes(context));
   app.route("/v1/reports", reportRoutes(context));
+  app.route("/v1/public/report-identity", reportIdentityRoutes(context));
   app.route("/v1/refunds", refundRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
   app.route("/v1/public/checkout", publicAuthorizationRoutes(context));

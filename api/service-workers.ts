@@ -1,3 +1,4 @@
+import { periodAdjustmentWorker } from "./accounting/period-adjustment-worker.js";
 import { reconciliationWorker } from "./accounting/reconciliation-worker.js";
 import type { AppContext } from "./app-context.js";
 import { mintConfirmer } from "./certificates/mint-confirmer.js";
@@ -24,5 +25,7 @@ export function serviceWorkers(context: AppContext): Worker[] {
     refundWorker(context),
     // Accounting (docs/accounting.md): every payment address checked against the chain.
     reconciliationWorker(context),
+    // Closed periods: later facts touching a closed range found as adjustments.
+    periodAdjustmentWorker(context),
   ];
 }

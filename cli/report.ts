@@ -1,9 +1,13 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { parseRange, type RangeQuery } from "../api/accounting/range.js";
+import { isIdentityProof } from "../api/accounting/service-identity.js";
 import { appendAudit, OPERATOR } from "../api/audit/audit-log.js";
 import { ConfigError } from "../api/config/config.js";
 import { ProblemError } from "../api/http/problem.js";
 import { PROBLEM_REGISTRY, type ProblemCode, problemStatuses } from "../api/http/problem-catalogue.js";
-import { apiKeyModeFor, issueAuditorKey, revokeAuditorKey } from "../api/partners/api-keys.js";
+import { apiKeyModeFor, hashApiKey, issueAuditorKey, revokeAuditorKey } from "../api/partners/api-keys.js";
 import { migrateStore, openStore } from "../api/store/open-store.js";
 import { type CommandContext, type CommandResult, UsageError } from "./command-kit.js";
 
@@ -16,7 +20,9 @@ import { type CommandContext, type CommandResult, UsageError } from "./command-k
  * `--partner`, through an auditor key it issues for this one report in the store
  * and revokes when the report is read; the report is recorded in the audit log.
  * The range is checked here first by the routes' own parser, so a bad range is
- * refused with its documented code even when the service is down.
+ * refused with its documented code even when the service is down. The key goes only to
+ * a service that first proves it holds the same store (service-identity.ts): another
+ * process on the port never sees it.
  */
 const REPORTS = {
   ledger: { path: "/v1/ledger", pageLimit: 500, paged: true },
@@ -41,9 +47,31 @@ function rangeQuery(context: CommandContext): RangeQuery {
   return query;
 }
 
-/** Where the service answers: `--url`, else the loopback port it listens on (PORT, 42069 by default). */
+/** `local.json` of a local stack (`npm start`): beside the store, or one level up for a fork's data directory. */
+function localBaseUrl(dataDir: string): string | undefined {
+  const candidates = [join(dataDir, "local.json")];
+  if (basename(dataDir).startsWith("fork-")) candidates.push(join(dirname(dataDir), "local.json"));
+  for (const path of candidates) {
+    if (!existsSync(path)) continue;
+    try {
+      const baseUrl = (JSON.parse(readFileSync(path, "utf8")) as { baseUrl?: unknown }).baseUrl;
+      if (typeof baseUrl === "string") return baseUrl;
+    } catch {}
+  }
+  return undefined;
+}
+
+/**
+ * Where the service answers: `--url`; else, in local mode, the `baseUrl` that the local
+ * stack wrote in `local.json` (its port is free-chosen, so the default port may be
+ * another stack's); else the loopback port it listens on (PORT, 42069 by default).
+ */
 function serviceUrl(context: CommandContext): string {
-  const given = text(context.options.url) ?? `http://127.0.0.1:${context.env.PORT?.trim() || "42069"}`;
+  const { config } = context.readConfig();
+  const given =
+    text(context.options.url) ??
+    (config.localMode ? localBaseUrl(config.dataDir) : undefined) ??
+    `http://127.0.0.1:${context.env.PORT?.trim() || "42069"}`;
   let url: URL;
   try {
     url = new URL(given);
@@ -52,6 +80,30 @@ function serviceUrl(context: CommandContext): string {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new UsageError("--url must be an http(s) URL.");
   return url.origin;
+}
+
+/**
+ * Asks the service at `base` to prove it holds the store the key was issued in
+ * (HMAC of a fresh challenge keyed by the key's stored hash), before the key is sent.
+ */
+async function checkServiceIdentity(base: string, key: { id: string; apiKey: string }): Promise<void> {
+  const challenge = randomBytes(32).toString("hex");
+  const url = new URL("/v1/public/report-identity", base);
+  let proof: unknown;
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify({ keyId: key.id, challenge }),
+    });
+    proof = response.ok ? ((await response.json()) as { proof?: unknown }).proof : undefined;
+  } catch (error) {
+    throw new Error(`the service does not answer at ${base} (${(error as Error).message}); start it, or give --url`);
+  }
+  if (!isIdentityProof(hashApiKey(key.apiKey), challenge, proof))
+    throw new Error(
+      `the service at ${base} could not prove it holds this store (another service, or another stack's): no key was sent to it; give the right --url`,
+    );
 }
 
 /** The service's problem as the CLI reports it (exit 1, its code printed). */
@@ -96,7 +148,7 @@ async function openReportKey(context: CommandContext, details: Record<string, un
       .execute((trx) =>
         appendAudit(trx, { actor: OPERATOR, action: "report.read", target: { type: "auditor_key", id: key.id }, details }),
       );
-    return { apiKey: key.apiKey, close };
+    return { id: key.id, apiKey: key.apiKey, close };
   } catch (error) {
     await close();
     throw error;
@@ -140,7 +192,12 @@ function summary(name: ReportName, report: { fromBlock?: string; toBlock?: strin
             `opening ${row.openingBalance}`,
             `closing ${row.closingBalance}`,
             `chain ${row.chainBalance}`,
-            row.reconciled ? "reconciled" : `UNRECONCILED (difference ${row.difference})`,
+            row.reconciled
+              ? "reconciled"
+              : row.role === "funding_address"
+                ? // Only its claims are indexed: the rest of what moved through it is its difference, not a fault.
+                  `funding address (moved other than claims: ${row.difference})`
+                : `UNRECONCILED (difference ${row.difference})`,
           ]
         : [row.id, row.status, row.totalPriceUsdc, row.amountPaid, row.createdAt];
   return [...head, ...report.data.map((row) => line(row).join("\t"))].join("\n");
@@ -163,6 +220,7 @@ export async function reportCommand(context: CommandContext): Promise<CommandRes
     const key = await openReportKey(context, details);
     let response: Response;
     try {
+      await checkServiceIdentity(base, key);
       response = await call(url, key.apiKey, "text/csv");
     } catch (error) {
       await key.close();
@@ -188,7 +246,9 @@ export async function reportCommand(context: CommandContext): Promise<CommandRes
   }
 
   const key = await openReportKey(context, details);
-  const result = await read(key.apiKey).finally(key.close);
+  const result = await checkServiceIdentity(base, key)
+    .then(() => read(key.apiKey))
+    .finally(key.close);
   return { text: summary(name as ReportName, result), json: result };
 
   async function read(apiKey: string) {

@@ -1,11 +1,24 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { type Address, createWalletClient, erc20Abi, type Hex, http, parseEther } from "viem";
+import { parse } from "csv-parse/sync";
+import {
+  type Address,
+  createWalletClient,
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  type Hex,
+  http,
+  keccak256,
+  parseEther,
+  parseEventLogs,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey, issueAuditorKey } from "../api/partners/api-keys.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { createClient } from "../client/src/index.js";
+import { rewardDistributorAbi } from "../contracts/generated/index.js";
 import { loadOrCreateLocalSecrets } from "../local/local-secrets.js";
 import { type CreatedSession, createSession, publicPost, readSession, submitHash } from "./support/checkout-helpers.js";
 import { putProvenFundingAddress } from "./support/reward-funding.js";
@@ -23,6 +36,10 @@ let toBlock: bigint;
 let settled: CreatedSession;
 let refundId: string;
 let rewardId: string;
+/** A second reward, paid from a funding address that is not a payment address (SPEC 17.1). */
+let fundedRewardId: string;
+let fundingWallet: ReturnType<typeof createWalletClient>;
+const fundingAddress = () => (fundingWallet.account?.address as string).toLowerCase();
 const expected = new Map<string, string>(); // tx hash (lower) -> kind
 
 type Entry = {
@@ -30,6 +47,7 @@ type Entry = {
   reason?: string;
   chainId: number;
   blockNumber: string;
+  blockTime: string;
   blockHash: string;
   transactionHash: string;
   logIndex: number;
@@ -38,8 +56,31 @@ type Entry = {
   value: string;
   paymentAddress: string;
   orderId?: string;
+  externalOrderId?: string;
   refundId?: string;
   rewardId?: string;
+  metadata?: Record<string, string>;
+};
+
+/** A real RFC 4180 parser (csv-parse), so the exports are read as a spreadsheet or an accounting tool reads them. */
+function parseCsv(text: string): string[][] {
+  expect(text.endsWith("\r\n"), "CRLF row ends").toBe(true);
+  return parse(text, { record_delimiter: "\r\n", relax_column_count: false }) as string[][];
+}
+
+/** Rows as objects by header, after checking the header is exactly the documented one. */
+function csvRecords(text: string, columns: readonly string[]): Record<string, string>[] {
+  const [header, ...rows] = parseCsv(text);
+  expect(header).toEqual(columns);
+  return rows.map((cells) => Object.fromEntries(columns.map((column, index) => [column, cells[index] as string])));
+}
+
+/** Decimal USDC of base units, written independently of the service's formatter. */
+const usdc = (base: string) => {
+  const value = BigInt(base);
+  const sign = value < 0n ? "-" : "";
+  const abs = value < 0n ? -value : value;
+  return `${sign}${abs / 1_000_000n}.${(abs % 1_000_000n).toString().padStart(6, "0")}`;
 };
 
 const mine = () => stack.testClient.mine({ blocks: 1 });
@@ -71,6 +112,71 @@ async function expectProblem(response: Response, status: number, code: string) {
   expect(JSON.parse(text).code, text).toBe(code);
 }
 
+/** The documented columns (docs/accounting.md, "CSV"), written out: a change of them is a change of the files accountants keep. */
+const LEDGER_CSV_COLUMNS = [
+  "kind",
+  "reason",
+  "chain_id",
+  "block_number",
+  "block_time",
+  "block_hash",
+  "transaction_hash",
+  "log_index",
+  "from",
+  "to",
+  "value",
+  "value_usdc",
+  "payment_address",
+  "order_id",
+  "external_order_id",
+  "refund_id",
+  "reward_id",
+  "metadata",
+];
+const ORDER_CSV_COLUMNS = [
+  "id",
+  "external_order_id",
+  "status",
+  "network",
+  "chain_id",
+  "total_price",
+  "total_price_usdc",
+  "amount_paid",
+  "amount_paid_usdc",
+  "amount_refunded",
+  "amount_refunded_usdc",
+  "refund_status",
+  "transaction_hash",
+  "log_index",
+  "block_number",
+  "payer",
+  "payment_address",
+  "created_at",
+  "updated_at",
+  "metadata",
+];
+const REFUND_CSV_COLUMNS = [
+  "id",
+  "status",
+  "order_id",
+  "external_order_id",
+  "chain_id",
+  "payment_transaction_hash",
+  "payment_log_index",
+  "amount",
+  "amount_usdc",
+  "reason",
+  "note",
+  "destination",
+  "transaction_hash",
+  "created_at",
+  "ready_at",
+  "succeeded_at",
+  "cancelled_at",
+];
+/** A text cell a spreadsheet would read as a formula is prefixed with `'` (docs/accounting.md, "CSV"). */
+const neutralised = (text: string) => (/^[=+\-@\t\r]/.test(text) ? `'${text}` : text);
+
 // The local network indexes from block 1 (genesis holds no transfers); the whole history is [1, toBlock].
 const range = () => `fromBlock=1&toBlock=${toBlock}`;
 
@@ -92,39 +198,6 @@ async function ledgerPages(limit: number, apiKey?: string, rangeQuery = range())
   throw new Error("ledger paging never ended");
 }
 
-/** RFC 4180: quoted cells, doubled quotes, CRLF rows. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const char = text[i] as string;
-    if (quoted) {
-      if (char === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (char === '"') quoted = false;
-      else cell += char;
-    } else if (char === '"') quoted = true;
-    else if (char === ",") {
-      row.push(cell);
-      cell = "";
-    } else if (char === "\r" && text[i + 1] === "\n") {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = "";
-      i++;
-    } else cell += char;
-  }
-  if (cell !== "" || row.length > 0) {
-    row.push(cell);
-    rows.push(row);
-  }
-  return rows;
-}
-
 beforeAll(async () => {
   stack = await startTestStack();
   store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
@@ -141,7 +214,11 @@ beforeAll(async () => {
   expected.set(topUp.hash.toLowerCase(), "unmatched_in");
 
   // Exact: settled. The name starts with "=" for the CSV injection check.
-  settled = await createSession(stack, { externalOrderId: `=HYPERLINK(1)-${randomUUID()}`, productName: "=cmd|' /C calc'!A0" });
+  settled = await createSession(stack, {
+    externalOrderId: `=HYPERLINK(1)-${randomUUID()}`,
+    productName: "=cmd|' /C calc'!A0",
+    metadata: { invoice: 'INV-7, "quoted"', line: "a\r\nb" },
+  });
   const paid = await stack.payUsdc({ from: 1, to: settled.payment.recipient, amount: BigInt(settled.payment.amount) });
   expected.set(paid.hash.toLowerCase(), "settled");
 
@@ -242,6 +319,50 @@ beforeAll(async () => {
   expect((await stack.publicClient.waitForTransactionReceipt({ hash: claimHash, pollingInterval: 50 })).status).toBe("success");
   expected.set(claimHash.toLowerCase(), "reward_claim");
 
+  // A funding address of its own (a wallet that is no payment address): the books list its claims too.
+  fundingWallet = stack.wallet(8);
+  await json(
+    await stack.partnerFetch("/v1/rewards/settings", {
+      method: "PUT",
+      json: { fundingAddress: fundingWallet.account!.address },
+    }),
+  );
+  const fundingApproval = await fundingWallet.writeContract({
+    address: stack.local.contracts.usdc as Address,
+    abi: erc20Abi,
+    functionName: "approve",
+    args: [distributor, 1_000_000_000n],
+    chain: stack.chain,
+    account: fundingWallet.account!,
+  });
+  await stack.publicClient.waitForTransactionReceipt({ hash: fundingApproval, pollingInterval: 50 });
+  await stack.partnerFetch("/v1/rewards/settings", { method: "PUT", json: {} });
+  fundedRewardId = (
+    await json(
+      await stack.partnerFetch(`/v1/orders/${settled.orderId}/rewards`, {
+        method: "POST",
+        json: { amount: "2000000", idempotencyKey: `rw-${randomUUID()}` },
+      }),
+      201,
+    )
+  ).id;
+  const fundedVoucher = await json(
+    await publicPost(stack, `/v1/public/rewards/${fundedRewardId}/claim`, {
+      clientToken: settled.clientToken,
+      walletAddress: stack.local.accounts[5]?.address,
+    }),
+  );
+  const fundedClaimHash = await claimer.sendTransaction({
+    to: fundedVoucher.transaction.to,
+    data: fundedVoucher.transaction.data,
+    chain: stack.chain,
+    account: claimer.account!,
+  });
+  expect((await stack.publicClient.waitForTransactionReceipt({ hash: fundedClaimHash, pollingInterval: 50 })).status).toBe(
+    "success",
+  );
+  expected.set(fundedClaimHash.toLowerCase(), "reward_claim");
+
   // Late: paid exactly, an hour after its five-minute session expired.
   const lateSession = await createSession(stack, { expiresInSeconds: 300 });
   await stack.testClient.increaseTime({ seconds: 3_600 });
@@ -310,8 +431,8 @@ describe("books over a real history", () => {
     const refund = all.find((entry) => entry.kind === "refund");
     expect(refund?.refundId).toBe(refundId);
     expect(all.find((entry) => entry.kind === "settled")?.orderId).toBe(settled.orderId);
-    const claim = all.find((entry) => entry.kind === "reward_claim");
-    expect(claim).toMatchObject({ rewardId, value: "1250000" });
+    const claim = all.find((entry) => entry.kind === "reward_claim" && entry.rewardId === rewardId);
+    expect(claim).toMatchObject({ rewardId, value: "1250000", orderId: settled.orderId });
     expect(claim?.paymentAddress.toLowerCase()).toBe(paymentAddress());
     expect(claim?.from.toLowerCase()).toBe(paymentAddress());
   });
@@ -347,6 +468,42 @@ describe("books over a real history", () => {
     expect(sums.reward_claim).toBe(1_250_000n);
   });
 
+  it("a funding address that is no payment address is in the books: its claims in the ledger, a row with sums.reward_claim", async () => {
+    const entries = (await ledgerPages(500)).filter((entry) => entry.paymentAddress.toLowerCase() === fundingAddress());
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({
+      kind: "reward_claim",
+      rewardId: fundedRewardId,
+      orderId: settled.orderId,
+      value: "2000000",
+    });
+    expect(entries[0]?.from.toLowerCase()).toBe(fundingAddress());
+
+    const report = await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`));
+    const row = report.data.find((line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === fundingAddress());
+    expect(row).toMatchObject({ role: "funding_address", partnerId: stack.local.partner.id });
+    expect(row.sums.reward_claim).toBe("2000000");
+    for (const kind of KINDS.filter((kind) => kind !== "reward_claim")) expect(row.sums[kind], kind).toBe("0");
+    const balanceAt = (blockNumber: bigint) =>
+      stack.publicClient.readContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [fundingWallet.account!.address],
+        blockNumber,
+      });
+    // Opening and chain balances are the chain's; what moved other than claims (its funding) is the difference.
+    expect(BigInt(row.openingBalance)).toBe(await balanceAt(0n).catch(() => 0n));
+    expect(BigInt(row.chainBalance)).toBe(await balanceAt(toBlock));
+    expect(BigInt(row.closingBalance)).toBe(BigInt(row.openingBalance) - 2_000_000n);
+    expect(BigInt(row.difference)).toBe(BigInt(row.chainBalance) - BigInt(row.closingBalance));
+    // The payment address's row is unchanged by it, still reconciled.
+    const payment = report.data.find(
+      (line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === paymentAddress(),
+    );
+    expect(payment).toMatchObject({ role: "payment_address", reconciled: true });
+  });
+
   it("the sums are the ledger's on any part of the history as well, and each part reconciles", async () => {
     const third = toBlock / 3n;
     const parts: [bigint, bigint][] = [
@@ -376,55 +533,195 @@ describe("books over a real history", () => {
     expect([...seen].sort()).toEqual([...KINDS].sort());
   });
 
-  it("CSV of the ledger equals the JSON; a cell starting with = + - @ is neutralised in the orders CSV", async () => {
+  it("the ledger CSV, parsed by a real CSV parser, equals the JSON and each row is the chain's transfer", async () => {
     const all = await ledgerPages(500);
     const response = await stack.partnerFetch(`/v1/ledger?${range()}`, { headers: { Accept: "text/csv" } });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/csv");
-    const [header, ...rows] = parseCsv(await response.text());
-    expect(header).toEqual([
-      "kind",
-      "reason",
-      "chain_id",
-      "block_number",
-      "block_hash",
-      "transaction_hash",
-      "log_index",
-      "from",
-      "to",
-      "value",
-      "payment_address",
-      "order_id",
-      "refund_id",
-      "reward_id",
-    ]);
-    expect(rows).toEqual(
-      all.map((entry) => [
-        entry.kind,
-        entry.reason ?? "",
-        String(entry.chainId),
-        entry.blockNumber,
-        entry.blockHash,
-        entry.transactionHash,
-        String(entry.logIndex),
-        entry.from,
-        entry.to,
-        entry.value,
-        entry.paymentAddress,
-        entry.orderId ?? "",
-        entry.refundId ?? "",
-        entry.rewardId ?? "",
-      ]),
-    );
+    const rows = csvRecords(await response.text(), LEDGER_CSV_COLUMNS);
+    expect(rows).toHaveLength(all.length);
+    for (const [index, row] of rows.entries()) {
+      const entry = all[index] as Entry;
+      expect(row, `row ${index}`).toEqual({
+        kind: entry.kind,
+        reason: entry.reason ?? "",
+        chain_id: String(entry.chainId),
+        block_number: entry.blockNumber,
+        block_time: entry.blockTime,
+        block_hash: entry.blockHash,
+        transaction_hash: entry.transactionHash,
+        log_index: String(entry.logIndex),
+        from: entry.from,
+        to: entry.to,
+        value: entry.value,
+        value_usdc: usdc(entry.value),
+        payment_address: entry.paymentAddress,
+        order_id: entry.orderId ?? "",
+        external_order_id: entry.externalOrderId === undefined ? "" : neutralised(entry.externalOrderId),
+        refund_id: entry.refundId ?? "",
+        reward_id: entry.rewardId ?? "",
+        metadata: entry.metadata === undefined ? "" : JSON.stringify(entry.metadata),
+      });
+      // Against the chain: the block (hash and time) and the Transfer log the row names.
+      const block = await stack.publicClient.getBlock({ blockNumber: BigInt(row.block_number as string) });
+      expect(row.block_hash).toBe(block.hash);
+      expect(row.block_time).toBe(new Date(Number(block.timestamp) * 1000).toISOString());
+      const receipt = await stack.publicClient.getTransactionReceipt({ hash: row.transaction_hash as Hex });
+      const logs = receipt.logs.filter((candidate) => candidate.logIndex === Number(row.log_index));
+      if (row.payment_address?.toLowerCase() === fundingAddress()) {
+        // A funding-only address's evidence is the distributor's RewardClaimed log.
+        const [claim] = parseEventLogs({ abi: rewardDistributorAbi, eventName: "RewardClaimed", logs });
+        expect(claim?.address.toLowerCase()).toBe((stack.local.contracts.rewardDistributor as string).toLowerCase());
+        expect(claim?.args.funder.toLowerCase()).toBe(row.from?.toLowerCase());
+        expect(claim?.args.recipient.toLowerCase()).toBe(row.to?.toLowerCase());
+        expect(claim?.args.amount.toString()).toBe(row.value);
+        continue;
+      }
+      const [log] = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs });
+      expect(log?.address.toLowerCase()).toBe((stack.local.contracts.usdc as string).toLowerCase());
+      expect(log?.args.from.toLowerCase()).toBe(row.from?.toLowerCase());
+      expect(log?.args.to.toLowerCase()).toBe(row.to?.toLowerCase());
+      expect(log?.args.value.toString()).toBe(row.value);
+    }
+    const byHash = (kind: string) => rows.find((row) => row.kind === kind) as Record<string, string>;
+    // What an accountant files each movement under (SPEC 17.1).
+    expect(byHash("settled")).toMatchObject({
+      order_id: settled.orderId,
+      external_order_id: `'${settled.externalOrderId}`,
+      metadata: JSON.stringify({ invoice: 'INV-7, "quoted"', line: "a\r\nb" }),
+    });
+    expect(byHash("refund")).toMatchObject({
+      refund_id: refundId,
+      reason: "requested_by_customer",
+      order_id: settled.orderId,
+      value: "5000000",
+      value_usdc: "5.000000",
+    });
+    expect(rows.find((row) => row.reward_id === rewardId)).toMatchObject({
+      kind: "reward_claim",
+      order_id: settled.orderId,
+      value_usdc: "1.250000",
+    });
+    expect(rows.find((row) => row.reward_id === fundedRewardId)).toMatchObject({
+      kind: "reward_claim",
+      order_id: settled.orderId,
+      payment_address: getAddress(fundingAddress()),
+      value: "2000000",
+      value_usdc: "2.000000",
+    });
+    for (const kind of ["underpaid", "overpaid", "late"]) expect(byHash(kind).reason).toBe(kind);
+  });
 
+  it("orders CSV: total_price and amounts in base units and decimal USDC, refunds, each paid order against its transfer", async () => {
+    const json200 = await json(await stack.partnerFetch(`/v1/orders?${range()}&limit=200`));
     const orders = await stack.partnerFetch(`/v1/orders?${range()}`, { headers: { Accept: "text/csv" } });
     expect(orders.status).toBe(200);
-    const [orderHeader, ...orderRows] = parseCsv(await orders.text());
-    const external = orderHeader?.indexOf("external_order_id") ?? -1;
-    const row = orderRows.find((cells) => cells[0] === settled.orderId);
-    expect(row?.[external]).toBe(`'${settled.externalOrderId}`);
-    for (const cells of orderRows)
-      for (const cell of cells) if (!/^-?\d+$/.test(cell)) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/);
+    const rows = csvRecords(await orders.text(), ORDER_CSV_COLUMNS);
+    expect(rows.map((row) => row.id)).toEqual(json200.data.map((order: { id: string }) => order.id));
+    for (const row of rows) {
+      const order = json200.data.find((candidate: { id: string }) => candidate.id === row.id);
+      expect(row.total_price).toBe(order.totalPriceUsdc ?? "");
+      expect(row.total_price_usdc).toBe(order.totalPriceUsdc === null ? "" : usdc(order.totalPriceUsdc));
+      expect(row.amount_refunded).toBe(order.amountRefunded);
+      expect(row.amount_refunded_usdc).toBe(usdc(order.amountRefunded));
+      expect(row.refund_status).toBe(order.refundStatus);
+      if (row.transaction_hash === "") continue;
+      const receipt = await stack.publicClient.getTransactionReceipt({ hash: row.transaction_hash as Hex });
+      const [log] = parseEventLogs({
+        abi: erc20Abi,
+        eventName: "Transfer",
+        logs: receipt.logs.filter((candidate) => candidate.logIndex === Number(row.log_index)),
+      });
+      expect(log?.args.value.toString()).toBe(row.amount_paid);
+      expect(row.amount_paid_usdc).toBe(usdc(row.amount_paid as string));
+      expect(log?.args.to.toLowerCase()).toBe(row.payment_address?.toLowerCase());
+    }
+    const row = rows.find((cells) => cells.id === settled.orderId) as Record<string, string>;
+    expect(row).toMatchObject({
+      external_order_id: `'${settled.externalOrderId}`,
+      total_price: settled.payment.totalPriceUsdc,
+      total_price_usdc: "25.000000",
+      amount_refunded: "5000000",
+      amount_refunded_usdc: "5.000000",
+      refund_status: "partial",
+    });
+    // A cell starting with = + - @ is neutralised; numbers (also negative ones) are left alone.
+    for (const cells of rows)
+      for (const cell of Object.values(cells)) if (!/^-?\d+(\.\d+)?$/.test(cell)) expect(cell, cell).not.toMatch(/^[=+\-@\t\r]/);
+  });
+
+  it("reconciliation CSV: every amount in base units and decimal USDC, row for row the JSON, balances the chain's", async () => {
+    const report = await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`));
+    const response = await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`, { headers: { Accept: "text/csv" } });
+    const amounts = ["opening_balance", "closing_balance", "chain_balance", "difference"];
+    const columns = [
+      "chain_id",
+      "partner_id",
+      "payment_address",
+      "role",
+      "from_block",
+      "to_block",
+      ...amounts.flatMap((name) => [name, `${name}_usdc`]),
+      "reconciled",
+      ...KINDS.flatMap((kind) => [kind, `${kind}_usdc`]),
+    ];
+    const rows = csvRecords(await response.text(), columns);
+    expect(rows).toHaveLength(report.data.length);
+    for (const [index, row] of rows.entries()) {
+      const line = report.data[index];
+      expect(row).toMatchObject({
+        payment_address: line.paymentAddress,
+        role: line.role,
+        from_block: report.fromBlock,
+        to_block: report.toBlock,
+        opening_balance: line.openingBalance,
+        opening_balance_usdc: usdc(line.openingBalance),
+        closing_balance_usdc: usdc(line.closingBalance),
+        difference: line.difference,
+        difference_usdc: usdc(line.difference),
+        reconciled: String(line.reconciled),
+      });
+      for (const kind of KINDS) {
+        expect(row[kind], kind).toBe(line.sums[kind]);
+        expect(row[`${kind}_usdc`], kind).toBe(usdc(line.sums[kind]));
+      }
+      const balance = await stack.publicClient.readContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [row.payment_address as Address],
+        blockNumber: toBlock,
+      });
+      expect(row.chain_balance).toBe(balance.toString());
+    }
+  });
+
+  it("refunds CSV: one row per refund, as the JSON list, the sent one tied to its transfer on the chain", async () => {
+    const list = await json(await stack.partnerFetch("/v1/refunds?limit=500"));
+    const response = await stack.partnerFetch("/v1/refunds", { headers: { Accept: "text/csv" } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toContain("text/csv");
+    const rows = csvRecords(await response.text(), REFUND_CSV_COLUMNS);
+    expect(rows.map((row) => row.id)).toEqual(list.data.map((refund: { id: string }) => refund.id));
+    const row = rows.find((cells) => cells.id === refundId) as Record<string, string>;
+    expect(row).toMatchObject({
+      status: "succeeded",
+      order_id: settled.orderId,
+      external_order_id: `'${settled.externalOrderId}`,
+      amount: "5000000",
+      amount_usdc: "5.000000",
+      reason: "requested_by_customer",
+    });
+    const receipt = await stack.publicClient.getTransactionReceipt({ hash: row.transaction_hash as Hex });
+    const [log] = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: receipt.logs });
+    expect(log?.args.value.toString()).toBe(row.amount);
+    expect(log?.args.to.toLowerCase()).toBe(row.destination?.toLowerCase());
+    // The filters of the JSON list apply to the CSV too.
+    const none = csvRecords(
+      await (await stack.partnerFetch("/v1/refunds?status=cancelled", { headers: { Accept: "text/csv" } })).text(),
+      REFUND_CSV_COLUMNS,
+    );
+    expect(none.filter((cells) => cells.id === refundId)).toEqual([]);
   });
 
   it("evidence of the settled order: transfer with block hash and confirmations, rule, refund, events with deliveries", async () => {
@@ -474,6 +771,8 @@ describe("read-only and auditor keys", () => {
     const before = await counts();
     for (const key of [readKey, auditorKey])
       for (const [method, path] of writes) {
+        // Closing a period is the one write of a partner's read-only key (SPEC 17.1; tested under "closed periods").
+        if (key === readKey && method === "POST" && path === "/v1/reports/periods") continue;
         const url = path.replace(/\{[^}]+\}/g, (name) =>
           name.includes("order") ? settled.orderId : name.includes("refund") ? refundId : "x_1",
         );
@@ -586,5 +885,181 @@ describe("the client library reads the books", () => {
     await expect(reader.ledger.list({ fromBlock: 1n, toBlock })).rejects.toMatchObject({ status: 401 });
     const after = (await books.apiKeys.list({ limit: 200 })).data.find((key) => key.id === created.id);
     expect(after?.revokedAt).not.toBeNull();
+  });
+});
+
+// Last in this file: it reorganises the chain's newest blocks.
+describe("closed periods (SPEC 17.1)", () => {
+  let readKey: string;
+  let auditorKey: string;
+  let periodStart: bigint;
+  let periodEnd: bigint;
+  let lateHash: Hex;
+  let goneHash: Hex;
+  const asKey = (key: string, init: RequestInit & { json?: unknown } = {}) => ({
+    ...init,
+    headers: { ...(init.headers as Record<string, string> | undefined), Authorization: `Bearer ${key}` },
+  });
+  const close = (body: unknown, key?: string) =>
+    stack.partnerFetch(
+      "/v1/reports/periods",
+      key === undefined ? { method: "POST", json: body } : asKey(key, { method: "POST", json: body }),
+    );
+  const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+  const ledgerCsvOf = async (from: bigint, to: bigint) =>
+    (await stack.partnerFetch(`/v1/ledger?fromBlock=${from}&toBlock=${to}`, { headers: { Accept: "text/csv" } })).text();
+
+  beforeAll(async () => {
+    readKey = (await json(await stack.partnerFetch("/v1/api-keys", { method: "POST", json: { scope: "read" } }), 201)).key;
+    auditorKey = (await issueAuditorKey(store, { mode: "test" })).apiKey;
+    periodStart = toBlock + 1n;
+    goneHash = (await stack.payUsdc({ from: 4, to: stack.local.partner.paymentAddress as Address, amount: 2_000_000n })).hash;
+    await mine();
+    await mine();
+    periodEnd = await stack.publicClient.getBlockNumber();
+    await waitFor(async () => ((await ledgerCsvOf(periodStart, periodEnd)).includes(goneHash) ? true : undefined), {
+      what: "the period's transfer in the ledger",
+      intervalMs: 250,
+    });
+  });
+
+  it("are refused to a platform auditor key, on overlap, for blocks not indexed and for a period not over", async () => {
+    await expectProblem(
+      await close({ fromBlock: String(periodStart), toBlock: String(periodEnd) }, auditorKey),
+      403,
+      "read_only_key",
+    );
+    await expectProblem(
+      await close({ fromBlock: String(periodStart), toBlock: String(periodEnd + 1000n) }),
+      400,
+      "range_not_indexed",
+    );
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    const dayAgo = new Date(Date.now() - 86_400_000).toISOString();
+    await expectProblem(await close({ from: dayAgo, to: future }), 409, "period_not_final");
+    await expectProblem(await close({ fromBlock: "1", toBlock: "2", extra: true }), 400, "invalid_request");
+    expect((await json(await stack.partnerFetch("/v1/reports/periods"))).data).toEqual([]);
+  });
+
+  it("a read-only key closes one: the digest is the SHA-256 of the ledger CSV served then, the same bytes ever after", async () => {
+    const served = await ledgerCsvOf(periodStart, periodEnd);
+    const closed = await json(await close({ fromBlock: String(periodStart), toBlock: String(periodEnd) }, readKey), 201);
+    expect(closed.id).toMatch(/^per_/);
+    expect(closed).toMatchObject({ fromBlock: String(periodStart), toBlock: String(periodEnd), adjustments: [] });
+    expect(closed.digest).toBe(sha256(served));
+    expect(closed.reconciliation).toEqual(
+      await json(await stack.partnerFetch(`/v1/reports/reconciliation?fromBlock=${periodStart}&toBlock=${periodEnd}`)),
+    );
+    const ledger = await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`);
+    expect(ledger.headers.get("content-type")).toContain("text/csv");
+    expect(await ledger.text()).toBe(served);
+    // Periods of one partner never overlap, whichever key asks.
+    await expectProblem(await close({ fromBlock: String(periodEnd), toBlock: String(periodEnd) }), 409, "period_overlaps");
+    await expectProblem(await close({ fromBlock: "1", toBlock: String(periodStart) }, readKey), 409, "period_overlaps");
+    // Another partner neither sees nor reads it; an auditor key reads it naming the partner.
+    const other = { headers: { Authorization: `Bearer ${otherPartnerKey}` } };
+    await expectProblem(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`, other), 404, "not_found");
+    await expectProblem(await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`, other), 404, "not_found");
+    expect((await json(await stack.partnerFetch("/v1/reports/periods", other))).data).toEqual([]);
+    const audited = await json(
+      await stack.partnerFetch(`/v1/reports/periods/${closed.id}?partnerId=${stack.local.partner.id}`, asKey(auditorKey)),
+    );
+    expect(audited.digest).toBe(closed.digest);
+  });
+
+  it("after a reorg that drops its transfer and mines a late one in its range, it is served unchanged, the adjustments listed and reported in the next period", async () => {
+    const [closed] = (await json(await stack.partnerFetch("/v1/reports/periods"))).data;
+    const bytes = await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text();
+    const goneBlock = (await stack.publicClient.getTransactionReceipt({ hash: goneHash })).blockNumber;
+    // A transfer signed now, mined by the reorg into the block that held the dropped one.
+    const late = stack.wallet(9);
+    const request = await late.prepareTransactionRequest({
+      to: stack.local.contracts.usdc as Address,
+      data: encodeFunctionData({
+        abi: erc20Abi,
+        functionName: "transfer",
+        args: [stack.local.partner.paymentAddress as Address, 3_000_000n],
+      }),
+      chain: stack.chain,
+      account: late.account!,
+      gas: 100_000n,
+    });
+    const raw = await late.signTransaction({ ...request, chain: stack.chain, account: late.account! } as never);
+    lateHash = keccak256(raw);
+    const head = await stack.publicClient.getBlockNumber();
+    await stack.testClient.request({
+      method: "anvil_reorg" as never,
+      params: [Number(head - goneBlock + 1n), [[raw, 0]]] as never,
+    });
+    await mine();
+    expect((await stack.publicClient.getTransactionReceipt({ hash: lateHash })).blockNumber).toBe(goneBlock);
+    await waitFor(
+      async () => {
+        const now = await ledgerCsvOf(periodStart, periodEnd);
+        return now.includes(lateHash) && !now.includes(goneHash) ? true : undefined;
+      },
+      { what: "the index follows the reorg", intervalMs: 250, timeoutMs: 60_000 },
+    );
+
+    const again = await json(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`));
+    expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
+    expect(again.digest).toBe(closed.digest);
+    expect(again.reconciliation).toEqual(closed.reconciliation);
+    const byHash = (hash: string) =>
+      again.adjustments.find((adjustment: { transactionHash: string }) => adjustment.transactionHash === hash.toLowerCase());
+    expect(byHash(goneHash)).toMatchObject({
+      kind: "removed",
+      value: "2000000",
+      balanceEffect: "-2000000",
+      reportedInPeriod: null,
+    });
+    expect(byHash(lateHash)).toMatchObject({ kind: "added", value: "3000000", balanceEffect: "3000000", reportedInPeriod: null });
+    // Found once: reading again does not find them again.
+    expect((await json(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`))).adjustments).toEqual(again.adjustments);
+
+    // The next period, once closed, holds them (the block they were found at is in it); the first is still as closed.
+    await mine();
+    const nextEnd = await stack.publicClient.getBlockNumber();
+    const next = await waitFor(
+      async () => {
+        const response = await close({ fromBlock: String(periodEnd + 1n), toBlock: String(nextEnd) });
+        // Until the index has the new block the range is not indexed yet.
+        return response.status === 400 ? undefined : json(response, 201);
+      },
+      { what: "the next period closed", intervalMs: 250 },
+    );
+    const first = await json(await stack.partnerFetch(`/v1/reports/periods/${closed.id}`));
+    expect(first.adjustments.map((adjustment: { reportedInPeriod: string }) => adjustment.reportedInPeriod)).toEqual(
+      first.adjustments.map(() => next.id),
+    );
+    const nextRead = await json(await stack.partnerFetch(`/v1/reports/periods/${next.id}`));
+    expect(
+      nextRead.adjustmentsReported.map((adjustment: { transactionHash: string }) => adjustment.transactionHash).sort(),
+    ).toEqual([goneHash.toLowerCase(), lateHash.toLowerCase()].sort());
+    // The accounting identity across the boundary: next opening = closed closing + adjustments.
+    const row = (answer: { data: { paymentAddress: string; openingBalance: string; closingBalance: string }[] }) =>
+      answer.data.find((line) => line.paymentAddress.toLowerCase() === paymentAddress()) as {
+        openingBalance: string;
+        closingBalance: string;
+      };
+    expect(BigInt(row(next.reconciliation).openingBalance)).toBe(BigInt(row(first.reconciliation).closingBalance) + 1_000_000n);
+    expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
+  });
+
+  it("overlapping closings sent together: one closes, the others are refused with period_overlaps", async () => {
+    const periods = (await json(await stack.partnerFetch("/v1/reports/periods"))).data as { toBlock: string }[];
+    const from = BigInt(periods.at(-1)?.toBlock as string) + 1n;
+    await mine();
+    const to = await stack.publicClient.getBlockNumber();
+    await waitFor(
+      async () => ((await stack.partnerFetch(`/v1/ledger?fromBlock=${from}&toBlock=${to}`)).status === 200 ? true : undefined),
+      { what: "the new block indexed", intervalMs: 250 },
+    );
+    const body = { fromBlock: String(from), toBlock: String(to) };
+    const answers = await Promise.all([close(body), close(body, readKey), close(body)]);
+    const statuses = answers.map((response) => response.status).sort();
+    expect(statuses).toEqual([201, 409, 409]);
+    for (const response of answers) if (response.status === 409) expect((await response.json()).code).toBe("period_overlaps");
+    expect((await json(await stack.partnerFetch("/v1/reports/periods"))).data).toHaveLength(periods.length + 1);
   });
 });

@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Address } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -220,4 +222,72 @@ describe("settlement report refuses", () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toContain("does not answer");
   }, 200_000);
+});
+
+/**
+ * Another service on the machine (another stack, or anything listening): it records every
+ * Authorization header it is sent and claims whatever it is asked to prove.
+ */
+async function startImpostor() {
+  const seen: string[] = [];
+  const server: Server = createServer((request, response) => {
+    if (request.headers.authorization !== undefined) seen.push(request.headers.authorization);
+    request.resume();
+    request.on("end", () => {
+      if (request.method === "POST") {
+        response.writeHead(200, { "Content-Type": "application/json" });
+        response.end(JSON.stringify({ proof: "0".repeat(64) }));
+        return;
+      }
+      response.writeHead(401, { "Content-Type": "application/problem+json" });
+      response.end(JSON.stringify({ type: "about:blank", title: "API key is not valid", status: 401, code: "unauthenticated" }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe("settlement report sends its key only to its own service (issue 43)", () => {
+  it("in local mode it asks the service local.json names, not the default port where another service answers", async () => {
+    const impostor = await startImpostor();
+    try {
+      const keysBefore = await liveAuditorKeys();
+      const run = await settlement(["report", "reconciliation", ...rangeArgs(), "--json"], {
+        ...env,
+        PORT: String(impostor.port),
+      });
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.json()).toEqual(await json(await stack.partnerFetch(`/v1/reports/reconciliation?${range()}`, auth(auditorKey))));
+      expect(impostor.seen).toEqual([]);
+      expect(await liveAuditorKeys()).toBe(keysBefore);
+    } finally {
+      await impostor.close();
+    }
+  }, 120_000);
+
+  it("a service that cannot prove it holds the CLI's store is refused (exit 1) and never sees the key", async () => {
+    const impostor = await startImpostor();
+    try {
+      const keysBefore = await liveAuditorKeys();
+      for (const args of [
+        ["report", "ledger", ...rangeArgs(), "--url", impostor.url, "--json"],
+        ["report", "orders", ...rangeArgs(), "--url", impostor.url, "--csv"],
+      ]) {
+        const run = await settlement(args, env);
+        expect(run.code, run.stdout + run.stderr).toBe(1);
+        expect(run.stdout + run.stderr).toContain("could not prove");
+      }
+      expect(impostor.seen).toEqual([]);
+      // The key issued for the refused report is revoked at once.
+      expect(await liveAuditorKeys()).toBe(keysBefore);
+    } finally {
+      await impostor.close();
+    }
+  }, 120_000);
 });

@@ -29,6 +29,10 @@ const OWNERS: Record<string, string> = {
   // Subscriptions (docs/subscriptions.md)
   subscription: "api/subscriptions/subscription-record.ts",
   subscription_charge: "api/subscriptions/charge-record.ts",
+  // Closed periods of the books (docs/accounting.md)
+  closed_period: "api/accounting/period-record.ts",
+  closed_period_guard: "api/accounting/period-record.ts",
+  period_adjustment: "api/accounting/period-record.ts",
 };
 
 /** A read may join another record's table when its rows are about its own record; writes stay with the owner. */

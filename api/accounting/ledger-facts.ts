@@ -1,9 +1,12 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
+import { sessionMetadata, sessionsByIds } from "../checkout/session-record.js";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
 import { readByTransactions } from "../indexed/whole-reads.js";
+import { ordersByIds } from "../orders/order-record.js";
 import { paymentsByKeys } from "../payments/payment-record.js";
 import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
+import { refundsByIds } from "../refunds/refund-record.js";
 import { rewardsByOnchainIds } from "../rewards/reward-record.js";
 import type { OutgoingFact, PaymentFact, RewardClaimFact, TransferFacts } from "./ledger-rules.js";
 
@@ -37,6 +40,14 @@ export async function gatherLedgerFacts(
 
   const payments: Map<string, PaymentFact> = await paymentsByKeys(context.store, incoming);
   const matches: Map<string, OutgoingFact> = await outgoingTransfersByKeys(context.store, outgoing);
+  const refunds = await refundsByIds(
+    context.store,
+    [...matches.values()].flatMap((match) => (match.refundId === null ? [] : [match.refundId])),
+  );
+  for (const match of matches.values()) {
+    const refund = match.refundId === null ? undefined : refunds.get(match.refundId);
+    if (refund !== undefined) match.refund = { orderId: refund.orderId, reason: refund.reason };
+  }
   const claims = await rewardClaimsOf(context, outgoing);
 
   return (transfer) => ({
@@ -68,6 +79,7 @@ async function rewardClaimsOf(
   }
   const rewards = await rewardsByOnchainIds(context.store, [...new Set(indexed.map((claim) => claim.rewardId))]);
   const rewardIdOf = new Map(rewards.map((reward) => [reward.onchainId.toLowerCase(), reward.id]));
+  const orderIdOf = new Map(rewards.map((reward) => [reward.id, reward.orderId]));
   for (const claim of indexed) {
     const rewardId = rewardIdOf.get(claim.rewardId.toLowerCase());
     // A claim of a reward this service never granted is not ours to name: the transfer stays `unmatched_out`.
@@ -75,8 +87,36 @@ async function rewardClaimsOf(
     const key = transactionKey(claim);
     claims.set(key, [
       ...(claims.get(key) ?? []),
-      { rewardId, funder: claim.funder, recipient: claim.recipient, amount: claim.amount },
+      { rewardId, orderId: orderIdOf.get(rewardId), funder: claim.funder, recipient: claim.recipient, amount: claim.amount },
     ]);
   }
   return claims;
+}
+
+/** What an accountant files a movement under: the partner's own order id and the order's metadata (SPEC 17.1). */
+export type OrderDetails = { externalOrderId: string; metadata: Record<string, string> };
+
+/**
+ * The external id and metadata of the orders named, by order id: the metadata of the
+ * session that paid the order (as `GET /v1/orders/:id` shows it), else of its latest session.
+ */
+export async function orderDetailsOf(
+  context: Pick<AppContext, "store">,
+  orderIds: readonly string[],
+): Promise<Map<string, OrderDetails>> {
+  const orders = await ordersByIds(context.store, orderIds);
+  const settledSessions = await sessionsByIds(
+    context.store,
+    [...orders.values()].flatMap((order) => (order.settledSessionId === null ? [] : [order.settledSessionId])),
+  );
+  const metadataOfSession = new Map(settledSessions.map((session) => [session.id, session.metadata]));
+  const details = new Map<string, OrderDetails>();
+  for (const order of orders.values()) {
+    const metadata =
+      order.settledSessionId === null
+        ? await sessionMetadata(context.store, { orderId: order.id })
+        : metadataOfSession.get(order.settledSessionId);
+    details.set(order.id, { externalOrderId: order.externalOrderId, metadata: metadata ?? {} });
+  }
+  return details;
 }

@@ -1,5 +1,5 @@
 import { type Address, type Hex, isAddressEqual } from "viem";
-import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
 import type { PaymentStatus } from "../store/database.js";
 
 /**
@@ -31,10 +31,17 @@ export const SUM_KINDS = LEDGER_KINDS.filter((kind): kind is SumKind => kind !==
 
 /** What the settlement worker recorded for an incoming transfer (payment-record.ts). */
 export type PaymentFact = { status: PaymentStatus; reason: string | null; orderId: string | null };
-/** What the refunds record made of an outgoing transfer (api/refunds/outgoing-transfer-record.ts, once wired). */
-export type OutgoingFact = { status: "matched" | "unmatched"; refundId: string | null };
+/**
+ * What the refunds record made of an outgoing transfer (api/refunds/outgoing-transfer-record.ts), with the
+ * matched refund's order and reason code when there is one.
+ */
+export type OutgoingFact = {
+  status: "matched" | "unmatched";
+  refundId: string | null;
+  refund?: { orderId: string | null; reason: string };
+};
 /** A `RewardClaimed` seen in the same transaction (the distributor's `transferFrom` from the funder). */
-export type RewardClaimFact = { rewardId: string; funder: Address; recipient: Address; amount: bigint };
+export type RewardClaimFact = { rewardId: string; orderId?: string; funder: Address; recipient: Address; amount: bigint };
 
 export type TransferFacts = {
   /** The payment recorded for this transfer, when it is incoming and the settlement worker saw it. */
@@ -121,9 +128,19 @@ export function classifyOutgoing(
       isAddressEqual(candidate.recipient, transfer.to) &&
       candidate.amount === transfer.value,
   );
-  if (claim !== undefined) return { kind: "reward_claim", rewardId: claim.rewardId };
-  if (facts.outgoing?.status === "matched" && facts.outgoing.refundId !== null)
-    return { kind: "refund", refundId: facts.outgoing.refundId };
+  if (claim !== undefined)
+    return { kind: "reward_claim", rewardId: claim.rewardId, ...(claim.orderId === undefined ? {} : { orderId: claim.orderId }) };
+  const outgoing = facts.outgoing;
+  if (outgoing?.status === "matched" && outgoing.refundId !== null) {
+    // The accountant files a refund under its order with the partner's reason code (SPEC 17.1).
+    const refund = outgoing.refund;
+    return {
+      kind: "refund",
+      refundId: outgoing.refundId,
+      ...(refund === undefined ? {} : { reason: refund.reason }),
+      ...(refund?.orderId == null ? {} : { orderId: refund.orderId }),
+    };
+  }
   return { kind: "unmatched_out" };
 }
 
@@ -152,6 +169,36 @@ export function ledgerEntriesOf(transfer: IndexedTransfer, facts: TransferFacts,
   if (addresses.has(transfer.to.toLowerCase()))
     entries.push({ ...base, ...(zero ?? classifyIncoming(facts.payment)), paymentAddress: transfer.to, leg: 1 });
   return entries;
+}
+
+/**
+ * The entry of a reward claim paid from a funding address that is not a payment address
+ * in view: the index does not watch that address's transfers, so the distributor's
+ * `RewardClaimed` log is the evidence (funder, recipient, amount, at its log index; the
+ * `Transfer` it caused is in the same transaction). A claim of a reward this service
+ * granted from that funder is `reward_claim`; any other claim is money out all the same.
+ */
+export function fundingClaimEntry(
+  claim: IndexedRewardClaim,
+  reward: { id: string; orderId: string; funder: string | null } | undefined,
+): LedgerEntry {
+  const ours = reward !== undefined && reward.funder !== null && isAddressEqual(reward.funder as Address, claim.funder);
+  return {
+    ...(ours
+      ? { kind: "reward_claim" as const, rewardId: reward.id, orderId: reward.orderId }
+      : { kind: "unmatched_out" as const }),
+    chainId: claim.chainId,
+    blockNumber: claim.blockNumber,
+    blockHash: claim.blockHash,
+    blockTimestamp: claim.blockTimestamp,
+    transactionHash: claim.transactionHash,
+    logIndex: claim.logIndex,
+    from: claim.funder,
+    to: claim.recipient,
+    value: claim.amount,
+    paymentAddress: claim.funder,
+    leg: 0,
+  };
 }
 
 /** Sums per kind, every summed kind present. */

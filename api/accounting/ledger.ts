@@ -1,14 +1,19 @@
 import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import { keysetPage, type Page } from "../http/cursor.js";
+import type { IndexedRewardClaim } from "../indexed/indexed-chain.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
+import { rewardFundersOnChain, rewardsByOnchainIds } from "../rewards/reward-record.js";
 import { checksum } from "../values/checksum-address.js";
-import { gatherLedgerFacts } from "./ledger-facts.js";
-import { type LedgerEntry, ledgerEntriesOf } from "./ledger-rules.js";
+import { gatherLedgerFacts, type OrderDetails, orderDetailsOf } from "./ledger-facts.js";
+import { fundingClaimEntry, type LedgerEntry, ledgerEntriesOf } from "./ledger-rules.js";
 import type { ResolvedRange } from "./range.js";
 
 /** Whose books: one partner's payment addresses, or every partner's (an auditor). */
 export type BooksScope = { partnerId: string | undefined };
+
+/** A ledger entry with what an accountant files it under: its order's external id and metadata, when it has an order. */
+export type BookEntry = LedgerEntry & Partial<OrderDetails>;
 
 /** A ledger entry on the wire (SPEC 17): amounts and blocks as decimal strings, addresses EIP-55, optional ids only when set. */
 export type LedgerEntryView = {
@@ -16,6 +21,7 @@ export type LedgerEntryView = {
   reason?: string;
   chainId: number;
   blockNumber: string;
+  blockTime: string;
   blockHash: string;
   transactionHash: string;
   logIndex: number;
@@ -24,16 +30,22 @@ export type LedgerEntryView = {
   value: string;
   paymentAddress: string;
   orderId?: string;
+  externalOrderId?: string;
   refundId?: string;
   rewardId?: string;
+  metadata?: Record<string, string>;
 };
 
-export function ledgerEntryView(entry: LedgerEntry): LedgerEntryView {
+/** A block's timestamp (seconds) as ISO 8601 UTC. */
+export const blockTimeOf = (seconds: bigint) => new Date(Number(seconds) * 1000).toISOString();
+
+export function ledgerEntryView(entry: BookEntry): LedgerEntryView {
   return {
     kind: entry.kind,
     ...(entry.reason === undefined ? {} : { reason: entry.reason }),
     chainId: entry.chainId,
     blockNumber: entry.blockNumber.toString(),
+    blockTime: blockTimeOf(entry.blockTimestamp),
     blockHash: entry.blockHash,
     transactionHash: entry.transactionHash,
     logIndex: entry.logIndex,
@@ -42,8 +54,10 @@ export function ledgerEntryView(entry: LedgerEntry): LedgerEntryView {
     value: entry.value.toString(),
     paymentAddress: checksum(entry.paymentAddress),
     ...(entry.orderId === undefined ? {} : { orderId: entry.orderId }),
+    ...(entry.externalOrderId === undefined ? {} : { externalOrderId: entry.externalOrderId }),
     ...(entry.refundId === undefined ? {} : { refundId: entry.refundId }),
     ...(entry.rewardId === undefined ? {} : { rewardId: entry.rewardId }),
+    ...(entry.metadata === undefined ? {} : { metadata: entry.metadata }),
   };
 }
 
@@ -51,6 +65,50 @@ export function ledgerEntryView(entry: LedgerEntry): LedgerEntryView {
 export async function booksAddresses(context: Pick<AppContext, "store">, scope: BooksScope, chainId: number) {
   return paymentAddressesOnChain(context.store, { chainId, partnerId: scope.partnerId });
 }
+
+/** What the books of a scope cover on a chain: payment addresses, and funding addresses that are not also payment addresses. */
+export type BooksInView = {
+  owners: { address: string; partnerId: string; role: "payment_address" | "funding_address" }[];
+  /** Payment addresses (lower case): every transfer in and out is indexed. */
+  addresses: ReadonlySet<string>;
+  /** Funding-only addresses (lower case): their reward claims are indexed, not their transfers. */
+  funders: ReadonlySet<string>;
+};
+
+/**
+ * The addresses whose money is in the books (SPEC 17.1): the payment addresses, and every
+ * address named as the funder of a voucher (a funding address is in the books like a
+ * payment address). A funding address that is also a payment address is one address.
+ */
+export async function booksInView(context: Pick<AppContext, "store">, scope: BooksScope, chainId: number): Promise<BooksInView> {
+  const payment = await booksAddresses(context, scope, chainId);
+  const addresses = new Set(payment.map((row) => row.address));
+  const funding = (await rewardFundersOnChain(context.store, { chainId, partnerId: scope.partnerId })).filter(
+    (row) => !addresses.has(row.address),
+  );
+  return {
+    owners: [
+      ...payment.map((row) => ({ ...row, role: "payment_address" as const })),
+      ...funding.map((row) => ({ ...row, role: "funding_address" as const })),
+    ],
+    addresses,
+    funders: new Set(funding.map((row) => row.address)),
+  };
+}
+
+/** The entries of reward claims paid from funding-only addresses, named after the service's rewards. */
+export async function fundingClaimEntries(
+  context: Pick<AppContext, "store">,
+  claims: readonly IndexedRewardClaim[],
+): Promise<LedgerEntry[]> {
+  if (claims.length === 0) return [];
+  const rewards = await rewardsByOnchainIds(context.store, [...new Set(claims.map((claim) => claim.rewardId))]);
+  const byOnchainId = new Map(rewards.map((reward) => [reward.onchainId.toLowerCase(), reward]));
+  return claims.map((claim) => fundingClaimEntry(claim, byOnchainId.get(claim.rewardId.toLowerCase())));
+}
+
+const inChainOrder = (a: Position, b: Position) =>
+  a.blockNumber !== b.blockNumber ? (a.blockNumber < b.blockNumber ? -1 : 1) : a.logIndex - b.logIndex || a.leg - b.leg;
 
 type Position = { blockNumber: bigint; logIndex: number; leg: 0 | 1 };
 
@@ -69,26 +127,56 @@ const after = (entry: Position, position: Position) =>
  */
 async function entriesAfter(
   context: Pick<AppContext, "store" | "indexed">,
-  params: { range: ResolvedRange; addresses: ReadonlySet<string>; position: Position | undefined; take: number },
-): Promise<LedgerEntry[]> {
+  params: {
+    range: ResolvedRange;
+    addresses: ReadonlySet<string>;
+    funders: ReadonlySet<string>;
+    position: Position | undefined;
+    take: number;
+  },
+): Promise<BookEntry[]> {
   const { range, position } = params;
-  if (params.addresses.size === 0 || range.fromBlock > range.toBlock) return [];
-  const transfers = await context.indexed.transfers({
-    chainIds: [range.chainId],
-    involving: [...params.addresses] as `0x${string}`[],
-    fromBlock: range.fromBlock,
-    toBlock: range.toBlock,
-    after:
-      position === undefined
-        ? undefined
-        : { chainId: range.chainId, blockNumber: position.blockNumber, logIndex: position.logIndex - 1 },
-    limit: params.take + 1,
-  });
+  if ((params.addresses.size === 0 && params.funders.size === 0) || range.fromBlock > range.toBlock) return [];
+  // Two streams in chain order, each read `take + 1` deep past the position: the first
+  // `take` of their merge are the first `take` of the books.
+  const claims =
+    params.funders.size === 0
+      ? []
+      : await context.indexed.rewardClaims({
+          chainIds: [range.chainId],
+          funders: [...params.funders] as `0x${string}`[],
+          fromBlock: range.fromBlock,
+          toBlock: range.toBlock,
+          after: position === undefined ? undefined : { blockNumber: position.blockNumber, logIndex: position.logIndex },
+          limit: params.take + 1,
+        });
+  const transfers =
+    params.addresses.size === 0
+      ? []
+      : await context.indexed.transfers({
+          chainIds: [range.chainId],
+          involving: [...params.addresses] as `0x${string}`[],
+          fromBlock: range.fromBlock,
+          toBlock: range.toBlock,
+          after:
+            position === undefined
+              ? undefined
+              : { chainId: range.chainId, blockNumber: position.blockNumber, logIndex: position.logIndex - 1 },
+          limit: params.take + 1,
+        });
   const facts = await gatherLedgerFacts(context, transfers, params.addresses);
-  const entries = transfers
-    .flatMap((transfer) => ledgerEntriesOf(transfer, facts(transfer), params.addresses))
-    .filter((entry) => position === undefined || after(entry, position));
-  return entries.slice(0, params.take);
+  const entries = [
+    ...transfers.flatMap((transfer) => ledgerEntriesOf(transfer, facts(transfer), params.addresses)),
+    ...(await fundingClaimEntries(context, claims)),
+  ]
+    .filter((entry) => position === undefined || after(entry, position))
+    .sort(inChainOrder)
+    .slice(0, params.take);
+  const orders = await orderDetailsOf(
+    context,
+    entries.flatMap((entry) => (entry.orderId === undefined ? [] : [entry.orderId])),
+  );
+  return entries.map((entry) => ({ ...entry, ...(entry.orderId === undefined ? {} : orders.get(entry.orderId)) }));
 }
 
 const LedgerCursor = z.object({
@@ -105,16 +193,17 @@ export async function ledgerPage(
   context: Pick<AppContext, "store" | "indexed">,
   params: { scope: BooksScope; range: ResolvedRange; cursor?: string; limit: number },
 ): Promise<Page<LedgerEntryView>> {
-  const addresses = new Set((await booksAddresses(context, params.scope, params.range.chainId)).map((row) => row.address));
+  const { addresses, funders } = await booksInView(context, params.scope, params.range.chainId);
   return keysetPage({
     cursor: params.cursor,
     limit: params.limit,
     key: LedgerCursor,
-    keyOf: (entry: LedgerEntry) => ({ b: entry.blockNumber.toString(), l: entry.logIndex, g: entry.leg }),
+    keyOf: (entry: BookEntry) => ({ b: entry.blockNumber.toString(), l: entry.logIndex, g: entry.leg }),
     fetch: (key, take) =>
       entriesAfter(context, {
         range: params.range,
         addresses,
+        funders,
         position: key === undefined ? undefined : { blockNumber: BigInt(key.b), logIndex: key.l, leg: key.g },
         take,
       }),
@@ -125,15 +214,21 @@ export async function ledgerPage(
 /** Every entry of the range, a page at a time (exports and the reconciliation: nothing holds the whole range). */
 export async function* ledgerPages(
   context: Pick<AppContext, "store" | "indexed">,
-  params: { range: ResolvedRange; addresses: ReadonlySet<string>; pageSize?: number },
-): AsyncGenerator<LedgerEntry[]> {
+  params: { range: ResolvedRange; addresses: ReadonlySet<string>; funders: ReadonlySet<string>; pageSize?: number },
+): AsyncGenerator<BookEntry[]> {
   const take = params.pageSize ?? 1000;
   let position: Position | undefined;
   for (;;) {
-    const entries = await entriesAfter(context, { range: params.range, addresses: params.addresses, position, take });
+    const entries = await entriesAfter(context, {
+      range: params.range,
+      addresses: params.addresses,
+      funders: params.funders,
+      position,
+      take,
+    });
     if (entries.length > 0) yield entries;
     if (entries.length < take) return;
-    const last = entries.at(-1) as LedgerEntry;
+    const last = entries.at(-1) as BookEntry;
     position = { blockNumber: last.blockNumber, logIndex: last.logIndex, leg: last.leg };
   }
 }

@@ -4,8 +4,9 @@ import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-cha
 import { readAllPages, readByTransactions } from "../indexed/whole-reads.js";
 import { paymentTransactionsOf } from "../payments/payment-record.js";
 import { matchedOutgoingTransactions } from "../refunds/outgoing-transfer-record.js";
+import { fundingClaimEntries } from "./ledger.js";
 import { gatherLedgerFacts } from "./ledger-facts.js";
-import { emptySums, ledgerEntriesOf, PAYMENTS_OF_OWN_KIND, type SumKind } from "./ledger-rules.js";
+import { emptySums, ledgerEntriesOf, PAYMENTS_OF_OWN_KIND, type SumKind, signedValue } from "./ledger-rules.js";
 import type { ResolvedRange } from "./range.js";
 
 type Context = Pick<AppContext, "store" | "indexed">;
@@ -127,4 +128,40 @@ async function transfersOf(
   return transfers.sort((a, b) =>
     a.blockNumber !== b.blockNumber ? (a.blockNumber < b.blockNumber ? -1 : 1) : a.logIndex - b.logIndex,
   );
+}
+
+/**
+ * The sums per kind of the range's entries of funding-only addresses (not payment
+ * addresses): their reward claims, all read (a claim is one log; there are as many as
+ * vouchers paid), classified by the ledger's own rule.
+ */
+export async function fundingSums(
+  context: Context,
+  params: { range: ResolvedRange; funders: readonly string[] },
+): Promise<RangeSums> {
+  const { range } = params;
+  const result: RangeSums = new Map(
+    params.funders.map((address): [string, { sums: Record<SumKind, bigint>; moved: bigint }] => [
+      address.toLowerCase(),
+      { sums: emptySums(), moved: 0n },
+    ]),
+  );
+  if (params.funders.length === 0 || range.fromBlock > range.toBlock) return result;
+  const claims = await readAllPages<IndexedRewardClaim>(({ after, limit }) =>
+    context.indexed.rewardClaims({
+      chainIds: [range.chainId],
+      funders: params.funders as `0x${string}`[],
+      fromBlock: range.fromBlock,
+      toBlock: range.toBlock,
+      after,
+      limit,
+    }),
+  );
+  for (const entry of await fundingClaimEntries(context, claims)) {
+    const own = result.get(entry.paymentAddress.toLowerCase());
+    if (own === undefined || entry.kind === "zero_value") continue;
+    own.sums[entry.kind] += entry.value;
+    own.moved += signedValue(entry);
+  }
+  return result;
 }

@@ -3,11 +3,11 @@ import type { NetworkConfig } from "../config/networks.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import { checksum } from "../values/checksum-address.js";
 import { chainBalancesAt } from "./chain-balances.js";
-import { type BooksScope, booksAddresses } from "./ledger.js";
+import { type BooksScope, booksInView } from "./ledger.js";
 import { emptySums, SUM_KINDS, type SumKind } from "./ledger-rules.js";
 import { keepOpeningBalance, openingBalancesOf } from "./opening-balances.js";
 import type { ResolvedRange } from "./range.js";
-import { rangeSums } from "./range-sums.js";
+import { fundingSums, rangeSums } from "./range-sums.js";
 import { keepReconciliationCheck } from "./reconciliation-checks.js";
 
 type Context = Pick<AppContext, "store" | "indexed" | "rpc">;
@@ -71,6 +71,7 @@ export type ReconciliationRow = {
   chainId: number;
   partnerId: string;
   paymentAddress: string;
+  role: "payment_address" | "funding_address";
   openingBalance: bigint;
   closingBalance: bigint;
   chainBalance: bigint;
@@ -90,12 +91,27 @@ export async function reconcile(
   params: { scope: BooksScope; range: ResolvedRange },
 ): Promise<{ fromBlock: bigint; toBlock: bigint; rows: ReconciliationRow[] }> {
   const { range } = params;
-  const owners = await booksAddresses(context, params.scope, range.chainId);
-  const addresses = owners.map((row) => row.address);
+  const view = await booksInView(context, params.scope, range.chainId);
+  const addresses = [...view.addresses];
+  const funders = [...view.funders];
   const opening = await indexedBalancesAt(context, { network: range.network, addresses, blockNumber: range.fromBlock - 1n });
+  // A funding-only address is not watched by the index (only its claims are): its
+  // opening balance is the chain's, and what else moved through it is its difference.
+  const fundersOpening =
+    funders.length === 0
+      ? new Map<string, bigint>()
+      : range.fromBlock === 0n
+        ? new Map(funders.map((address) => [address, 0n]))
+        : await chainBalancesAt(context, { network: range.network, addresses: funders, blockNumber: range.fromBlock - 1n });
+  for (const [address, balance] of fundersOpening) opening.set(address, balance);
   const sums = await rangeSums(context, { range, addresses });
-  const chain = await chainBalancesAt(context, { network: range.network, addresses, blockNumber: range.toBlock });
-  const rows = owners.map(({ address, partnerId }) => {
+  for (const [address, own] of await fundingSums(context, { range, funders })) sums.set(address, own);
+  const chain = await chainBalancesAt(context, {
+    network: range.network,
+    addresses: [...addresses, ...funders],
+    blockNumber: range.toBlock,
+  });
+  const rows = view.owners.map(({ address, partnerId, role }) => {
     const openingBalance = opening.get(address) ?? 0n;
     const closingBalance = openingBalance + (sums.get(address)?.moved ?? 0n);
     const chainBalance = chain.get(address) ?? 0n;
@@ -103,6 +119,7 @@ export async function reconcile(
       chainId: range.chainId,
       partnerId,
       paymentAddress: address,
+      role,
       openingBalance,
       closingBalance,
       chainBalance,
@@ -119,6 +136,7 @@ export function reconciliationRowView(row: ReconciliationRow) {
     chainId: row.chainId,
     partnerId: row.partnerId,
     paymentAddress: checksum(row.paymentAddress),
+    role: row.role,
     openingBalance: row.openingBalance.toString(),
     closingBalance: row.closingBalance.toString(),
     chainBalance: row.chainBalance.toString(),

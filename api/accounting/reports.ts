@@ -1,8 +1,18 @@
 import type { AppContext } from "../app-context.js";
+import { listRefunds } from "../refunds/refunds.js";
 import type { OrderStatus } from "../store/database.js";
+import type { RefundStatus } from "../store/refund-tables.js";
 import { checksum } from "../values/checksum-address.js";
-import { csvStream, LEDGER_COLUMNS, ORDER_COLUMNS, RECONCILIATION_COLUMNS } from "./csv-export.js";
-import { type BooksScope, booksAddresses, ledgerPage, ledgerPages } from "./ledger.js";
+import {
+  type CsvValue,
+  csvStream,
+  LEDGER_COLUMNS,
+  ORDER_COLUMNS,
+  RECONCILIATION_COLUMNS,
+  REFUND_COLUMNS,
+  withUsdc,
+} from "./csv-export.js";
+import { type BookEntry, type BooksScope, blockTimeOf, booksInView, ledgerPage, ledgerPages } from "./ledger.js";
 import { SUM_KINDS } from "./ledger-rules.js";
 import { orderEvidence, ordersInRange } from "./order-evidence.js";
 import { parseRange, type RangeQuery, resolveRange } from "./range.js";
@@ -22,24 +32,32 @@ export async function ledgerReport(
 
 export async function ledgerCsv(context: AppContext, params: { scope: BooksScope; query: RangeQuery }) {
   const range = await rangeOf(context, params.query);
-  const addresses = new Set((await booksAddresses(context, params.scope, range.chainId)).map((row) => row.address));
-  return csvStream(LEDGER_COLUMNS, ledgerPages(context, { range, addresses }), (entry) => [
+  const { addresses, funders } = await booksInView(context, params.scope, range.chainId);
+  return csvStream(LEDGER_COLUMNS, ledgerPages(context, { range, addresses, funders }), ledgerCsvCells);
+}
+
+/** One ledger row's cells, in LEDGER_COLUMNS' order. */
+export function ledgerCsvCells(entry: BookEntry): CsvValue[] {
+  return [
     entry.kind,
     entry.reason,
     entry.chainId,
     entry.blockNumber,
+    blockTimeOf(entry.blockTimestamp),
     entry.blockHash,
     entry.transactionHash,
     entry.logIndex,
     // The same checksummed addresses as the JSON answer (ledger.ts), so the CSV equals it.
     checksum(entry.from),
     checksum(entry.to),
-    entry.value,
+    ...withUsdc(entry.value),
     checksum(entry.paymentAddress),
     entry.orderId,
+    entry.externalOrderId,
     entry.refundId,
     entry.rewardId,
-  ]);
+    entry.metadata === undefined ? undefined : JSON.stringify(entry.metadata),
+  ];
 }
 
 export async function reconciliationReport(context: AppContext, params: { scope: BooksScope; query: RangeQuery }) {
@@ -61,14 +79,15 @@ export async function reconciliationCsv(context: AppContext, params: { scope: Bo
     row.chainId,
     row.partnerId,
     row.paymentAddress,
+    row.role,
     report.fromBlock,
     report.toBlock,
-    row.openingBalance,
-    row.closingBalance,
-    row.chainBalance,
-    row.difference,
+    ...withUsdc(row.openingBalance),
+    ...withUsdc(row.closingBalance),
+    ...withUsdc(row.chainBalance),
+    ...withUsdc(row.difference),
     row.reconciled,
-    ...SUM_KINDS.map((kind) => row.sums[kind]),
+    ...SUM_KINDS.flatMap((kind) => withUsdc(row.sums[kind])),
   ]);
 }
 
@@ -96,8 +115,11 @@ export async function ordersCsv(context: AppContext, params: { scope: BooksScope
     order.status,
     order.network,
     order.chainId,
-    order.totalPriceUsdc,
-    order.amountPaid,
+    // `totalPriceUsdc` of the JSON order holds base units: here it is `total_price` and its decimal twin.
+    ...withUsdc(order.totalPriceUsdc),
+    ...withUsdc(order.amountPaid),
+    ...withUsdc(order.amountRefunded),
+    order.refundStatus,
     order.payment?.transactionHash,
     order.payment?.logIndex,
     order.payment?.blockNumber,
@@ -106,6 +128,39 @@ export async function ordersCsv(context: AppContext, params: { scope: BooksScope
     order.createdAt,
     order.updatedAt,
     JSON.stringify(order.metadata),
+  ]);
+}
+
+/** `GET /v1/refunds` as CSV: every refund the filters select, newest first as the JSON pages list them, one row each. */
+export function refundsCsv(
+  context: Pick<AppContext, "store">,
+  params: { partnerId: string; orderId?: string; status?: RefundStatus },
+) {
+  async function* pages() {
+    let cursor: string | undefined;
+    do {
+      const page = await listRefunds(context.store, { ...params, cursor, limit: 200 });
+      if (page.data.length > 0) yield page.data;
+      cursor = page.nextCursor ?? undefined;
+    } while (cursor !== undefined);
+  }
+  return csvStream(REFUND_COLUMNS, pages(), (refund) => [
+    refund.id,
+    refund.status,
+    refund.orderId,
+    refund.externalOrderId,
+    refund.payment.chainId,
+    refund.payment.transactionHash,
+    refund.payment.logIndex,
+    ...withUsdc(refund.amount),
+    refund.reason,
+    refund.note,
+    refund.destination,
+    refund.transactionHash,
+    refund.createdAt,
+    refund.readyAt,
+    refund.succeededAt,
+    refund.cancelledAt,
   ]);
 }
 

@@ -15,8 +15,10 @@ import { problem } from "./problem.js";
 export type ApiKeyRole =
   /** A partner's full key (`sk_…`). */
   | "full"
-  /** A partner's read-only key (`rk_…`). */
+  /** A partner's read-only key (`rk_…`), on a read. */
   | "read"
+  /** A partner's read-only key on this change too: closing a period is its accountant's act. */
+  | "read-change"
   /** A platform auditor key (`ak_…`) naming the partner with `partnerId=`. */
   | "auditor"
   /** With `auditor`: an auditor key without `partnerId=` reads every partner (the books). */
@@ -62,6 +64,8 @@ export const CALLERS = {
   operatorBooks: [session("admin-books")],
   /** The issuer portal's refunds (`/api/issuer/refunds`): an issuer's session, acting as its own partner. */
   issuerAsPartner: [session("issuer-as-partner")],
+  /** Closing a period of the books (SPEC 17.1): the partner's full or read-only key, or a member; never an auditor. */
+  periodClose: [key("full", "read-change"), session("partner")],
   /** The console's partner portal only: any member. */
   member: [session("partner")],
   /** The console's partner portal only: an admin member. */

@@ -733,6 +733,19 @@ export const PROBLEM_REGISTRY = {
     title: "The range is not indexed",
     meaning: "An accounting block range that starts before the indexer's start block or ends after the indexed head.",
   },
+  // Closed periods (issue 43, docs/accounting.md "Closed periods")
+  period_overlaps: {
+    status: 409,
+    title: "The period overlaps a closed one",
+    meaning:
+      "A period to close shares blocks with one of the partner's closed periods on that chain; periods of a partner never overlap.",
+  },
+  period_not_final: {
+    status: 409,
+    title: "The period is not final yet",
+    meaning:
+      "The last block of a period to close does not have the network's confirmations yet (or the period holds no block yet); close it once it has.",
+  },
   // RWA refunds by the issuer (issue 26, docs/refunds.md "Issuers")
   purchase_not_paid: {
     status: 409,

@@ -149,6 +149,17 @@ export async function findRefund(db: Kysely<Database>, refundId: string): Promis
   return row === undefined ? undefined : toRefund(row);
 }
 
+/** The refunds named, by id (the ledger names each refund's order and reason). */
+export async function refundsByIds(db: Kysely<Database>, refundIds: readonly string[]): Promise<Map<string, Refund>> {
+  if (refundIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom("refund")
+    .selectAll()
+    .where("id", "in", [...new Set(refundIds)])
+    .execute();
+  return new Map(rows.map((row) => [row.id, toRefund(row)]));
+}
+
 /** The refund whose customer token hashes to `tokenHash`, if any. */
 export async function refundOfTokenHash(db: Kysely<Database>, tokenHash: string): Promise<Refund | undefined> {
   const row = await db.selectFrom("refund").selectAll().where("token_hash", "=", tokenHash).executeTakeFirst();

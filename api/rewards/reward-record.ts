@@ -477,3 +477,23 @@ export async function recentlyClaimedRewards(
     .execute();
   return rows.map(toReward);
 }
+
+/**
+ * Every address named as the funder of a voucher on a chain, with the partner whose
+ * reward named it (lower case): the funding addresses the books list (docs/accounting.md).
+ */
+export async function rewardFundersOnChain(
+  db: Kysely<Database>,
+  params: { chainId: number; partnerId?: string },
+): Promise<{ address: string; partnerId: string }[]> {
+  let query = db
+    .selectFrom("reward")
+    .select(["funder", "partner_id"])
+    .distinct()
+    .where("chain_id", "=", params.chainId)
+    .where("funder", "is not", null)
+    .orderBy("funder");
+  if (params.partnerId !== undefined) query = query.where("partner_id", "=", params.partnerId);
+  const rows = await query.execute();
+  return rows.map((row) => ({ address: (row.funder as string).toLowerCase(), partnerId: row.partner_id }));
+}

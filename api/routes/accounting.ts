@@ -1,10 +1,13 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { wantsCsv } from "../accounting/csv-export.js";
+import { closePeriod, listPeriods, periodLedgerCsv, readPeriod } from "../accounting/closed-periods.js";
+import { csvResponseHeaders, wantsCsv } from "../accounting/csv-export.js";
 import { LEDGER_KINDS, SUM_KINDS } from "../accounting/ledger-rules.js";
 import { ledgerCsv, ledgerReport, reconciliationCsv, reconciliationReport } from "../accounting/reports.js";
+import { answerIdentityChallenge } from "../accounting/service-identity.js";
 import type { AppContext } from "../app-context.js";
 import { CALLERS, declaredFor, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
+import { problems } from "../http/problem.js";
 import { type PartnerVariables, readScope } from "../partners/partner-auth.js";
 import type { AppEnv } from "./app-env.js";
 
@@ -22,7 +25,9 @@ export const RangeQuerySchema = z.object({
   partnerId: z.string().max(100).optional().openapi({ description: "Auditor keys: narrow to one partner" }),
 });
 
-const csvContent = { "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) } };
+export const csvContent = {
+  "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) },
+};
 
 export const LedgerEntrySchema = z
   .object({
@@ -30,6 +35,7 @@ export const LedgerEntrySchema = z
     reason: z.string().optional(),
     chainId: z.number().int(),
     blockNumber: z.string(),
+    blockTime: z.string().openapi({ description: "The block's timestamp, ISO 8601 UTC" }),
     blockHash: z.string(),
     transactionHash: z.string(),
     logIndex: z.number().int(),
@@ -38,8 +44,10 @@ export const LedgerEntrySchema = z
     value: z.string().openapi({ description: "USDC base units" }),
     paymentAddress: z.string(),
     orderId: z.string().optional(),
+    externalOrderId: z.string().optional().openapi({ description: "The partner's own id of the order, when there is one" }),
     refundId: z.string().optional(),
     rewardId: z.string().optional(),
+    metadata: z.record(z.string(), z.string()).optional().openapi({ description: "The order's metadata" }),
   })
   .openapi("LedgerEntry");
 
@@ -54,6 +62,10 @@ export const ReconciliationSchema = z
         chainId: z.number().int(),
         partnerId: z.string(),
         paymentAddress: z.string(),
+        role: z.enum(["payment_address", "funding_address"]).openapi({
+          description:
+            "`funding_address`: a rewards funding address that is not a payment address; the index watches its reward claims only, so its difference is what else moved through it",
+        }),
         openingBalance: z.string(),
         closingBalance: z.string(),
         chainBalance: z.string(),
@@ -113,11 +125,7 @@ const reconciliationRoute = declareRoute({
   },
 });
 
-const CSV_HEADERS = (name: string) => ({
-  "Content-Type": "text/csv; charset=utf-8",
-  "Content-Disposition": `attachment; filename="${name}.csv"`,
-  "Cache-Control": "no-store",
-});
+const CSV_HEADERS = csvResponseHeaders;
 
 /**
  * Whom the books are read for: a partner (its keys, its members, an auditor key), or the
@@ -150,4 +158,173 @@ export function reportRoutes(context: AppContext, audience: BooksAudience = "par
       return c.json(await reconciliationReport(context, { scope, query }), 200);
     },
   );
+}
+
+const identityRoute = declareRoute({
+  method: "post",
+  path: "/",
+  security: CALLERS.anyone,
+  summary: "The operator CLI's check, before it sends the auditor key it issued for a report, that this service holds its store",
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z
+            .object({
+              keyId: z.string().min(1).max(100).openapi({ description: "The id (`aud_…`) of the auditor key the CLI issued" }),
+              challenge: z.string().regex(/^[0-9a-f]{64}$/, "32 random bytes in lower-case hex"),
+            })
+            .strict(),
+        },
+      },
+    },
+  },
+  responses: {
+    200: {
+      description: "HMAC-SHA256 of the challenge keyed by the key's stored hash (docs/accounting.md)",
+      content: { "application/json": { schema: z.object({ proof: z.string() }) } },
+    },
+    ...errorResponses("not_found"),
+  },
+});
+
+/** `/v1/public/report-identity` (docs/accounting.md, "From the operator CLI"): no credential, it proves who answers. */
+export function reportIdentityRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv>().openapi(identityRoute, async (c) => {
+    const body = c.req.valid("json");
+    const proof = await answerIdentityChallenge(context.store, body);
+    if (proof === undefined) throw problems.notFound(`Auditor key ${body.keyId}`);
+    return c.json({ proof }, 200);
+  });
+}
+
+const AdjustmentSchema = z
+  .object({
+    kind: z.enum(["added", "removed", "moved", "reclassified"]).openapi({
+      description:
+        "`added`: indexed after closing (late, or mined into the range by a reorg); `removed`: reorged away; `moved`: mined again in another block of the range; `reclassified`: the service made something else of it",
+    }),
+    periodId: z.string().openapi({ description: "The closed period it touches" }),
+    entryKind: z.string(),
+    transactionHash: z.string(),
+    logIndex: z.number().int(),
+    paymentAddress: z.string(),
+    value: z.string(),
+    balanceEffect: z.string().openapi({ description: "Signed base units: its effect on the address's closing balance" }),
+    detectedAt: z.string(),
+    detectedBlock: z.string(),
+    reportedInPeriod: z
+      .string()
+      .nullable()
+      .openapi({ description: "The period holding `detectedBlock`; null while that is the next open period" }),
+  })
+  .openapi("PeriodAdjustment");
+
+const PeriodSchema = z
+  .object({
+    id: z.string(),
+    chainId: z.number().int(),
+    fromBlock: z.string(),
+    toBlock: z.string(),
+    from: z.string(),
+    to: z.string(),
+    closedAt: z.string(),
+    digest: z.string().openapi({ description: "SHA-256 (hex) of the period's ledger CSV as served at closing" }),
+    reconciliation: ReconciliationSchema,
+    adjustments: z.array(AdjustmentSchema).openapi({ description: "Later facts touching this closed period" }),
+    adjustmentsReported: z
+      .array(AdjustmentSchema)
+      .openapi({ description: "Adjustments of earlier closed periods found within this period's blocks" }),
+  })
+  .openapi("ClosedPeriod");
+
+const PeriodParam = z.object({ id: z.string().max(100) });
+const periodQuery = z.object({
+  partnerId: z.string().max(100).optional().openapi({ description: "Auditor keys: the partner" }),
+});
+
+const closePeriodRoute = declareRoute({
+  method: "post",
+  path: "/",
+  summary: "Close a period of the books: its ledger CSV and reconciliation are kept as served now",
+  security: CALLERS.periodClose,
+  request: {
+    body: {
+      required: true,
+      content: {
+        "application/json": {
+          schema: z
+            .object({
+              chainId: z.string().max(20).optional(),
+              fromBlock: z.string().max(40).optional(),
+              toBlock: z.string().max(40).optional(),
+              from: z.string().max(40).optional(),
+              to: z.string().max(40).optional(),
+            })
+            .strict(),
+        },
+      },
+    },
+  },
+  responses: {
+    201: { description: "The closed period", content: { "application/json": { schema: PeriodSchema } } },
+    ...errorResponses("invalid_range", "range_too_wide", "range_not_indexed", "period_overlaps", "period_not_final"),
+  },
+});
+
+const listPeriodsRoute = declareRoute({
+  method: "get",
+  path: "/",
+  summary: "Your closed periods, with the adjustments found since each was closed",
+  security: CALLERS.partnerRead,
+  request: { query: periodQuery },
+  responses: {
+    200: {
+      description: "Every closed period",
+      content: { "application/json": { schema: z.object({ data: z.array(PeriodSchema) }) } },
+    },
+  },
+});
+
+const readPeriodRoute = declareRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "A closed period: its figures as closed, and the adjustments found since",
+  security: CALLERS.partnerRead,
+  request: { params: PeriodParam, query: periodQuery },
+  responses: {
+    200: { description: "The period", content: { "application/json": { schema: PeriodSchema } } },
+    ...errorResponses("not_found"),
+  },
+});
+
+const periodLedgerRoute = declareRoute({
+  method: "get",
+  path: "/{id}/ledger",
+  summary: "A closed period's ledger CSV, the same bytes as served at closing",
+  security: CALLERS.partnerRead,
+  request: { params: PeriodParam, query: periodQuery },
+  responses: {
+    200: { description: "RFC 4180 CSV (its SHA-256 is the period's digest)", content: csvContent },
+    ...errorResponses("not_found"),
+  },
+});
+
+/** `/v1/reports/periods` (docs/accounting.md, "Closed periods"): a partner's own, whoever's key reads. */
+export function periodRoutes(context: AppContext) {
+  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+    .openapi(closePeriodRoute, async (c) =>
+      c.json(await closePeriod(context, { partnerId: c.get("partner").id, query: c.req.valid("json") }), 201),
+    )
+    .openapi(listPeriodsRoute, async (c) => c.json(await listPeriods(context, { partnerId: c.get("partner").id }), 200))
+    .openapi(readPeriodRoute, async (c) =>
+      c.json(await readPeriod(context, { partnerId: c.get("partner").id, periodId: c.req.valid("param").id }), 200),
+    )
+    .openapi(periodLedgerRoute, async (c) =>
+      c.body(await periodLedgerCsv(context, { partnerId: c.get("partner").id, periodId: c.req.valid("param").id }), 200, {
+        ...CSV_HEADERS(`ledger-${c.req.valid("param").id}`),
+        "Cache-Control": "private, max-age=0",
+      }),
+    );
 }

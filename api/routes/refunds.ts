@@ -1,5 +1,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress } from "viem";
+import { csvResponseHeaders, wantsCsv } from "../accounting/csv-export.js";
+import { refundsCsv } from "../accounting/reports.js";
 import type { AppContext } from "../app-context.js";
 import { requestHash } from "../checkout/idempotency.js";
 import { AuthorizationBody, toSubmission } from "../gasless/authorization-schema.js";
@@ -132,8 +134,11 @@ const listRoute = declareRoute({
   },
   responses: {
     200: {
-      description: "A page of refunds",
-      content: { "application/json": { schema: z.object({ data: z.array(RefundSchema), nextCursor: z.string().nullable() }) } },
+      description: "A page of refunds (or, with `Accept: text/csv`, every refund the filters select as CSV)",
+      content: {
+        "application/json": { schema: z.object({ data: z.array(RefundSchema), nextCursor: z.string().nullable() }) },
+        "text/csv": { schema: z.string().openapi({ description: "RFC 4180, columns in docs/accounting.md" }) },
+      },
     },
   },
 });
@@ -293,9 +298,13 @@ export function refundRoutes(context: AppContext, audience: "partner" | "issuer"
       const customerUrl = created.token === null ? null : refundPageUrl(baseUrl, created.refund.id, created.token);
       return c.json(await viewRefund(context.store, created.refund, customerUrl), created.replayed ? 200 : 201);
     })
-    .openapi(declared(listRoute), async (c) =>
-      c.json(await listRefunds(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
-    )
+    .openapi(declared(listRoute), async (c) => {
+      const { cursor, limit, ...filters } = c.req.valid("query");
+      const partnerId = c.get("partner").id;
+      if (wantsCsv(c.req.header("Accept")))
+        return c.body(refundsCsv(context, { ...filters, partnerId }), 200, csvResponseHeaders("refunds"));
+      return c.json(await listRefunds(context.store, { ...filters, cursor, limit, partnerId }), 200);
+    })
     .openapi(declared(readRoute), async (c) => {
       const refund = await partnerRefund(context.store, { partnerId: c.get("partner").id, refundId: c.req.valid("param").id });
       return c.json(await viewRefund(context.store, refund), 200);

@@ -70,9 +70,15 @@ async function admitKey(
   const holder = await findKeyHolder(context.store, token);
   if (holder === undefined) throw refuse("The API key is not valid or has been revoked.", true);
   const role = keyRole(holder);
-  const readOnly = role !== "full";
+  const reading = READ_METHODS.has(c.req.method);
+  // A read-only key changes only what its route admits it to change (closing a period); an auditor key never.
+  const admitted = reading
+    ? roles.includes(role)
+    : role === "full"
+      ? roles.includes("full")
+      : role === "read" && roles.includes("read-change");
   // A read-only key on a change (or anything that admits only full keys) learns why, not that it is unknown.
-  if (!roles.includes(role) || (readOnly && !READ_METHODS.has(c.req.method))) {
+  if (!admitted) {
     throw problem(
       "read_only_key",
       `${role === "auditor" ? "An auditor key" : "A read-only key"} may only read (GET); ${c.req.method} needs a full API key.`,

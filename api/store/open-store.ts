@@ -24,6 +24,7 @@ import * as m0016 from "./migrations/0016_books_reads.js";
 import * as m0017 from "./migrations/0017_reward_funding_proof.js";
 import * as m0018 from "./migrations/0018_refund_ready_block.js";
 import * as m0019 from "./migrations/0019_zero_value_movements.js";
+import * as m0020 from "./migrations/0020_closed_periods.js";
 import * as m0021 from "./migrations/0021_subscriptions.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   "0017_reward_funding_proof": m0017,
   "0018_refund_ready_block": m0018,
   "0019_zero_value_movements": m0019,
+  "0020_closed_periods": m0020,
   "0021_subscriptions": m0021,
 };
 

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { csvCell, csvLine } from "../../api/accounting/csv-export.js";
+import { entryChanges, type KeptEntry } from "../../api/accounting/closed-periods.js";
+import { csvCell, csvLine, usdcDecimal } from "../../api/accounting/csv-export.js";
 import {
   classifyIncoming,
   classifyOutgoing,
   emptySums,
+  fundingClaimEntry,
   ledgerEntriesOf,
   PAYMENTS_OF_OWN_KIND,
   SUM_KINDS,
@@ -91,10 +93,46 @@ describe("ledger classification", () => {
       kind: "reward_claim",
       rewardId: "rw_1",
     });
+    // The accountant's columns: a refund names its order and reason code, a claim its order.
+    expect(
+      classifyOutgoing(t, {
+        outgoing: { status: "matched", refundId: "rf_1", refund: { orderId: "ord_1", reason: "duplicate" } },
+      }),
+    ).toEqual({ kind: "refund", refundId: "rf_1", orderId: "ord_1", reason: "duplicate" });
+    expect(
+      classifyOutgoing(t, {
+        outgoing: { status: "matched", refundId: "rf_2", refund: { orderId: null, reason: "wrong_amount" } },
+      }),
+    ).toEqual({ kind: "refund", refundId: "rf_2", reason: "wrong_amount" });
+    expect(
+      classifyOutgoing(t, { rewardClaims: [{ rewardId: "rw_1", orderId: "ord_9", funder: A, recipient: B, amount: 7n }] }),
+    ).toEqual({ kind: "reward_claim", rewardId: "rw_1", orderId: "ord_9" });
     // A claim of another amount in the same transaction is not this transfer.
     expect(classifyOutgoing(t, { rewardClaims: [{ rewardId: "rw_1", funder: A, recipient: B, amount: 8n }] }).kind).toBe(
       "unmatched_out",
     );
+  });
+
+  it("lists a claim from a funding-only address under it: reward_claim when the voucher named that funder, else money out", () => {
+    const claim = {
+      chainId: 31337,
+      contract: C,
+      rewardId: `0x${"ab".repeat(32)}` as const,
+      funder: A,
+      recipient: B,
+      token: C,
+      amount: 9n,
+      transactionHash: `0x${"2".repeat(64)}` as const,
+      logIndex: 4,
+      blockNumber: 12n,
+      blockHash: `0x${"3".repeat(64)}` as const,
+      blockTimestamp: 1_700_000_000n,
+    };
+    const entry = fundingClaimEntry(claim, { id: "rw_1", orderId: "ord_1", funder: A.toUpperCase().replace("0X", "0x") });
+    expect(entry).toMatchObject({ kind: "reward_claim", rewardId: "rw_1", orderId: "ord_1", paymentAddress: A, leg: 0 });
+    expect(signedValue(entry)).toBe(-9n);
+    expect(fundingClaimEntry(claim, undefined)).toMatchObject({ kind: "unmatched_out", paymentAddress: A, value: 9n });
+    expect(fundingClaimEntry(claim, { id: "rw_2", orderId: "ord_2", funder: B }).kind).toBe("unmatched_out");
   });
 
   it("gives a move between two watched addresses both legs, out first, and balances them", () => {
@@ -154,7 +192,61 @@ describe("CSV", () => {
   it("neutralises formulas, quotes per RFC 4180 and leaves signed numbers alone", () => {
     for (const text of ["=1+1", "+1", "-x", "@SUM(A1)", "\tcmd", "\rcmd"]) expect(csvCell(text).replace(/^"/, "")[0]).toBe("'");
     expect(csvCell("-100")).toBe("-100");
+    expect(csvCell("-1.500000")).toBe("-1.500000");
+    expect(csvCell("-1.5e3")).toBe("'-1.5e3");
     expect(csvCell('a "b", c')).toBe('"a ""b"", c"');
     expect(csvLine(["a", 1n, null, true])).toBe("a,1,,true\r\n");
+  });
+});
+
+describe("decimal USDC twins (SPEC 17.1)", () => {
+  it("moves the point six digits, exactly, with a sign for negatives and nothing for an empty cell", () => {
+    expect(usdcDecimal(25_000_000n)).toBe("25.000000");
+    expect(usdcDecimal("25000000")).toBe("25.000000");
+    expect(usdcDecimal(0n)).toBe("0.000000");
+    expect(usdcDecimal(1n)).toBe("0.000001");
+    expect(usdcDecimal(999_999n)).toBe("0.999999");
+    expect(usdcDecimal(-1_500_000n)).toBe("-1.500000");
+    expect(usdcDecimal(-1n)).toBe("-0.000001");
+    // Beyond a double's 53 bits: no rounding.
+    expect(usdcDecimal(123_456_789_012_345_678_901n)).toBe("123456789012345.678901");
+    expect(usdcDecimal(1_234_567_890_123n)).not.toContain(",");
+    expect(usdcDecimal(null)).toBeUndefined();
+    expect(usdcDecimal(undefined)).toBeUndefined();
+    expect(usdcDecimal("")).toBeUndefined();
+  });
+});
+
+describe("closed periods: what changed since closing", () => {
+  const entry = (tx: string, kind: string, value: string, blockHash: string, leg: 0 | 1 = 1): KeptEntry => [
+    `0x${tx.repeat(64)}`,
+    1,
+    A,
+    kind,
+    value,
+    `0x${blockHash.repeat(64)}`,
+    leg,
+  ];
+
+  it("names each later fact once: added, removed (opposite effect), moved to another block, reclassified", () => {
+    const kept = [
+      entry("1", "unmatched_in", "5", "a"),
+      entry("2", "settled", "7", "a"),
+      entry("3", "unmatched_in", "9", "a"),
+      entry("4", "unmatched_out", "2", "a", 0),
+    ];
+    const current = [
+      entry("1", "unmatched_in", "5", "a"),
+      entry("2", "settled", "7", "b"),
+      entry("3", "settled", "9", "a"),
+      entry("5", "unmatched_out", "4", "c", 0),
+    ];
+    expect(entryChanges(kept, current).map(({ change, entry, effect }) => [change, entry[0].slice(2, 3), effect])).toEqual([
+      ["moved", "2", 0n],
+      ["reclassified", "3", 0n],
+      ["added", "5", -4n],
+      ["removed", "4", 2n],
+    ]);
+    expect(entryChanges(kept, kept)).toEqual([]);
   });
 });

@@ -604,6 +604,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/reports/periods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your closed periods, with the adjustments found since each was closed */
+        get: operations["getV1ReportsPeriods"];
+        put?: never;
+        /** Close a period of the books: its ledger CSV and reconciliation are kept as served now */
+        post: operations["postV1ReportsPeriods"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/periods/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A closed period: its figures as closed, and the adjustments found since */
+        get: operations["getV1ReportsPeriodsById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/periods/{id}/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A closed period's ledger CSV, the same bytes as served at closing */
+        get: operations["getV1ReportsPeriodsByIdLedger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reports/reconciliation": {
         parameters: {
             query?: never;
@@ -615,6 +667,23 @@ export interface paths {
         get: operations["getV1ReportsReconciliation"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/report-identity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The operator CLI's check, before it sends the auditor key it issued for a report, that this service holds its store */
+        post: operations["postV1PublicReportIdentity"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4363,6 +4432,8 @@ export interface components {
             reason?: string;
             chainId: number;
             blockNumber: string;
+            /** @description The block's timestamp, ISO 8601 UTC */
+            blockTime: string;
             blockHash: string;
             transactionHash: string;
             logIndex: number;
@@ -4372,8 +4443,30 @@ export interface components {
             value: string;
             paymentAddress: string;
             orderId?: string;
+            /** @description The partner's own id of the order, when there is one */
+            externalOrderId?: string;
             refundId?: string;
             rewardId?: string;
+            /** @description The order's metadata */
+            metadata?: {
+                [key: string]: string;
+            };
+        };
+        ClosedPeriod: {
+            id: string;
+            chainId: number;
+            fromBlock: string;
+            toBlock: string;
+            from: string;
+            to: string;
+            closedAt: string;
+            /** @description SHA-256 (hex) of the period's ledger CSV as served at closing */
+            digest: string;
+            reconciliation: components["schemas"]["Reconciliation"];
+            /** @description Later facts touching this closed period */
+            adjustments: components["schemas"]["PeriodAdjustment"][];
+            /** @description Adjustments of earlier closed periods found within this period's blocks */
+            adjustmentsReported: components["schemas"]["PeriodAdjustment"][];
         };
         Reconciliation: {
             fromBlock: string;
@@ -4382,6 +4475,11 @@ export interface components {
                 chainId: number;
                 partnerId: string;
                 paymentAddress: string;
+                /**
+                 * @description `funding_address`: a rewards funding address that is not a payment address; the index watches its reward claims only, so its difference is what else moved through it
+                 * @enum {string}
+                 */
+                role: "payment_address" | "funding_address";
                 openingBalance: string;
                 closingBalance: string;
                 chainBalance: string;
@@ -4399,6 +4497,26 @@ export interface components {
                     reward_claim: string;
                 };
             }[];
+        };
+        PeriodAdjustment: {
+            /**
+             * @description `added`: indexed after closing (late, or mined into the range by a reorg); `removed`: reorged away; `moved`: mined again in another block of the range; `reclassified`: the service made something else of it
+             * @enum {string}
+             */
+            kind: "added" | "removed" | "moved" | "reclassified";
+            /** @description The closed period it touches */
+            periodId: string;
+            entryKind: string;
+            transactionHash: string;
+            logIndex: number;
+            paymentAddress: string;
+            value: string;
+            /** @description Signed base units: its effect on the address's closing balance */
+            balanceEffect: string;
+            detectedAt: string;
+            detectedBlock: string;
+            /** @description The period holding `detectedBlock`; null while that is the next open period */
+            reportedInPeriod: string | null;
         };
         TransferAuthorization: {
             authorization: {
@@ -4661,7 +4779,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "cross_origin_refused" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "purchase_not_paid";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "cross_origin_refused" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "period_overlaps" | "period_not_final" | "purchase_not_paid";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -9339,6 +9457,411 @@ export interface operations {
             };
         };
     };
+    getV1ReportsPeriods: {
+        parameters: {
+            query?: {
+                /** @description Auditor keys: the partner */
+                partnerId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every closed period */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ClosedPeriod"][];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1ReportsPeriods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    chainId?: string;
+                    fromBlock?: string;
+                    toBlock?: string;
+                    from?: string;
+                    to?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The closed period */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClosedPeriod"];
+                };
+            };
+            /** @description The request is not valid: `invalid_range`, `range_too_wide`, `range_not_indexed`, `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_range" | "range_too_wide" | "range_not_indexed" | "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `period_overlaps`, `period_not_final` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "period_overlaps" | "period_not_final";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1ReportsPeriodsById: {
+        parameters: {
+            query?: {
+                /** @description Auditor keys: the partner */
+                partnerId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The period */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClosedPeriod"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1ReportsPeriodsByIdLedger: {
+        parameters: {
+            query?: {
+                /** @description Auditor keys: the partner */
+                partnerId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 4180 CSV (its SHA-256 is the period's digest) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
     getV1ReportsReconciliation: {
         parameters: {
             query?: {
@@ -9445,6 +9968,108 @@ export interface operations {
             };
         };
     };
+    postV1PublicReportIdentity: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The id (`aud_…`) of the auditor key the CLI issued */
+                    keyId: string;
+                    challenge: string;
+                };
+            };
+        };
+        responses: {
+            /** @description HMAC-SHA256 of the challenge keyed by the key's stored hash (docs/accounting.md) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        proof: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
     getV1Refunds: {
         parameters: {
             query?: {
@@ -9459,7 +10084,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of refunds */
+            /** @description A page of refunds (or, with `Accept: text/csv`, every refund the filters select as CSV) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9469,6 +10094,7 @@ export interface operations {
                         data: components["schemas"]["Refund"][];
                         nextCursor: string | null;
                     };
+                    "text/csv": string;
                 };
             };
             /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
@@ -15808,7 +16434,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of refunds */
+            /** @description A page of refunds (or, with `Accept: text/csv`, every refund the filters select as CSV) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -15818,6 +16444,7 @@ export interface operations {
                         data: components["schemas"]["Refund"][];
                         nextCursor: string | null;
                     };
+                    "text/csv": string;
                 };
             };
             /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
@@ -17548,7 +18175,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of refunds */
+            /** @description A page of refunds (or, with `Accept: text/csv`, every refund the filters select as CSV) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -17558,6 +18185,7 @@ export interface operations {
                         data: components["schemas"]["Refund"][];
                         nextCursor: string | null;
                     };
+                    "text/csv": string;
                 };
             };
             /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
