@@ -163,7 +163,10 @@ describe("the one admission middleware", () => {
   });
 
   it("refuses read-only and auditor keys on every change with 403 read_only_key", async () => {
-    const changes = guarded().filter((route) => route.method !== "GET" && admits(route, "apiKey", "full"));
+    // Closing a period is the one change a read-only key makes (`read-change`); its own test is below.
+    const changes = guarded().filter(
+      (route) => route.method !== "GET" && admits(route, "apiKey", "full") && !admits(route, "apiKey", "read-change"),
+    );
     expect(changes.length).toBeGreaterThan(20);
     for (const route of changes) {
       for (const kind of ["read", "auditor"]) {
@@ -208,6 +211,16 @@ describe("the one admission middleware", () => {
       const found = { route: `${route.method} ${route.path}`, status: response.status, code: await codeOf(response) };
       expect(found).toEqual({ ...found, status: 403, code: "forbidden" });
     }
+  });
+
+  it("lets a read-only key close a period (its only change), never an auditor key", async () => {
+    const readChanges = guarded().filter((route) => admits(route, "apiKey", "read-change"));
+    expect(readChanges.map((route) => `${route.method} ${route.path}`)).toEqual(["POST /v1/reports/periods"]);
+    const auditor = await call("POST", `/v1/reports/periods?partnerId=${partnerId}`, credentials.auditor);
+    expect({ status: auditor.status, code: await codeOf(auditor) }).toEqual({ status: 403, code: "read_only_key" });
+    // Admitted: the empty range is then refused (invalid_range), which no refused caller reaches.
+    const read = await call("POST", "/v1/reports/periods", credentials.read);
+    expect({ status: read.status, code: await codeOf(read) }).toEqual({ status: 400, code: "invalid_range" });
   });
 
   it("lets a partner's key read its own books only, and an auditor name the partner", async () => {
