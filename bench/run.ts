@@ -4,14 +4,14 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
-import { DEFAULT_RPC_DELAY_MS } from "./rpc-delay-proxy.js";
-import { type BooksResult, measureBooks } from "./scenarios/books.js";
-import { type GaslessResult, measureGaslessPayment } from "./scenarios/gasless-payment.js";
-import { type HashSubmissionResult, measureHashSubmission } from "./scenarios/hash-submission.js";
-import { type IndexerResult, measureIndexer } from "./scenarios/indexer.js";
-import { measureSessionCreation, type SessionCreationResult } from "./scenarios/session-creation.js";
+import { type BenchResults, config } from "./results.js";
+import { measureBooks } from "./scenarios/books.js";
+import { measureGaslessPayment } from "./scenarios/gasless-payment.js";
+import { measureHashSubmission } from "./scenarios/hash-submission.js";
+import { measureIndexer } from "./scenarios/indexer.js";
+import { measureSessionCreation } from "./scenarios/session-creation.js";
 import { type LatencyResult, measureSettlementLatency } from "./scenarios/settlement-latency.js";
-import { type Goal, goalsOf } from "./support/goals.js";
+import { goalsOf } from "./support/goals.js";
 import { startMemorySampler } from "./support/memory.js";
 import { PROJECT_ROOT } from "./support/processes.js";
 import { renderReport } from "./support/report.js";
@@ -23,57 +23,6 @@ import { type BenchStack, startBenchStack } from "./support/service-stack.js";
  * A benchmark, not a test: goals are reported, never enforced; the exit code is
  * non-zero only when the harness itself broke.
  */
-const quick = process.env.BENCH_QUICK === "1";
-const envNumber = (name: string, fallback: number) => {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got "${raw}"`);
-  return value;
-};
-
-export const config = {
-  quick,
-  purchases: envNumber("BENCH_PURCHASES", quick ? 50 : 200),
-  gaslessPurchases: envNumber("BENCH_GASLESS_PURCHASES", quick ? 10 : 40),
-  payRatePerS: envNumber("BENCH_PAY_RATE", 4),
-  blockTimeS: envNumber("BENCH_BLOCK_TIME", 1),
-  confirmations: envNumber("BENCH_CONFIRMATIONS", 2),
-  durationS: envNumber("BENCH_DURATION_S", quick ? 3 : 8),
-  concurrencies: [1, 16, 64],
-  sessionConcurrency: 16,
-  rpcDelayMs: envNumber("BENCH_RPC_DELAY_MS", DEFAULT_RPC_DELAY_MS),
-  transfers: envNumber("BENCH_TRANSFERS", quick ? 10_000 : 100_000),
-  transfersPerTransaction: 250,
-  // Anvil mines each block of anvil_mine one by one, ever slower as the chain grows: keep gaps short.
-  gapBlocks: 4,
-  indexerTimeoutMs: envNumber("BENCH_INDEXER_TIMEOUT_S", 600) * 1000,
-  /** Extra environment for the service under test, e.g. '{"LOCAL_POLLING_INTERVAL_MS":"250"}' (experiments). */
-  serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
-  /** Ponder's index on a throw-away PostgreSQL server (DATABASE_URL) instead of embedded PGlite. */
-  postgresIndex: process.env.BENCH_POSTGRES === "1",
-  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,indexer").split(",").map((name) => name.trim()),
-};
-
-export type BenchResults = {
-  startedAt: string;
-  durationS?: number;
-  machine: { node: string; platform: string; cpus: number; cpuModel: string; memoryGiB: number };
-  commit: string | undefined;
-  workingTreeDirty: boolean | undefined;
-  config: typeof config;
-  latency?: Omit<LatencyResult, "settledPurchases">;
-  gasless?: GaslessResult;
-  hashSubmission?: HashSubmissionResult;
-  sessionCreation?: SessionCreationResult;
-  indexer?: IndexerResult;
-  /** Issue 27: reconciliation and the full-period CSV export over 100,000 indexed transfers (BENCH_ONLY=books). */
-  books?: BooksResult;
-  /** Issue 30's goals, one entry each, beside the figure before it. */
-  goals?: Goal[];
-  errors: { scenario: string; message: string }[];
-};
-
 const log = (line: string) => console.log(line);
 
 function gitInfo(): { commit: string | undefined; dirty: boolean | undefined } {
@@ -123,7 +72,7 @@ async function main(): Promise<number> {
     }
   };
 
-  log(`benchmark (${quick ? "quick" : "full"} run), ${results.machine.cpus} cores, node ${process.version}`);
+  log(`benchmark (${config.quick ? "quick" : "full"} run), ${results.machine.cpus} cores, node ${process.version}`);
   let postgres: PostgresServer | undefined;
   if (config.postgresIndex) {
     log("starting a PostgreSQL server for the index (BENCH_POSTGRES=1)...");

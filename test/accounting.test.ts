@@ -321,10 +321,11 @@ beforeAll(async () => {
 
   // A funding address of its own (a wallet that is no payment address): the books list its claims too.
   fundingWallet = stack.wallet(8);
+  const ownFunding = fundingWallet;
   await json(
-    await stack.partnerFetch("/v1/rewards/settings", {
-      method: "PUT",
-      json: { fundingAddress: fundingWallet.account!.address },
+    await putProvenFundingAddress(stack, {
+      address: ownFunding.account!.address,
+      sign: (message) => ownFunding.signMessage({ message, account: ownFunding.account! }),
     }),
   );
   const fundingApproval = await fundingWallet.writeContract({

@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { type Address, erc20Abi } from "viem";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type EventEnvelope, recordEvent } from "../api/outbox/record-event.js";
+import type { EventEnvelope } from "../api/outbox/event-types.js";
+import { recordEvent } from "../api/outbox/record-event.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
 import { verifySignature, WebhookSignatureError } from "../client/src/signature.js";
 import { findFreePort } from "../local/ports.js";

@@ -153,6 +153,14 @@ export const EVENT_TYPES = Object.keys(EVENT_DATA) as [EventType, ...EventType[]
 /** What `recordEvent` takes as an event's `data` (metadata is added by the outbox). */
 export type EventData<type extends EventType> = z.input<(typeof EVENT_DATA)[type]>;
 
+/** The envelope of docs/events.md; `data` amounts are decimal strings of USDC base units. */
+export type EventEnvelope<type extends EventType = EventType> = {
+  id: string;
+  type: type;
+  createdAt: string;
+  data: EventData<type>;
+};
+
 /** The OpenAPI name of an event type's envelope: `purchase.settled` → `PurchaseSettledEvent`. */
 export function eventSchemaName(type: EventType): string {
   return `${type

@@ -3,7 +3,7 @@ import { keysetPage, type Page } from "../http/cursor.js";
 import { problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
-import type { EventEnvelope } from "./record-event.js";
+import type { EventEnvelope } from "./event-types.js";
 
 /**
  * A partner's events in the order they were recorded (reconciliation feed). Its

@@ -3,16 +3,9 @@ import type { Kysely } from "kysely";
 import { sessionMetadata } from "../checkout/session-record.js";
 import type { Database } from "../store/database.js";
 import { enqueueDeliveries, newDelivery } from "./deliveries.js";
-import type { EventData, EventType } from "./event-types.js";
+import type { EventData, EventEnvelope, EventType } from "./event-types.js";
 import { subscribesTo } from "./subscription.js";
 
-/** The envelope of docs/events.md; `data` amounts are decimal strings of USDC base units. */
-export type EventEnvelope<type extends EventType = EventType> = {
-  id: string;
-  type: type;
-  createdAt: string;
-  data: EventData<type>;
-};
 
 /**
  * Writes an event to the outbox. Call it with the transaction that makes the state

@@ -1,18 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import type { BenchResults } from "../run.js";
+import type { BenchResults, Goal } from "../results.js";
 import { PROJECT_ROOT } from "./processes.js";
-
-/** One goal of issue 30, as `bench-results/latest.json` carries it. */
-export type Goal = {
-  figure: string;
-  goal: string;
-  value: number | null;
-  unit: string;
-  /** The figure before issue 30 (bench/README.md, 2026-11-23 runs), for comparison. */
-  baseline: number | null;
-  met: boolean | null;
-};
 
 const MiB = 2 ** 20;
 const seconds = (ms: number | undefined) => (ms === undefined ? null : Math.round(ms / 100) / 10);

@@ -1,4 +1,4 @@
-import type { BenchResults } from "../run.js";
+import type { BenchResults } from "../results.js";
 import type { VerifierRun } from "../scenarios/hash-submission.js";
 import type { Summary } from "./stats.js";
 
