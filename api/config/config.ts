@@ -31,6 +31,8 @@ export type ServiceConfig = {
   workers: boolean;
   /** How long workers get to finish on shutdown (`WORKERS_STOP_GRACE_MS`). */
   workersStopGraceMs: number;
+  /** Between two ticks of a worker the index wakes, while its notifications arrive (`WORKER_SAFETY_POLL_MS`). */
+  workerSafetyPollMs: number;
   localMode: boolean;
   publicBaseUrl: string | undefined;
   adminAddresses: Address[];
@@ -228,6 +230,7 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
     storeUrl: service.STORE_URL,
     workers: service.WORKERS !== "off",
     workersStopGraceMs: service.WORKERS_STOP_GRACE_MS ?? 4_000,
+    workerSafetyPollMs: service.WORKER_SAFETY_POLL_MS ?? 1_000,
     localMode,
     publicBaseUrl: service.PUBLIC_BASE_URL?.replace(/\/$/, ""),
     adminAddresses: dedupe(service.ADMIN_ADDRESSES ?? []),
