@@ -6,6 +6,9 @@ export type IndexNotifications = {
   close(): Promise<void>;
 };
 
+/** The session's name in the log and in `pg_stat_activity` (`settlement index notifications`). */
+export const INDEX_SESSION_NAME = "index notifications";
+
 /** How often the listening session is checked while no notification arrives. */
 const CHECK_EVERY_MS = 10_000;
 
@@ -46,7 +49,7 @@ export function listenToIndex(params: {
   };
   const session = keepPostgresSession({
     url: params.databaseUrl,
-    name: `index notifications (${channel})`,
+    name: INDEX_SESSION_NAME,
     async onOpen(client) {
       client.on("notification", (message) => {
         if (message.channel === channel) params.onIndexed();

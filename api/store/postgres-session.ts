@@ -33,7 +33,7 @@ export function reconnectDelayMs(failures: number): number {
  */
 export function keepPostgresSession(params: {
   url: string;
-  /** For the log: which session this is. */
+  /** For the log, and the session's `application_name` (what `pg_stat_activity` shows the operator). */
   name: string;
   onOpen: (client: pg.Client) => Promise<void>;
   /** Called on every session that ends other than by `close` (also one that never fully opened); may repeat. */
@@ -78,6 +78,7 @@ export function keepPostgresSession(params: {
       if (closed) break;
       const client = new pg.Client({
         connectionString: params.url,
+        application_name: `settlement ${params.name}`,
         keepAlive: true,
         connectionTimeoutMillis: queryTimeoutMs,
         query_timeout: queryTimeoutMs,

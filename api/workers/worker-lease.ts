@@ -16,6 +16,9 @@ export type WorkerLease = {
  */
 const LEASE_LOCK_KEY = "4740531226452094103";
 
+/** The session's name in the log and in `pg_stat_activity` (`settlement worker lease`). */
+export const LEASE_SESSION_NAME = "worker lease";
+
 /** How often a process without the lease tries again, and the holder checks its session. */
 export const LEASE_RETRY_MS = 1_000;
 
@@ -44,7 +47,7 @@ export function holdWorkerLease(params: { storeUrl: string; retryMs?: number }):
   };
   const session = keepPostgresSession({
     url: params.storeUrl,
-    name: "worker lease",
+    name: LEASE_SESSION_NAME,
     onOpen: tryTake,
     onLost: () => setHeld(false),
     checkEveryMs: retryMs,
