@@ -31,7 +31,15 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
       await indexDatabase.drop();
     };
     try {
-      const stack = await startTestStack({ env: { STORE_URL: storeDatabase.url, DATABASE_URL: indexDatabase.url } });
+      const stack = await startTestStack({
+        env: {
+          STORE_URL: storeDatabase.url,
+          DATABASE_URL: indexDatabase.url,
+          // The workers that follow the index look on their own only every 10 minutes: within
+          // this file, only the index's notifications can wake them (docs/operations.md).
+          WORKER_SAFETY_POLL_MS: "600000",
+        },
+      });
       return {
         stack,
         async stop() {
@@ -54,7 +62,44 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
     expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
   },
   moreTests(current) {
-    it("runs an API replica (ponder serve) beside it: both answer, and their racing workers settle and deliver each payment once", async () => {
+    it("settles a payment nobody reported once its block is indexed, woken by the index's notification, also after the listening session dropped", async () => {
+      const { stack } = current();
+      const payAndSettle = async () => {
+        const session = await createSession(stack, { certificate: { enabled: false } });
+        await stack.payUsdc({ from: 7, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+        // No hash is submitted and the safety poll is 10 minutes: only a wake settles it within the minute.
+        await waitFor(
+          async () => {
+            const response = await stack.partnerFetch(`/v1/checkout/sessions/${session.id}`);
+            return ((await response.json()) as { status: string }).status === "settled" ? true : undefined;
+          },
+          { timeoutMs: 60_000, what: "the payment settled by the woken settlement worker" },
+        );
+      };
+      await payAndSettle();
+
+      // The listening session's backend ends (as when Postgres restarts): a new session listens again.
+      const listening = async () =>
+        (
+          await query(
+            indexDatabase.url,
+            "select pid from pg_stat_activity where datname = current_database() and application_name = 'settlement index notifications'",
+          )
+        ).map((row) => Number(row.pid));
+      const [before] = await listening();
+      expect(before).toBeDefined();
+      await query(indexDatabase.url, `select pg_terminate_backend(${before})`);
+      await waitFor(
+        async () => {
+          const now = await listening();
+          return now.length === 1 && now[0] !== before ? true : undefined;
+        },
+        { what: "a new session listening to the index" },
+      );
+      await payAndSettle();
+    }, 150_000);
+
+    it("runs an API replica (ponder serve) beside it: both answer, its workers stand by while the indexer's hold the lease, and each payment is settled and delivered once", async () => {
       const { stack, receiver } = current();
       const replica = await startPonder({
         root: PROJECT_ROOT,
@@ -69,13 +114,21 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         for (const [index, session] of sessions.entries()) {
           await stack.payUsdc({ from: 4 + (index % 3), to: session.payment.recipient, amount: BigInt(session.payment.amount) });
         }
-        // Nobody submits a hash: the settlement workers of both processes find the payments in the index.
+        // The replica's workers are on (WORKERS defaults to on) but stand by: its lease session asks
+        // for the lock and is refused, the indexer's process holds it.
         await waitFor(
           async () => {
-            const beats = await query(storeDatabase.url, "select id from worker_heartbeat where worker = 'settlement'");
-            return beats.length === 2 ? true : undefined;
+            const leases = await query(
+              storeDatabase.url,
+              `select a.query, exists (select 1 from pg_locks l where l.pid = a.pid and l.locktype = 'advisory' and l.granted) as held
+                 from pg_stat_activity a where a.datname = current_database() and a.application_name = 'settlement worker lease'`,
+            );
+            const refused = leases.filter(
+              (lease) => lease.held === false && String(lease.query).includes("pg_try_advisory_lock"),
+            );
+            return leases.length === 2 && refused.length === 1 ? true : undefined;
           },
-          { what: "a settlement worker beating in each process" },
+          { what: "the replica's lease session refused while the indexer's holds the lease" },
         );
         const statusAt = async (baseUrl: string, id: string) => {
           const response = await fetch(`${baseUrl}/v1/checkout/sessions/${id}`, {
@@ -91,6 +144,11 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
           { timeoutMs: 30_000, what: "every session settled, as the replica sees it" },
         );
         for (const session of sessions) expect(await statusAt(stack.ponder.baseUrl, session.id)).toBe("settled");
+        // Nobody submitted a hash: the indexer's settlement worker found them in the index; the
+        // replica's never ticked (a tick records a heartbeat named after its process).
+        const beats = (await query(storeDatabase.url, "select id from worker_heartbeat")).map((row) => String(row.id));
+        expect(beats.filter((id) => id.startsWith("settlement@"))).not.toHaveLength(0);
+        expect(beats.filter((id) => id.endsWith(`:${replica.process.pid}`))).toEqual([]);
 
         const settledHooks = (orderId: string) =>
           receiver.acknowledged.filter(
@@ -102,7 +160,7 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         // Give a second delivery, if the two dispatchers were to race, time to arrive.
         await new Promise((resolve) => setTimeout(resolve, 1_500));
         for (const session of sessions) expect(settledHooks(session.orderId)).toHaveLength(1);
-        // And one event each in the outbox: both settlement workers raced for every payment.
+        // And one event each in the outbox.
         const events = await query(storeDatabase.url, "select payload from event where type = 'purchase.settled'");
         const orderIds = events.map((row) => JSON.parse(String(row.payload)).data.orderId as string);
         for (const session of sessions) expect(orderIds.filter((id) => id === session.orderId)).toHaveLength(1);
