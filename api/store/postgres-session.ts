@@ -102,6 +102,8 @@ export function keepPostgresSession(params: {
           await params.check(client);
         }
       } catch (error) {
+        // Shutting down ends a session that was still opening: nothing to report.
+        if (closed) break;
         if (!opened) failures++;
         lose(client, error);
         if (failures === 1) {
