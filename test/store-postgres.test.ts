@@ -76,7 +76,21 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
           { timeoutMs: 60_000, what: "the payment settled by the woken settlement worker" },
         );
       };
-      await payAndSettle();
+      // What Ponder sends, heard on a session of the test's own: each indexed block notifies the
+      // index schema's channel, a block with none of our events too (`[]`: the head moved).
+      const heard: string[] = [];
+      const listener = new pg.Client(indexDatabase.url);
+      await listener.connect();
+      try {
+        listener.on("notification", (message) => heard.push(message.payload ?? ""));
+        await listener.query('LISTEN "public_live_query"');
+        await stack.testClient.mine({ blocks: 1 });
+        await waitFor(async () => (heard.includes("[]") ? true : undefined), { what: "an empty block's notification" });
+        await payAndSettle();
+        expect(heard.some((payload) => (JSON.parse(payload) as string[]).includes("usdc_transfer"))).toBe(true);
+      } finally {
+        await listener.end();
+      }
 
       // The listening session's backend ends (as when Postgres restarts): a new session listens again.
       const listening = async () =>
