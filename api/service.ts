@@ -1,6 +1,6 @@
 import { createPublicClient, http, type PublicClient } from "viem";
 import { createApp } from "./app.js";
-import type { AppContext } from "./app-context.js";
+import type { AppContext, WorkersHere } from "./app-context.js";
 import type { ServiceConfig } from "./config/config.js";
 import { settingsOf } from "./config/settings.js";
 import { completeFirstStart, startedConfig } from "./config/startup.js";
@@ -63,8 +63,14 @@ export async function startService(params: { db: unknown; schema: unknown }) {
     rpc,
     explainer: createMissingTransferExplainer(),
     indexerWatchdog,
+    workersHere: () => workersHere(),
   };
-  if (config.workers) stopWorkersBeforeExit(startWorkers(context, config), config.workersStopGraceMs);
+  let workersHere = (): WorkersHere => ({ workers: "off", indexNotifications: "not_used" });
+  if (config.workers) {
+    const started = startWorkers(context, config);
+    workersHere = started.here;
+    stopWorkersBeforeExit(started, config.workersStopGraceMs);
+  }
   // This runs while Ponder builds its API entry, its last file: once that is done, Vite's
   // transformer is only memory (api/end-build-transformer.ts).
   setImmediate(endBuildTransformer);
@@ -78,7 +84,7 @@ export async function startService(params: { db: unknown; schema: unknown }) {
  * follow it. The development profile (SQLite or PGlite store, PGlite index) has
  * neither: one process, polling as it always did.
  */
-function startWorkers(context: AppContext, config: ServiceConfig): RunningWorkers {
+function startWorkers(context: AppContext, config: ServiceConfig): RunningWorkers & { here: () => WorkersHere } {
   const onPostgres = (url: string | undefined): url is string =>
     url !== undefined && (url.startsWith("postgres://") || url.startsWith("postgresql://"));
   const lease = onPostgres(config.storeUrl) ? holdWorkerLease({ storeUrl: config.storeUrl }) : undefined;
@@ -106,6 +112,10 @@ function startWorkers(context: AppContext, config: ServiceConfig): RunningWorker
   });
   const workers = running;
   return {
+    here: () => ({
+      workers: lease === undefined || lease.held() ? "acting" : "standing_by",
+      indexNotifications: notifications === undefined ? "not_used" : notifications.connected() ? "listening" : "not_listening",
+    }),
     wakeIndexDriven: workers.wakeIndexDriven,
     async stop(graceMs) {
       await workers.stop(graceMs);

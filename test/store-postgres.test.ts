@@ -163,6 +163,17 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         const beats = (await query(storeDatabase.url, "select id from worker_heartbeat")).map((row) => String(row.id));
         expect(beats.filter((id) => id.startsWith("settlement@"))).not.toHaveLength(0);
         expect(beats.filter((id) => id.endsWith(`:${replica.process.pid}`))).toEqual([]);
+        // Each process's health says what its own workers do.
+        const thisProcess = async (baseUrl: string) =>
+          ((await (await fetch(`${baseUrl}/v1/health`)).json()) as { thisProcess: unknown }).thisProcess;
+        expect(await thisProcess(stack.ponder.baseUrl)).toEqual({ workers: "acting", indexNotifications: "listening" });
+        await waitFor(
+          async () => {
+            const replicaHere = (await thisProcess(replica.baseUrl)) as { indexNotifications: string };
+            return replicaHere.indexNotifications === "listening" ? replicaHere : undefined;
+          },
+          { what: "the replica listening to the index" },
+        ).then((replicaHere) => expect(replicaHere).toEqual({ workers: "standing_by", indexNotifications: "listening" }));
 
         const settledHooks = (orderId: string) =>
           receiver.acknowledged.filter(
