@@ -21,4 +21,13 @@ export type AppContext = {
   explainer: ReturnType<typeof createMissingTransferExplainer>;
   /** Latest node and index samples per chain (health reads them; absent in tools without a service). */
   indexerWatchdog?: IndexerWatchdog;
+  /** This process's workers: acting or standing by, and whether they hear the index (health reads it; absent in tools). */
+  workersHere?: () => WorkersHere;
+};
+
+export type WorkersHere = {
+  /** `acting`: they tick (this process holds the workers' lease, or the store needs none). */
+  workers: "acting" | "standing_by" | "off";
+  /** `not_used`: the index is not on Postgres (or no workers run here), so the workers poll. */
+  indexNotifications: "listening" | "not_listening" | "not_used";
 };

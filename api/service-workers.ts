@@ -16,16 +16,22 @@ import type { Worker } from "./workers/run-worker.js";
  */
 export function serviceWorkers(context: AppContext): Worker[] {
   return [
-    settlementWorker(context),
-    mintConfirmer(context),
+    wokenByIndex(settlementWorker(context)),
+    wokenByIndex(mintConfirmer(context)),
+    // Woken in-process by whoever writes an event (wakeWorker), so not by the index.
     webhookDispatcher(context),
     reservationWorker(context),
     relayWorker(context),
-    rewardClaimWorker(context),
-    refundWorker(context),
+    wokenByIndex(rewardClaimWorker(context)),
+    wokenByIndex(refundWorker(context)),
     // Accounting (docs/accounting.md): every payment address checked against the chain.
     reconciliationWorker(context),
     // Closed periods: later facts touching a closed range found as adjustments.
     periodAdjustmentWorker(context),
   ];
+}
+
+/** Its work comes with new indexed data: the index's notifications wake it (docs/operations.md). */
+function wokenByIndex(worker: Worker): Worker {
+  return { ...worker, wokenByIndex: true };
 }

@@ -1,16 +1,20 @@
 import { createPublicClient, http, type PublicClient } from "viem";
 import { createApp } from "./app.js";
-import type { AppContext } from "./app-context.js";
+import type { AppContext, WorkersHere } from "./app-context.js";
+import type { ServiceConfig } from "./config/config.js";
 import { settingsOf } from "./config/settings.js";
 import { completeFirstStart, startedConfig } from "./config/startup.js";
 import { endBuildTransformer } from "./end-build-transformer.js";
+import { noteChainActivity } from "./indexed/chain-activity.js";
+import { listenToIndex } from "./indexed/index-notifications.js";
 import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
 import { startIndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "./outbox/secret-box.js";
 import { serviceWorkers } from "./service-workers.js";
 import { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
 import { migrateStore, openStore } from "./store/open-store.js";
-import { runWorkers, stopWorkersBeforeExit } from "./workers/run-worker.js";
+import { type RunningWorkers, runWorkers, stopWorkersBeforeExit } from "./workers/run-worker.js";
+import { holdWorkerLease } from "./workers/worker-lease.js";
 
 /**
  * Builds the whole service inside Ponder's API process from the configuration
@@ -59,12 +63,65 @@ export async function startService(params: { db: unknown; schema: unknown }) {
     rpc,
     explainer: createMissingTransferExplainer(),
     indexerWatchdog,
+    workersHere: () => workersHere(),
   };
-  if (config.workers) stopWorkersBeforeExit(runWorkers(store, serviceWorkers(context)), config.workersStopGraceMs);
+  let workersHere = (): WorkersHere => ({ workers: "off", indexNotifications: "not_used" });
+  if (config.workers) {
+    const started = startWorkers(context, config);
+    workersHere = started.here;
+    stopWorkersBeforeExit(started, config.workersStopGraceMs);
+  }
   // This runs while Ponder builds its API entry, its last file: once that is done, Vite's
   // transformer is only memory (api/end-build-transformer.ts).
   setImmediate(endBuildTransformer);
   return createApp(context);
+}
+
+/**
+ * The workers of this process (docs/operations.md, "Workers: woken by the index, one
+ * set at a time"). On a Postgres store they act only while this process holds the
+ * workers' lease; on a Postgres index the index's notifications wake the workers that
+ * follow it. The development profile (SQLite or PGlite store, PGlite index) has
+ * neither: one process, polling as it always did.
+ */
+function startWorkers(context: AppContext, config: ServiceConfig): RunningWorkers & { here: () => WorkersHere } {
+  const onPostgres = (url: string | undefined): url is string =>
+    url !== undefined && (url.startsWith("postgres://") || url.startsWith("postgresql://"));
+  const lease = onPostgres(config.storeUrl) ? holdWorkerLease({ storeUrl: config.storeUrl }) : undefined;
+  let running: RunningWorkers | undefined;
+  const notifications = onPostgres(config.databaseUrl)
+    ? listenToIndex({
+        databaseUrl: config.databaseUrl,
+        schema: config.databaseSchema,
+        onIndexed() {
+          // The head read before this commit must not answer the woken workers, and the
+          // read gates of the workers must open (the index did move).
+          context.indexed.forgetHeads();
+          noteChainActivity();
+          running?.wakeIndexDriven();
+        },
+        // Listening again: what was committed meanwhile is looked at now. Not listening:
+        // the workers leave their long wait and poll as without notifications.
+        onConnectionChange: () => running?.wakeIndexDriven(),
+      })
+    : undefined;
+  running = runWorkers(context.store, serviceWorkers(context), {
+    lease,
+    indexPush: notifications,
+    safetyPollMs: config.workerSafetyPollMs,
+  });
+  const workers = running;
+  return {
+    here: () => ({
+      workers: lease === undefined || lease.held() ? "acting" : "standing_by",
+      indexNotifications: notifications === undefined ? "not_used" : notifications.connected() ? "listening" : "not_listening",
+    }),
+    wakeIndexDriven: workers.wakeIndexDriven,
+    async stop(graceMs) {
+      await workers.stop(graceMs);
+      await notifications?.close();
+    },
+  };
 }
 
 /** Ponder's own `/ready` on this process' server (200 once the backfill is done). */

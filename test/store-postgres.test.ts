@@ -35,8 +35,15 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
     const drop = () => storeServer.stop();
     try {
       const stack = await startTestStack({
-        // The race below submits hashes in quick pairs: more than the 120 look-ups a minute an IP may make.
-        env: { STORE_URL: storeDatabase.url, DATABASE_URL: indexDatabase.url, LOOKUP_RATE_LIMIT: "100000" },
+        env: {
+          STORE_URL: storeDatabase.url,
+          DATABASE_URL: indexDatabase.url,
+          // The race below submits hashes in quick pairs: more than the 120 look-ups a minute an IP may make.
+          LOOKUP_RATE_LIMIT: "100000",
+          // The workers that follow the index look on their own only every 10 minutes: within
+          // this file, only the index's notifications can wake them (docs/operations.md).
+          WORKER_SAFETY_POLL_MS: "600000",
+        },
       });
       return {
         stack,
@@ -60,7 +67,58 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
     expect(tables.map((row) => row.table_name)).toEqual(expect.arrayContaining(["usdc_transfer", "certificate_mint"]));
   },
   moreTests(current) {
-    it("runs an API replica (ponder serve) beside it: both answer, and their racing workers settle and deliver each payment once", async () => {
+    it("settles a payment nobody reported once its block is indexed, woken by the index's notification, also after the listening session dropped", async () => {
+      const { stack } = current();
+      const payAndSettle = async () => {
+        const session = await createSession(stack, { certificate: { enabled: false } });
+        await stack.payUsdc({ from: 7, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+        // No hash is submitted and the safety poll is 10 minutes: only a wake settles it within the minute.
+        await waitFor(
+          async () => {
+            const response = await stack.partnerFetch(`/v1/checkout/sessions/${session.id}`);
+            return ((await response.json()) as { status: string }).status === "settled" ? true : undefined;
+          },
+          { timeoutMs: 60_000, what: "the payment settled by the woken settlement worker" },
+        );
+      };
+      // What Ponder sends, heard on a session of the test's own: each indexed block notifies the
+      // index schema's channel, a block with none of our events too (`[]`: the head moved).
+      const heard: string[] = [];
+      const listener = new pg.Client(indexDatabase.url);
+      await listener.connect();
+      try {
+        listener.on("notification", (message) => heard.push(message.payload ?? ""));
+        await listener.query('LISTEN "public_live_query"');
+        await stack.testClient.mine({ blocks: 1 });
+        await waitFor(async () => (heard.includes("[]") ? true : undefined), { what: "an empty block's notification" });
+        await payAndSettle();
+        expect(heard.some((payload) => (JSON.parse(payload) as string[]).includes("usdc_transfer"))).toBe(true);
+      } finally {
+        await listener.end();
+      }
+
+      // The listening session's backend ends (as when Postgres restarts): a new session listens again.
+      const listening = async () =>
+        (
+          await query(
+            indexDatabase.url,
+            "select pid from pg_stat_activity where datname = current_database() and application_name = 'settlement index notifications'",
+          )
+        ).map((row) => Number(row.pid));
+      const [before] = await listening();
+      expect(before).toBeDefined();
+      await query(indexDatabase.url, `select pg_terminate_backend(${before})`);
+      await waitFor(
+        async () => {
+          const now = await listening();
+          return now.length === 1 && now[0] !== before ? true : undefined;
+        },
+        { what: "a new session listening to the index" },
+      );
+      await payAndSettle();
+    }, 150_000);
+
+    it("runs an API replica (ponder serve) beside it: both answer, its workers stand by while the indexer's hold the lease, and each payment is settled and delivered once", async () => {
       const { stack, receiver } = current();
       const replica = await startPonder({
         root: PROJECT_ROOT,
@@ -75,13 +133,21 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         for (const [index, session] of sessions.entries()) {
           await stack.payUsdc({ from: 4 + (index % 3), to: session.payment.recipient, amount: BigInt(session.payment.amount) });
         }
-        // Nobody submits a hash: the settlement workers of both processes find the payments in the index.
+        // The replica's workers are on (WORKERS defaults to on) but stand by: its lease session asks
+        // for the lock and is refused, the indexer's process holds it.
         await waitFor(
           async () => {
-            const beats = await query(storeDatabase.url, "select id from worker_heartbeat where worker = 'settlement'");
-            return beats.length === 2 ? true : undefined;
+            const leases = await query(
+              storeDatabase.url,
+              `select a.query, exists (select 1 from pg_locks l where l.pid = a.pid and l.locktype = 'advisory' and l.granted) as held
+                 from pg_stat_activity a where a.datname = current_database() and a.application_name = 'settlement worker lease'`,
+            );
+            const refused = leases.filter(
+              (lease) => lease.held === false && String(lease.query).includes("pg_try_advisory_lock"),
+            );
+            return leases.length === 2 && refused.length === 1 ? true : undefined;
           },
-          { what: "a settlement worker beating in each process" },
+          { what: "the replica's lease session refused while the indexer's holds the lease" },
         );
         const statusAt = async (baseUrl: string, id: string) => {
           const response = await fetch(`${baseUrl}/v1/checkout/sessions/${id}`, {
@@ -97,6 +163,22 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
           { timeoutMs: 30_000, what: "every session settled, as the replica sees it" },
         );
         for (const session of sessions) expect(await statusAt(stack.ponder.baseUrl, session.id)).toBe("settled");
+        // Nobody submitted a hash: the indexer's settlement worker found them in the index; the
+        // replica's never ticked (a tick records a heartbeat named after its process).
+        const beats = (await query(storeDatabase.url, "select id from worker_heartbeat")).map((row) => String(row.id));
+        expect(beats.filter((id) => id.startsWith("settlement@"))).not.toHaveLength(0);
+        expect(beats.filter((id) => id.endsWith(`:${replica.process.pid}`))).toEqual([]);
+        // Each process's health says what its own workers do.
+        const thisProcess = async (baseUrl: string) =>
+          ((await (await fetch(`${baseUrl}/v1/health`)).json()) as { thisProcess: unknown }).thisProcess;
+        expect(await thisProcess(stack.ponder.baseUrl)).toEqual({ workers: "acting", indexNotifications: "listening" });
+        await waitFor(
+          async () => {
+            const replicaHere = (await thisProcess(replica.baseUrl)) as { indexNotifications: string };
+            return replicaHere.indexNotifications === "listening" ? replicaHere : undefined;
+          },
+          { what: "the replica listening to the index" },
+        ).then((replicaHere) => expect(replicaHere).toEqual({ workers: "standing_by", indexNotifications: "listening" }));
 
         const settledHooks = (orderId: string) =>
           receiver.acknowledged.filter(
@@ -108,7 +190,7 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
         // Give a second delivery, if the two dispatchers were to race, time to arrive.
         await new Promise((resolve) => setTimeout(resolve, 1_500));
         for (const session of sessions) expect(settledHooks(session.orderId)).toHaveLength(1);
-        // And one event each in the outbox: both settlement workers raced for every payment.
+        // And one event each in the outbox.
         const events = await query(storeDatabase.url, "select payload from event where type = 'purchase.settled'");
         const orderIds = events.map((row) => JSON.parse(String(row.payload)).data.orderId as string);
         for (const session of sessions) expect(orderIds.filter((id) => id === session.orderId)).toHaveLength(1);

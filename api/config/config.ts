@@ -31,6 +31,8 @@ export type ServiceConfig = {
   workers: boolean;
   /** How long workers get to finish on shutdown (`WORKERS_STOP_GRACE_MS`). */
   workersStopGraceMs: number;
+  /** Between two ticks of a worker the index wakes, while its notifications arrive (`WORKER_SAFETY_POLL_MS`). */
+  workerSafetyPollMs: number;
   localMode: boolean;
   /** `EMBEDDED_TRIAL=true`: a production network on the embedded index and store, for a trial on one machine. */
   embeddedTrial: boolean;
@@ -233,6 +235,7 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
     embeddedTrial: service.EMBEDDED_TRIAL === "true",
     workers: service.WORKERS !== "off",
     workersStopGraceMs: service.WORKERS_STOP_GRACE_MS ?? 4_000,
+    workerSafetyPollMs: service.WORKER_SAFETY_POLL_MS ?? 1_000,
     localMode,
     publicBaseUrl: service.PUBLIC_BASE_URL?.replace(/\/$/, ""),
     adminAddresses: dedupe(service.ADMIN_ADDRESSES ?? []),

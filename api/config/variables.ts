@@ -123,7 +123,7 @@ export const SERVICE_VARIABLES = {
     group: "service",
     schema: z.enum(["on", "off"], { error: "must be on or off" }),
     description:
-      "`off` runs no background worker (settlement, mint confirmer, webhook dispatcher, reservations) in this process; workers are safe to run in every replica.",
+      "`off` runs no background worker (settlement, mint confirmer, webhook dispatcher, reservations) in this process. With the store on Postgres, only the process holding the workers' lease runs them (the others stand by), so leaving them on in every replica is safe.",
     default: "on",
   },
   VOUCHER_KEY_FILE: {
@@ -140,6 +140,13 @@ export const SERVICE_VARIABLES = {
     description:
       "File holding the 32-byte key that encrypts webhook signing secrets at rest: 64 hex digits, with or without `0x` (`npx settlement secrets generate` writes one). Keep it: without it stored secrets cannot be read.",
     required: "unless `LOCAL_MODE=true` (then generated in `<DATA_DIR>/secrets.key`)",
+  },
+  WORKER_SAFETY_POLL_MS: {
+    group: "service",
+    schema: integer(100, HOUR_MS),
+    description:
+      "With the index on Postgres (`DATABASE_URL`), the settlement, refund, mint and reward workers are woken by the index's notifications; this is how often they still look without one, in case one was lost. Without a listening session (PGlite, or while it reconnects) they poll every 20–200 ms as before.",
+    default: "1000",
   },
   WORKERS_STOP_GRACE_MS: {
     group: "service",

@@ -100,6 +100,8 @@ export type IndexedChain = {
   rewardClaims(filter: RewardClaimFilter): Promise<IndexedRewardClaim[]>;
   /** The newest block the indexer has processed, per chain. */
   heads(): Promise<Map<number, IndexedHead>>;
+  /** The index just committed a block (its notification): the next `heads()` reads again, not a read started before. */
+  forgetHeads(): void;
   /**
    * Per address (lower case), the sums of the transfers it received and sent within
    * [fromBlock, toBlock] on one chain, added up in the index's own SQL (accounting:
@@ -318,6 +320,10 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         });
       }
       return headsCache.value;
+    },
+
+    forgetHeads() {
+      headsCache = undefined;
     },
   };
 

@@ -6,7 +6,6 @@ import { enqueueDeliveries, newDelivery } from "./deliveries.js";
 import type { EventData, EventEnvelope, EventType } from "./event-types.js";
 import { subscribesTo } from "./subscription.js";
 
-
 /**
  * Writes an event to the outbox. Call it with the transaction that makes the state
  * change it reports, so the change and its event commit (or roll back) together.

@@ -30,6 +30,15 @@ const HealthSchema = z
       }),
     ),
     workers: z.array(z.object({ worker: z.string(), alive: z.boolean(), lastBeatAt: z.string() })),
+    thisProcess: z
+      .object({
+        workers: z.enum(["acting", "standing_by", "off"]),
+        indexNotifications: z.enum(["listening", "not_listening", "not_used"]),
+      })
+      .openapi({
+        description:
+          "The process that answered: whether its workers act (it holds the workers' lease, or the store needs none) or stand by, and whether they are woken by the index's notifications (docs/operations.md)",
+      }),
     reorgs: z
       .object({
         settledPaymentsReorged: z.number().int(),
@@ -190,6 +199,7 @@ export function healthRoutes(context: AppContext) {
       store: { ok: store.ok, writable: store.writable },
       chains,
       workers,
+      thisProcess: context.workersHere?.() ?? { workers: "off" as const, indexNotifications: "not_used" as const },
       reorgs,
       reasons,
       relayers,

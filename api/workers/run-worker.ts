@@ -1,12 +1,18 @@
 import { hostname } from "node:os";
 import { logJson } from "../logging/redact.js";
 import type { Store } from "../store/open-store.js";
+import type { WorkerLease } from "./worker-lease.js";
 
 export type Worker = {
   name: string;
   /** Milliseconds between two ticks (a tick runs to completion before the next is scheduled). */
   intervalMs: number;
   tick: () => Promise<void>;
+  /**
+   * Its work appears with newly indexed data (settlement, refunds, mints, reward claims):
+   * while the index's notifications arrive it is woken by them and polls only as a safety net.
+   */
+  wokenByIndex?: boolean;
   /**
    * Called once on shutdown after the loop has stopped (or the grace ran out): let work
    * this worker started outside its tick finish until `deadline` (epoch ms), then hand
@@ -16,9 +22,36 @@ export type Worker = {
 };
 
 export type RunningWorkers = {
-  /** No new tick starts; the running ones and the workers' own work get `graceMs` to end. */
+  /** No new tick starts; the running ones and the workers' own work get `graceMs` to end; then the lease is released. */
   stop: (graceMs: number) => Promise<void>;
+  /** Ends the wait of every worker marked `wokenByIndex`: the index moved, or its notifications started or stopped. */
+  wakeIndexDriven: () => void;
 };
+
+export type RunWorkersOptions = {
+  /** On a shared store, the workers tick only while this process holds the lease. */
+  lease?: WorkerLease;
+  /** The index's notifications: while connected, `wokenByIndex` workers wait `safetyPollMs` between ticks. */
+  indexPush?: { connected: () => boolean };
+  safetyPollMs?: number;
+};
+
+/** How long a worker of a process without the lease waits before it looks again (taking the lease wakes it). */
+const STANDBY_WAIT_MS = 1_000;
+
+/**
+ * The longest a worker waits after a tick: its own interval, or, for a worker the
+ * index wakes while the index's notifications arrive, the longer safety-net poll
+ * (which only catches a notification that was lost).
+ */
+export function waitBetweenTicks(params: {
+  intervalMs: number;
+  wokenByIndex: boolean;
+  pushConnected: boolean;
+  safetyPollMs: number;
+}): number {
+  return params.wokenByIndex && params.pushConnected ? Math.max(params.intervalMs, params.safetyPollMs) : params.intervalMs;
+}
 
 const instanceId = `${hostname()}:${process.pid}`;
 const wakers = new Map<string, () => void>();
@@ -40,15 +73,28 @@ export function wakeWorker(name: string): void {
 
 /**
  * Runs each worker in its own loop and records a heartbeat per worker, which
- * `/v1/health` reports. Workers coordinate through the store (row claims and
- * guarded updates), so several processes may run the same workers at once.
+ * `/v1/health` reports. With a `lease` (a Postgres store shared by several
+ * processes) the workers tick only while this process holds it: one set acts at a
+ * time, the others stand by. Workers also coordinate through the store (row claims
+ * and guarded updates), which covers the moment two sets overlap (a holder that has
+ * not yet noticed it lost its session).
  */
-export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
+export function runWorkers(store: Store, workers: Worker[], options: RunWorkersOptions = {}): RunningWorkers {
   let stopped = false;
+  const { lease, indexPush, safetyPollMs = 0 } = options;
+  // Taking the lease ends the standby wait at once.
+  lease?.onChange((held) => {
+    if (held) for (const worker of workers) wakeWorker(worker.name);
+  });
   const loops = workers.map(async (worker) => {
     const heartbeatId = `${worker.name}@${instanceId}`;
     let lastBeat = 0;
     while (!stopped) {
+      // A tick under way when the lease is lost runs to its end; no new one starts.
+      if (lease !== undefined && !lease.held()) {
+        await pause(worker.name, STANDBY_WAIT_MS);
+        continue;
+      }
       const started = Date.now();
       wokenDuringTick.delete(worker.name);
       try {
@@ -65,18 +111,19 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
           .execute()
           .catch(() => undefined);
       }
-      const wait = wokenDuringTick.has(worker.name) ? 0 : Math.max(0, worker.intervalMs - (Date.now() - started));
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, wait);
-        wakers.set(worker.name, () => {
-          clearTimeout(timer);
-          resolve();
-        });
+      const interval = waitBetweenTicks({
+        intervalMs: worker.intervalMs,
+        wokenByIndex: worker.wokenByIndex === true,
+        pushConnected: indexPush?.connected() === true,
+        safetyPollMs,
       });
-      wakers.delete(worker.name);
+      await pause(worker.name, Math.max(0, interval - (Date.now() - started)));
     }
   });
   return {
+    wakeIndexDriven() {
+      for (const worker of workers) if (worker.wokenByIndex === true) wakeWorker(worker.name);
+    },
     async stop(graceMs) {
       stopped = true;
       const deadline = Date.now() + graceMs;
@@ -90,8 +137,23 @@ export function runWorkers(store: Store, workers: Worker[]): RunningWorkers {
       ]);
       clearTimeout(timer);
       await Promise.all(workers.map((worker) => worker.stop?.(deadline).catch(() => undefined)));
+      // Only now: a standby taking over must not overlap the work this process is ending.
+      await lease?.release();
     },
   };
+}
+
+/** Waits `ms`, or less if the worker is woken (also by a wake that came before the wait began). */
+async function pause(name: string, ms: number): Promise<void> {
+  if (wokenDuringTick.delete(name) || ms === 0) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wakers.set(name, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  wakers.delete(name);
 }
 
 /**

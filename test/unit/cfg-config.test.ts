@@ -83,6 +83,7 @@ describe("readConfig defaults", () => {
     ["storeUrl", undefined],
     ["workers", true],
     ["workersStopGraceMs", 4_000],
+    ["workerSafetyPollMs", 1_000],
     ["localMode", false],
     ["adminAddresses", []],
     ["voucherPrivateKey", undefined],
@@ -171,6 +172,7 @@ describe("readConfig overrides", () => {
     ["STORE_URL", "pglite:/var/store", "storeUrl", "pglite:/var/store"],
     ["WORKERS", "off", "workers", false],
     ["WORKERS_STOP_GRACE_MS", "0", "workersStopGraceMs", 0],
+    ["WORKER_SAFETY_POLL_MS", "600000", "workerSafetyPollMs", 600_000],
     ["WEBHOOK_RETRY_BASE_MS", "250", "dispatcher.retryBaseMs", 250],
     ["WEBHOOK_RETRY_MAX_DELAY_MS", "60000", "dispatcher.retryMaxDelayMs", 60_000],
     ["WEBHOOK_RETRY_WINDOW_MS", "0", "dispatcher.retryWindowMs", 0],
@@ -323,6 +325,7 @@ describe("readConfig overrides", () => {
 describe("readConfig refusals", () => {
   it.each([
     ["WORKERS_STOP_GRACE_MS", "60001", 'WORKERS_STOP_GRACE_MS: at most 60000 (got "60001")'],
+    ["WORKER_SAFETY_POLL_MS", "99", 'WORKER_SAFETY_POLL_MS: at least 100 (got "99")'],
     ["WEBHOOK_RETRY_BASE_MS", "0", 'WEBHOOK_RETRY_BASE_MS: at least 1 (got "0")'],
     ["WEBHOOK_RETRY_MAX_DELAY_MS", "604800001", 'WEBHOOK_RETRY_MAX_DELAY_MS: at most 604800000 (got "604800001")'],
     ["WEBHOOK_RETRY_WINDOW_MS", "-5", 'WEBHOOK_RETRY_WINDOW_MS: at least 0 (got "-5")'],

@@ -3927,6 +3927,13 @@ export interface components {
                 alive: boolean;
                 lastBeatAt: string;
             }[];
+            /** @description The process that answered: whether its workers act (it holds the workers' lease, or the store needs none) or stand by, and whether they are woken by the index's notifications (docs/operations.md) */
+            thisProcess: {
+                /** @enum {string} */
+                workers: "acting" | "standing_by" | "off";
+                /** @enum {string} */
+                indexNotifications: "listening" | "not_listening" | "not_used";
+            };
             /** @description Credited payments a reorg took off the chain (each also sent as payment.reorged); null when the store cannot be read */
             reorgs: {
                 settledPaymentsReorged: number;
