@@ -80,7 +80,7 @@ export const SERVICE_VARIABLES = {
     group: "storage",
     schema: z.string().regex(/^[a-z_][a-z0-9_]*$/, { error: "not a plain schema name" }),
     description:
-      "The Postgres schema of the index (Ponder's own setting, same as `--schema`); the indexer and its API replicas must name the same one.",
+      "The Postgres schema of the index (Ponder's own setting, same as `--schema`). In a fleet the indexer writes a schema of its build (`--schema settlement_v2 --views-schema settlement`) and the API replicas read the stable views schema (`ponder serve --schema settlement`); give it on the command line, not in a shared environment file (docs/deploy.md).",
     default: "public",
   },
   STORE_URL: {
