@@ -27,6 +27,11 @@ export type ServiceConfig = {
   /** Ponder's index on Postgres; undefined: embedded PGlite in `<dataDir>/ponder`. */
   databaseUrl: string | undefined;
   databaseSchema: string;
+  /**
+   * The schema whose indexer start is recorded for this process: the build schema behind a
+   * views schema an API replica reads (`ponder serve --schema <views>`), else `databaseSchema`.
+   */
+  recordedIndexSchema?: string;
   storeUrl: string | undefined;
   workers: boolean;
   /** How long workers get to finish on shutdown (`WORKERS_STOP_GRACE_MS`). */

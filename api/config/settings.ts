@@ -41,7 +41,7 @@ export function settingsOf(config: ServiceConfig): ServiceSettings {
     adminAddresses: config.adminAddresses,
     voucherPrivateKey: config.voucherPrivateKey,
     publicBaseUrl: config.publicBaseUrl,
-    indexSchema: config.databaseSchema,
+    indexSchema: config.recordedIndexSchema ?? config.databaseSchema,
     dispatcher: config.dispatcher,
     portal: config.portal,
     relayerKeys: config.relayerKeys,

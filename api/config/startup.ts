@@ -146,7 +146,12 @@ async function watchedFromStore(config: ServiceConfig, role: StartRole): Promise
   const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir });
   try {
     await migrateStore(store);
-    const recorded = await recordedStart(store, config.databaseSchema);
+    // A replica of a fleet reads the stable views schema: the indexer recorded its start under
+    // the build schema those views select from (docs/deploy.md, "Deploys without downtime").
+    if (role === "replica" && config.databaseUrl !== undefined) {
+      config.recordedIndexSchema = await schemaBehindViews(config.databaseUrl, config.databaseSchema);
+    }
+    const recorded = await recordedStart(store, config.recordedIndexSchema ?? config.databaseSchema);
     for (const network of config.networks) {
       const rows = await store.selectFrom("payment_address").select("address").where("chain_id", "=", network.chainId).execute();
       const fromStore = rows.map((row) => row.address);
@@ -190,6 +195,32 @@ async function recordIndexerStart(config: ServiceConfig): Promise<void> {
       .execute();
   } finally {
     await store.destroy();
+  }
+}
+
+/**
+ * The schema whose tables the views of `schema` select from (Ponder's `--views-schema`), or
+ * `schema` itself when it holds the tables (or no views yet).
+ */
+export async function schemaBehindViews(databaseUrl: string, schema: string): Promise<string> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client(databaseUrl);
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    // From the catalog (pg_depend), which every role reads, not information_schema (owners' views only).
+    const result = await client.query<{ table_schema: string }>(
+      `SELECT DISTINCT t.relnamespace::regnamespace::text AS table_schema
+         FROM pg_class v
+         JOIN pg_rewrite r ON r.ev_class = v.oid
+         JOIN pg_depend d ON d.objid = r.oid AND d.classid = 'pg_rewrite'::regclass
+         JOIN pg_class t ON t.oid = d.refobjid
+        WHERE v.relkind = 'v' AND v.relnamespace::regnamespace::text = $1 AND t.relnamespace <> v.relnamespace`,
+      [schema],
+    );
+    return result.rows.length === 1 ? (result.rows[0] as { table_schema: string }).table_schema.replace(/^"|"$/g, "") : schema;
+  } finally {
+    await client.end();
   }
 }
 
