@@ -1,5 +1,5 @@
 import { USDC_DECIMALS } from "../values/money.js";
-import { LEDGER_KINDS } from "./ledger-rules.js";
+import { SUM_KINDS } from "./ledger-rules.js";
 
 /**
  * RFC 4180 CSV for the accounting exports (docs/accounting.md, "CSV"): CRLF line
@@ -117,7 +117,7 @@ export const RECONCILIATION_COLUMNS = [
   ...withTwin("chain_balance"),
   ...withTwin("difference"),
   "reconciled",
-  ...LEDGER_KINDS.flatMap(withTwin),
+  ...SUM_KINDS.flatMap(withTwin),
 ] as const;
 
 export const ORDER_COLUMNS = [
