@@ -7,6 +7,7 @@ import { reservationWorker } from "./purchases/reservation-worker.js";
 import { refundWorker } from "./refunds/refund-worker.js";
 import { rewardClaimWorker } from "./rewards/reward-claim-worker.js";
 import { settlementWorker } from "./settlement/settlement-worker.js";
+import { subscriptionWorker } from "./subscriptions/subscription-worker.js";
 import type { Worker } from "./workers/run-worker.js";
 
 /**
@@ -22,6 +23,7 @@ export function serviceWorkers(context: AppContext): Worker[] {
     relayWorker(context),
     rewardClaimWorker(context),
     refundWorker(context),
+    subscriptionWorker(context),
     // Accounting (docs/accounting.md): every payment address checked against the chain.
     reconciliationWorker(context),
   ];
