@@ -81,8 +81,9 @@ const subscription = {
   subscriber: address.nullable(),
   payee: address,
   nextChargeAt: instant.nullable(),
-  /** Only `subscription.charged` names an order (the charge's); the subscription's own metadata rides here. */
+  /** Only `subscription.charged` names an order (the charge's, external id `<subscriptionId>:<periodIndex>`); the subscription's own metadata rides here. */
   orderId: z.string().optional(),
+  externalOrderId: z.string().optional(),
   metadata: z.record(z.string(), z.string()).optional().openapi({ description: "The partner's metadata of the subscription" }),
 };
 /** A charge of one period. */

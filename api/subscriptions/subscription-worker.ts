@@ -196,6 +196,7 @@ async function payIfCharged(context: AppContext, step: Step, subscription: Subsc
         chargeId: charge.id,
         periodIndex: Number(charge.periodIndex),
         orderId: order.id,
+        externalOrderId: order.externalOrderId,
         transactionHash: charged.transactionHash,
       },
       now,

@@ -4104,6 +4104,7 @@ export interface components {
                 /** @description ISO 8601 */
                 nextChargeAt: string | null;
                 orderId?: string;
+                externalOrderId?: string;
                 /** @description The partner's metadata of the subscription */
                 metadata?: {
                     [key: string]: string;
@@ -4132,6 +4133,7 @@ export interface components {
                 /** @description ISO 8601 */
                 nextChargeAt: string | null;
                 orderId: string;
+                externalOrderId?: string;
                 /** @description The partner's metadata of the subscription */
                 metadata?: {
                     [key: string]: string;
@@ -4163,6 +4165,7 @@ export interface components {
                 /** @description ISO 8601 */
                 nextChargeAt: string | null;
                 orderId?: string;
+                externalOrderId?: string;
                 /** @description The partner's metadata of the subscription */
                 metadata?: {
                     [key: string]: string;
@@ -4197,6 +4200,7 @@ export interface components {
                 /** @description ISO 8601 */
                 nextChargeAt: string | null;
                 orderId?: string;
+                externalOrderId?: string;
                 /** @description The partner's metadata of the subscription */
                 metadata?: {
                     [key: string]: string;
@@ -4225,6 +4229,7 @@ export interface components {
                 /** @description ISO 8601 */
                 nextChargeAt: string | null;
                 orderId?: string;
+                externalOrderId?: string;
                 /** @description The partner's metadata of the subscription */
                 metadata?: {
                     [key: string]: string;
@@ -4255,6 +4260,7 @@ export interface components {
                 /** @description ISO 8601 */
                 nextChargeAt: string | null;
                 orderId?: string;
+                externalOrderId?: string;
                 /** @description The partner's metadata of the subscription */
                 metadata?: {
                     [key: string]: string;
