@@ -32,8 +32,10 @@ import { portalRoutes } from "./routes/portals/portal-routes.js";
 import { publicAuthorizationRoutes } from "./routes/public-authorizations.js";
 import { publicCheckoutRoutes } from "./routes/public-checkout.js";
 import { publicRefundRoutes } from "./routes/public-refunds.js";
+import { publicSubscriptionRoutes } from "./routes/public-subscriptions.js";
 import { refundRoutes } from "./routes/refunds.js";
 import { orderRewardRoutes, publicRewardRoutes, rewardRoutes } from "./routes/rewards.js";
+import { subscriptionRoutes } from "./routes/subscriptions.js";
 import { transfersRoutes } from "./routes/transfers.js";
 import { webhookEndpointsRoutes } from "./routes/webhook-endpoints.js";
 import { callerAdmission } from "./sign-in/admit-callers.js";
@@ -135,9 +137,11 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.route("/v1/reports", reportRoutes(context));
   app.route("/v1/public/report-identity", reportIdentityRoutes(context));
   app.route("/v1/refunds", refundRoutes(context));
+  app.route("/v1/subscriptions", subscriptionRoutes(context));
   app.route("/v1/public/checkout", publicCheckoutRoutes(context));
   app.route("/v1/public/checkout", publicAuthorizationRoutes(context));
   app.route("/v1/public/refunds", publicRefundRoutes(context));
+  app.route("/v1/public/subscriptions", publicSubscriptionRoutes(context));
   app.route("/v1/public/rewards", publicRewardRoutes(context));
   // The console's partner portal: the same routers as /v1, which admit a member's session too.
   for (const [prefix, routes] of [
@@ -151,6 +155,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
     ["/api/partner/branding", brandingRoutes(context)],
     ["/api/partner/rewards", rewardRoutes(context)],
     ["/api/partner/refunds", refundRoutes(context)],
+    ["/api/partner/subscriptions", subscriptionRoutes(context)],
     ["/api/partner/ledger", ledgerRoutes(context)],
     ["/api/partner/reports", reportRoutes(context)],
     // The operator's books across partners (docs/accounting.md): the read routes for an admin's session.

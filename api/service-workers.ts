@@ -8,6 +8,7 @@ import { reservationWorker } from "./purchases/reservation-worker.js";
 import { refundWorker } from "./refunds/refund-worker.js";
 import { rewardClaimWorker } from "./rewards/reward-claim-worker.js";
 import { settlementWorker } from "./settlement/settlement-worker.js";
+import { subscriptionWorker } from "./subscriptions/subscription-worker.js";
 import type { Worker } from "./workers/run-worker.js";
 
 /**
@@ -24,6 +25,8 @@ export function serviceWorkers(context: AppContext): Worker[] {
     relayWorker(context),
     wokenByIndex(rewardClaimWorker(context)),
     wokenByIndex(refundWorker(context)),
+    // Subscriptions follow the index (registrations, charges, cancels) and the chain's clock.
+    wokenByIndex(subscriptionWorker(context)),
     // Accounting (docs/accounting.md): every payment address checked against the chain.
     reconciliationWorker(context),
     // Closed periods: later facts touching a closed range found as adjustments.

@@ -680,6 +680,52 @@ export const PROBLEM_REGISTRY = {
     meaning:
       "The receiving address was already set (the refund is `ready` or later) or the refund was cancelled; a destination is never changed once set.",
   },
+  // Subscriptions (issue 44, docs/subscriptions.md)
+  subscriptions_unavailable: {
+    status: 503,
+    title: "Subscriptions are not available on this network",
+    meaning:
+      "No subscription manager is configured on the network (`<NET>_SUBSCRIPTION_MANAGER_ADDRESS`), or no relayer to submit the customer's signature. Nothing was created or sent.",
+  },
+  invalid_subscription_token: {
+    status: 401,
+    title: "The client token is not valid for this subscription",
+    meaning:
+      "The customer's client token does not belong to this subscription (or was replaced by a newer link, when the creation was replayed).",
+  },
+  subscription_not_awaiting_authorization: {
+    status: 409,
+    title: "The subscription is not waiting for the customer's signature",
+    meaning:
+      "Terms are issued and signatures relayed only while the subscription is `awaiting_authorization`; `subscriptionStatus` says what it is. Nothing was sent.",
+  },
+  subscription_terms_not_issued: {
+    status: 409,
+    title: "No terms were issued for this subscription",
+    meaning: "Ask for the terms first (`POST /v1/public/subscriptions/{id}/terms`); the signature must be over exactly them.",
+  },
+  subscription_bad_signature: {
+    status: 422,
+    title: "The signature does not authorise these terms",
+    meaning:
+      "The signature is not the subscriber's over exactly the terms the service issued last: another payee, amount, token, period, window, salt or subscriber is another message. Nothing was sent.",
+  },
+  subscription_permit_expired: {
+    status: 422,
+    title: "The permit's deadline has passed",
+    meaning: "The EIP-2612 permit's deadline is not after the chain's latest block: ask for new terms and sign again.",
+  },
+  subscription_rejected_on_chain: {
+    status: 422,
+    title: "The subscription manager refuses this registration",
+    meaning:
+      "Simulating `subscribe` (or `subscribeWithPermit`) reverts: the terms are already registered, their `end` has passed, or the permit does not apply. Nothing was sent.",
+  },
+  subscription_not_cancellable: {
+    status: 409,
+    title: "The subscription cannot be cancelled",
+    meaning: "It already ended, expired or was cancelled; `subscriptionStatus` says which.",
+  },
   certificate_revoked: {
     status: 409,
     title: "The certificate of this purchase is revoked",

@@ -80,6 +80,20 @@ export type RewardClaimFilter = {
   limit?: number;
 };
 
+/** The manager's facts about some subscriptions (ids, hashes and addresses lower-case). */
+export type IndexedSubscriptionFacts = {
+  subscribed: { subscriptionId: Hex; subscriber: Address; payee: Address; blockNumber: bigint; blockTimestamp: bigint }[];
+  charged: {
+    subscriptionId: Hex;
+    periodIndex: bigint;
+    amount: bigint;
+    transactionHash: Hex;
+    logIndex: number;
+    blockNumber: bigint;
+  }[];
+  cancelled: { subscriptionId: Hex; by: Address; transactionHash: Hex; blockNumber: bigint }[];
+};
+
 export type IndexedHead = { chainId: number; blockNumber: bigint; blockTimestamp: bigint };
 
 /**
@@ -98,6 +112,8 @@ export type IndexedChain = {
   revokedPurchaseIds(purchaseIds: Hex[]): Promise<Set<string>>;
   /** Reward claims in chain order (chain, block, log), oldest first; at most `limit` (default 500). */
   rewardClaims(filter: RewardClaimFilter): Promise<IndexedRewardClaim[]>;
+  /** What one subscription manager's events say of these on-chain ids (a few hundred at most per call). */
+  subscriptionFacts(params: { chainId: number; manager: Address; ids: Hex[] }): Promise<IndexedSubscriptionFacts>;
   /** The newest block the indexer has processed, per chain. */
   heads(): Promise<Map<number, IndexedHead>>;
   /** The index just committed a block (its notification): the next `heads()` reads again, not a read started before. */
@@ -161,6 +177,7 @@ function transfersAfter(
 
 export function createIndexedChain({ db, schema }: { db: PonderDb; schema: PonderSchema }): IndexedChain {
   const { usdcTransfer, certificateMint, certificateRevocation, rewardClaim } = schema;
+  const { subscriptionSubscribed, subscriptionCharged, subscriptionCancelled } = schema;
   let headsCache: { at: number; value: Promise<Map<number, IndexedHead>> } | undefined;
 
   const toTransfer = (row: typeof usdcTransfer.$inferSelect): IndexedTransfer => ({
@@ -273,6 +290,69 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         transactionHash: lower(row.transactionHash as Hex),
         blockHash: lower(row.blockHash as Hex),
       }));
+    },
+
+    async subscriptionFacts(params) {
+      const facts: IndexedSubscriptionFacts = { subscribed: [], charged: [], cancelled: [] };
+      if (params.ids.length === 0) return facts;
+      const ids = params.ids.map(lower);
+      const manager = lower(params.manager);
+      const [subscribed, charged, cancelled] = await bounded(
+        Promise.all([
+          db
+            .select()
+            .from(subscriptionSubscribed)
+            .where(
+              and(
+                eq(subscriptionSubscribed.chainId, params.chainId),
+                eq(subscriptionSubscribed.contract, manager),
+                inArray(subscriptionSubscribed.subscriptionId, ids),
+              ),
+            ),
+          db
+            .select()
+            .from(subscriptionCharged)
+            .where(
+              and(
+                eq(subscriptionCharged.chainId, params.chainId),
+                eq(subscriptionCharged.contract, manager),
+                inArray(subscriptionCharged.subscriptionId, ids),
+              ),
+            ),
+          db
+            .select()
+            .from(subscriptionCancelled)
+            .where(
+              and(
+                eq(subscriptionCancelled.chainId, params.chainId),
+                eq(subscriptionCancelled.contract, manager),
+                inArray(subscriptionCancelled.subscriptionId, ids),
+              ),
+            ),
+        ]),
+      );
+      facts.subscribed = subscribed.map((row) => ({
+        subscriptionId: lower(row.subscriptionId as Hex),
+        subscriber: lower(row.subscriber as Address),
+        payee: lower(row.payee as Address),
+        blockNumber: row.blockNumber,
+        blockTimestamp: row.blockTimestamp,
+      }));
+      facts.charged = charged.map((row) => ({
+        subscriptionId: lower(row.subscriptionId as Hex),
+        periodIndex: row.periodIndex,
+        amount: row.amount,
+        transactionHash: lower(row.transactionHash as Hex),
+        logIndex: row.logIndex,
+        blockNumber: row.blockNumber,
+      }));
+      facts.cancelled = cancelled.map((row) => ({
+        subscriptionId: lower(row.subscriptionId as Hex),
+        by: lower(row.by as Address),
+        transactionHash: lower(row.transactionHash as Hex),
+        blockNumber: row.blockNumber,
+      }));
+      return facts;
     },
 
     async transferTotals(params) {

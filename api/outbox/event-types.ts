@@ -70,6 +70,29 @@ const refund = {
   logIndex: z.number().int().optional(),
 };
 
+/** Every subscription event: the subscription as it is after the change reported. */
+const subscription = {
+  subscriptionId: z.string(),
+  externalCustomerId: z.string(),
+  status: z.string().openapi({ description: "The subscription's status after the change the event reports" }),
+  amount: units,
+  chainId: z.number().int(),
+  onchainId: hex.nullable().openapi({ description: "The terms' EIP-712 hash, as the subscription manager names it" }),
+  subscriber: address.nullable(),
+  payee: address,
+  nextChargeAt: instant.nullable(),
+  /** Only `subscription.charged` names an order (the charge's, external id `<subscriptionId>:<periodIndex>`); the subscription's own metadata rides here. */
+  orderId: z.string().optional(),
+  externalOrderId: z.string().optional(),
+  metadata: z.record(z.string(), z.string()).optional().openapi({ description: "The partner's metadata of the subscription" }),
+};
+/** A charge of one period. */
+const subscriptionCharge = {
+  ...subscription,
+  chargeId: z.string(),
+  periodIndex: z.number().int(),
+};
+
 export const EVENT_DATA = {
   "purchase.settled": z.object({
     ...order,
@@ -145,6 +168,23 @@ export const EVENT_DATA = {
   "refund.succeeded": z.object({ ...refund, transactionHash: hex, logIndex: z.number().int() }),
   "refund.cancelled": z.object(refund),
   "refund.reorged": z.object(refund),
+  "subscription.activated": z.object(subscription),
+  "subscription.charged": z.object({
+    ...subscriptionCharge,
+    orderId: z.string(),
+    transactionHash: hex,
+  }),
+  "subscription.charge_failed": z.object({
+    ...subscriptionCharge,
+    failureReason: z.enum(["insufficient_balance", "insufficient_allowance", "cancelled_on_chain", "reverted"]),
+    nextRetryAt: instant.nullable().openapi({ description: "When the charge is tried again; null: no retry is left" }),
+  }),
+  "subscription.past_due": z.object(subscription),
+  "subscription.cancelled": z.object({
+    ...subscription,
+    cancelledBy: z.enum(["customer", "partner", "retries_exhausted"]),
+  }),
+  "subscription.ended": z.object(subscription),
 } as const;
 
 export type EventType = keyof typeof EVENT_DATA;

@@ -8,8 +8,8 @@ export interface RelayLimitTables {
   relayer_charge: RelayerChargeTable;
 }
 
-/** What the relayer was asked to pay for: a gasless payment today; refunds and reward claims share the same limits. */
-export type RelayPurpose = "payment" | "refund" | "reward";
+/** What the relayer was asked to pay for: gasless payments, refunds, reward claims and subscriptions (registrations and charges) share the same limits. */
+export type RelayPurpose = "payment" | "refund" | "reward" | "subscription";
 
 export interface RelayerChargeTable {
   id: string;

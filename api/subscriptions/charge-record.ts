@@ -38,8 +38,8 @@ export const chargeTransitions = {
   submit: { from: ["due"], to: "pending", guard: "attempts grows by one" },
   /** Its `Charged` log and its USDC `Transfer` to the payee have the network's confirmations; its order is created in the same transaction. */
   pay: { from: ["due", "pending"], to: "paid" },
-  /** The checks before sending refused it, or the transaction reverted; `next_retry_at` is null after the last retry. */
-  fail: { from: ["due", "pending"], to: "failed" },
+  /** The checks before sending refused it (an attempt too), or the transaction reverted; `next_retry_at` is null after the last retry. */
+  fail: { from: ["due", "pending"], to: "failed", guard: "attempts grows by one when refused before sending" },
   /** Its retry time came (`next_retry_at` has passed). */
   retry: { from: ["failed"], to: "due", guard: "next_retry_at has passed" },
   /** Its transaction was dropped, or its unconfirmed `Charged` left the index (a reorg): due again. */
@@ -59,7 +59,7 @@ type TransitionFacts = {
 function columnsOf<name extends ChargeTransition>(
   transition: name,
   facts: TransitionFacts[name],
-  charge: Pick<SubscriptionCharge, "attempts">,
+  charge: Pick<SubscriptionCharge, "attempts" | "status">,
   now: number,
 ): Partial<SubscriptionChargeTable> {
   switch (transition) {
@@ -84,7 +84,9 @@ function columnsOf<name extends ChargeTransition>(
     }
     case "fail": {
       const failed = facts as TransitionFacts["fail"];
-      return { failure_reason: failed.failureReason, next_retry_at: failed.nextRetryAt };
+      // From `due` nothing was sent, so `submit` did not count it: the retry schedule counts every attempt.
+      const counted = charge.status === "due" ? { attempts: charge.attempts + 1 } : {};
+      return { failure_reason: failed.failureReason, next_retry_at: failed.nextRetryAt, ...counted };
     }
     case "reopen":
       return { transaction_hash: null };
@@ -208,4 +210,17 @@ export async function moveCharge<name extends ChargeTransition>(
     .where("attempts", "=", charge.attempts)
     .executeTakeFirst();
   return updated.numUpdatedRows === 1n;
+}
+
+/** The charges of these subscriptions that are not settled yet (`due`, `pending`, `failed`). */
+export async function openChargesOf(db: Kysely<Database>, subscriptionIds: readonly string[]): Promise<SubscriptionCharge[]> {
+  if (subscriptionIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("subscription_charge")
+    .selectAll()
+    .where("subscription_id", "in", [...subscriptionIds])
+    .where("status", "in", ["due", "pending", "failed"])
+    .orderBy("period_index")
+    .execute();
+  return rows.map(toCharge);
 }

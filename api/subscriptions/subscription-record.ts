@@ -347,3 +347,57 @@ export async function moveSubscription<name extends SubscriptionTransition>(
   const updated = await update.executeTakeFirst();
   return updated.numUpdatedRows === 1n;
 }
+
+/** A partner's subscriptions, newest first (`GET /v1/subscriptions`). */
+export async function subscriptionsPage(
+  db: Kysely<Database>,
+  params: { partnerId: string; status?: SubscriptionStatus; after?: { createdAt: number; id: string }; take: number },
+): Promise<Subscription[]> {
+  let select = db.selectFrom("subscription").selectAll().where("partner_id", "=", params.partnerId);
+  if (params.status !== undefined) select = select.where("status", "=", params.status);
+  const after = params.after;
+  if (after !== undefined) {
+    select = select.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), "<", tuple(after.createdAt, after.id)));
+  }
+  const rows = await select.orderBy("created_at", "desc").orderBy("id", "desc").limit(params.take).execute();
+  return rows.map(toSubscription);
+}
+
+/**
+ * A replayed creation shows a new customer link: only the token's hash is kept, so the old token
+ * cannot be shown again, and it stops working.
+ */
+export async function replaceClientToken(
+  trx: Kysely<Database>,
+  params: { subscription: Pick<Subscription, "id">; clientTokenHash: string; now: number },
+): Promise<void> {
+  assertInTransaction(trx, "subscription");
+  await trx
+    .updateTable("subscription")
+    .set({ client_token_hash: params.clientTokenHash, updated_at: params.now })
+    .where("id", "=", params.subscription.id)
+    .execute();
+}
+
+/** The subscriptions the worker follows: those the chain may still change, oldest first. */
+export async function subscriptionsToFollow(
+  db: Kysely<Database>,
+  params: { chainId: number; limit: number },
+): Promise<Subscription[]> {
+  const rows = await db
+    .selectFrom("subscription")
+    .selectAll()
+    .where("chain_id", "=", params.chainId)
+    .where((eb) =>
+      eb.or([
+        eb("status", "in", ["active", "past_due"]),
+        // Waiting (or expired) with terms issued: a registration may still come.
+        eb.and([eb("status", "in", ["awaiting_authorization", "expired"]), eb("onchain_id", "is not", null)]),
+        eb.and([eb("status", "=", "awaiting_authorization"), eb("expires_at", "<=", Date.now())]),
+      ]),
+    )
+    .orderBy("created_at")
+    .limit(params.limit)
+    .execute();
+  return rows.map(toSubscription);
+}

@@ -794,6 +794,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your subscriptions, newest first */
+        get: operations["getV1Subscriptions"];
+        put?: never;
+        /** Create a subscription the customer authorises once from any wallet (SPEC 18) */
+        post: operations["postV1Subscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of your subscriptions, with its charges */
+        get: operations["getV1SubscriptionsById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subscriptions/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop charging (off chain: the customer's signed terms stay registered); `atPeriodEnd` keeps it active until the period paid for ends */
+        post: operations["postV1SubscriptionsByIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/public/checkout/sessions/{id}/validate": {
         parameters: {
             query?: never;
@@ -927,6 +979,40 @@ export interface paths {
         put?: never;
         /** The customer names the address that receives the refund (once; refund page) */
         post: operations["postV1PublicRefundsByIdDestination"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/subscriptions/{id}/terms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The exact terms the customer's wallet signs, and the EIP-2612 permit that sets the allowance (subscribe page) */
+        post: operations["postV1PublicSubscriptionsByIdTerms"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/public/subscriptions/{id}/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The customer's signature over the issued terms (and permit): the relayer registers them on chain */
+        post: operations["postV1PublicSubscriptionsByIdAuthorize"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1575,6 +1661,58 @@ export interface paths {
         get: operations["getApiPartnerRefundsByIdQr"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your subscriptions, newest first */
+        get: operations["getApiPartnerSubscriptions"];
+        put?: never;
+        /** Create a subscription the customer authorises once from any wallet (SPEC 18) */
+        post: operations["postApiPartnerSubscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/subscriptions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of your subscriptions, with its charges */
+        get: operations["getApiPartnerSubscriptionsById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/subscriptions/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop charging (off chain: the customer's signed terms stay registered); `atPeriodEnd` keeps it active until the period paid for ends */
+        post: operations["postApiPartnerSubscriptionsByIdCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3464,6 +3602,126 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "subscription.activated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `subscription.activated` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveSubscriptionActivatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "subscription.charged": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `subscription.charged` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveSubscriptionChargedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "subscription.charge_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `subscription.charge_failed` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveSubscriptionChargeFailedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "subscription.past_due": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `subscription.past_due` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveSubscriptionPastDueEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "subscription.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `subscription.cancelled` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveSubscriptionCancelledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "subscription.ended": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed `subscription.ended` event, POSTed to your webhook endpoints
+         * @description Signed with `Service-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>` (docs/webhooks.md); also listed by `GET /v1/events`.
+         */
+        post: operations["receiveSubscriptionEndedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -3893,6 +4151,191 @@ export interface components {
                 logIndex?: number;
             };
         };
+        SubscriptionActivatedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "subscription.activated";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                subscriptionId: string;
+                externalCustomerId: string;
+                /** @description The subscription's status after the change the event reports */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                chainId: number;
+                /** @description The terms' EIP-712 hash, as the subscription manager names it */
+                onchainId: string | null;
+                subscriber: string | null;
+                payee: string;
+                /** @description ISO 8601 */
+                nextChargeAt: string | null;
+                orderId?: string;
+                externalOrderId?: string;
+                /** @description The partner's metadata of the subscription */
+                metadata?: {
+                    [key: string]: string;
+                };
+            };
+        };
+        SubscriptionChargedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "subscription.charged";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                subscriptionId: string;
+                externalCustomerId: string;
+                /** @description The subscription's status after the change the event reports */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                chainId: number;
+                /** @description The terms' EIP-712 hash, as the subscription manager names it */
+                onchainId: string | null;
+                subscriber: string | null;
+                payee: string;
+                /** @description ISO 8601 */
+                nextChargeAt: string | null;
+                orderId: string;
+                externalOrderId?: string;
+                /** @description The partner's metadata of the subscription */
+                metadata?: {
+                    [key: string]: string;
+                };
+                chargeId: string;
+                periodIndex: number;
+                transactionHash: string;
+            };
+        };
+        SubscriptionChargeFailedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "subscription.charge_failed";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                subscriptionId: string;
+                externalCustomerId: string;
+                /** @description The subscription's status after the change the event reports */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                chainId: number;
+                /** @description The terms' EIP-712 hash, as the subscription manager names it */
+                onchainId: string | null;
+                subscriber: string | null;
+                payee: string;
+                /** @description ISO 8601 */
+                nextChargeAt: string | null;
+                orderId?: string;
+                externalOrderId?: string;
+                /** @description The partner's metadata of the subscription */
+                metadata?: {
+                    [key: string]: string;
+                };
+                chargeId: string;
+                periodIndex: number;
+                /** @enum {string} */
+                failureReason: "insufficient_balance" | "insufficient_allowance" | "cancelled_on_chain" | "reverted";
+                /** @description When the charge is tried again; null: no retry is left */
+                nextRetryAt: string | null;
+            };
+        };
+        SubscriptionPastDueEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "subscription.past_due";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                subscriptionId: string;
+                externalCustomerId: string;
+                /** @description The subscription's status after the change the event reports */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                chainId: number;
+                /** @description The terms' EIP-712 hash, as the subscription manager names it */
+                onchainId: string | null;
+                subscriber: string | null;
+                payee: string;
+                /** @description ISO 8601 */
+                nextChargeAt: string | null;
+                orderId?: string;
+                externalOrderId?: string;
+                /** @description The partner's metadata of the subscription */
+                metadata?: {
+                    [key: string]: string;
+                };
+            };
+        };
+        SubscriptionCancelledEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "subscription.cancelled";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                subscriptionId: string;
+                externalCustomerId: string;
+                /** @description The subscription's status after the change the event reports */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                chainId: number;
+                /** @description The terms' EIP-712 hash, as the subscription manager names it */
+                onchainId: string | null;
+                subscriber: string | null;
+                payee: string;
+                /** @description ISO 8601 */
+                nextChargeAt: string | null;
+                orderId?: string;
+                externalOrderId?: string;
+                /** @description The partner's metadata of the subscription */
+                metadata?: {
+                    [key: string]: string;
+                };
+                /** @enum {string} */
+                cancelledBy: "customer" | "partner" | "retries_exhausted";
+            };
+        };
+        SubscriptionEndedEvent: {
+            /** @description Unique per event; de-duplicate on it */
+            id: string;
+            /** @enum {string} */
+            type: "subscription.ended";
+            /** @description ISO 8601 */
+            createdAt: string;
+            data: {
+                subscriptionId: string;
+                externalCustomerId: string;
+                /** @description The subscription's status after the change the event reports */
+                status: string;
+                /** @description USDC base units (6 decimals), a decimal string */
+                amount: string;
+                chainId: number;
+                /** @description The terms' EIP-712 hash, as the subscription manager names it */
+                onchainId: string | null;
+                subscriber: string | null;
+                payee: string;
+                /** @description ISO 8601 */
+                nextChargeAt: string | null;
+                orderId?: string;
+                externalOrderId?: string;
+                /** @description The partner's metadata of the subscription */
+                metadata?: {
+                    [key: string]: string;
+                };
+            };
+        };
         Health: {
             /** @enum {string} */
             status: "ok" | "degraded";
@@ -4003,7 +4446,7 @@ export interface components {
             id: string;
             url: string;
             /** @description `["*"]`: every type, including types added later */
-            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
+            events: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged" | "subscription.activated" | "subscription.charged" | "subscription.charge_failed" | "subscription.past_due" | "subscription.cancelled" | "subscription.ended")[];
             /** @description ISO 8601 */
             createdAt: string;
             /** @description While a secret rotation is in progress: when the previous secret stops signing */
@@ -4013,7 +4456,7 @@ export interface components {
             /** @example https://shop.example/webhooks/settlement */
             url: string;
             /** @description Event types to receive; omitted or `["*"]`: all types */
-            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged")[];
+            events?: ("*" | "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged" | "subscription.activated" | "subscription.charged" | "subscription.charge_failed" | "subscription.past_due" | "subscription.cancelled" | "subscription.ended")[];
         };
         EventEnvelope: {
             /**
@@ -4022,7 +4465,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+            type: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged" | "subscription.activated" | "subscription.charged" | "subscription.charge_failed" | "subscription.past_due" | "subscription.cancelled" | "subscription.ended";
             /** @description ISO 8601 */
             createdAt: string;
             /** @description externalOrderId, orderId, purchaseId, transactionHash and type-specific fields (see docs/events.md) */
@@ -4542,6 +4985,63 @@ export interface components {
                 verifyingContract?: string;
             };
         };
+        Subscription: {
+            id: string;
+            /** @enum {string} */
+            status: "awaiting_authorization" | "active" | "past_due" | "cancelled" | "ended" | "expired";
+            externalCustomerId: string;
+            productName: string;
+            amount: string;
+            /** @description `day`, `week`, `month` (30 days), `year` (365 days) or `custom` */
+            interval: string;
+            periodSeconds: number;
+            chainId: number;
+            token: string;
+            /** @description The subscription manager contract */
+            manager: string;
+            /** @description Your payment address every charge goes to */
+            payee: string;
+            subscriber: string | null;
+            /** @description The terms' EIP-712 hash, once terms were issued */
+            onchainId: string | null;
+            startAt: string | null;
+            endAt: string | null;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            successUrl: string | null;
+            cancelUrl: string | null;
+            /** @description `<PUBLIC_BASE_URL>/subscribe/<id>#st=<clientToken>`: send your customer there to authorise it. Shown when created (a replay shows a new link; the older one stops working); null elsewhere. */
+            url: string | null;
+            /** @description `<PUBLIC_BASE_URL>/subscription/<id>#st=<clientToken>`: the customer's page. Shown when created; null elsewhere. */
+            customerUrl: string | null;
+            clientToken: string | null;
+            nextChargeAt: string | null;
+            cancelAtPeriodEnd: boolean;
+            /** @enum {string|null} */
+            cancelledBy: "customer" | "partner" | "retries_exhausted" | null;
+            cancelledAt: string | null;
+            activatedAt: string | null;
+            endedAt: string | null;
+            expiresAt: string;
+            createdAt: string;
+            charges: components["schemas"]["SubscriptionCharge"][];
+        };
+        SubscriptionCharge: {
+            id: string;
+            subscriptionId: string;
+            periodIndex: number;
+            amount: string;
+            /** @enum {string} */
+            status: "due" | "pending" | "paid" | "failed";
+            orderId: string | null;
+            transactionHash: string | null;
+            failureReason: string | null;
+            nextRetryAt: string | null;
+            attempts: number;
+            paidAt: string | null;
+            createdAt: string;
+        };
         PublicCheckoutSession: {
             id: string;
             /** @enum {string} */
@@ -4786,7 +5286,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "cross_origin_refused" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "period_overlaps" | "period_not_final" | "purchase_not_paid";
+            code: "invalid_request" | "invalid_cursor" | "invalid_webhook_url" | "unauthenticated" | "invalid_client_token" | "invalid_challenge" | "challenge_used" | "challenge_expired" | "message_altered" | "wrong_domain" | "wrong_uri" | "wrong_chain" | "wrong_address" | "invalid_signature" | "forbidden" | "cross_origin_refused" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible" | "not_found" | "method_not_allowed" | "payment_not_found" | "certificate_not_found" | "idempotency_conflict" | "payment_in_progress" | "order_not_commerce" | "order_not_rwa" | "session_not_open" | "order_not_settled" | "order_already_fulfilled" | "payment_not_unresolved" | "order_already_settled" | "payment_of_another_partner" | "certificate_not_available" | "member_exists" | "member_limit_reached" | "too_many_webhook_endpoints" | "no_webhook_endpoint" | "concurrent_rotation" | "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "authorization_used" | "authorization_already_submitted" | "authorization_in_progress" | "session_expired" | "payload_too_large" | "logo_too_large" | "unsupported_logo_type" | "wrong_amount" | "late" | "predates_session" | "wrong_token" | "wrong_recipient" | "wrong_network" | "wrong_payer" | "reverted" | "replay" | "duplicate_payment" | "unsupported_network" | "unsupported_chain" | "no_payment_address" | "settlement_address_not_watched" | "authorization_wrong_recipient" | "authorization_wrong_amount" | "authorization_outlives_session" | "authorization_expired" | "authorization_not_yet_valid" | "authorization_wrong_network" | "authorization_wrong_token" | "authorization_wrong_payer" | "authorization_bad_signature" | "authorization_insufficient_balance" | "authorization_rejected_on_chain" | "rate_limited" | "internal_error" | "store_unavailable" | "rpc_unavailable" | "index_not_ready" | "reference_space_exhausted" | "voucher_key_missing" | "signature_check_unavailable" | "portal_domain_not_configured" | "relayer_out_of_funds" | "relay_failed" | "gasless_unavailable" | "invalid_funding_address" | "invalid_funding_proof" | "funding_address_taken" | "rewards_not_configured" | "reward_order_not_settled" | "reward_exceeds_amount_paid" | "reward_not_claimable" | "reward_not_revocable" | "reward_unfunded" | "rewards_unavailable" | "offering_sold_out" | "investor_not_eligible" | "relay_amount_too_small" | "relay_session_limit" | "relay_quota_exceeded" | "relay_budget_spent" | "test_payment_refused" | "refund_exceeds_remaining" | "order_not_paid" | "payment_not_refundable" | "destination_is_zero_address" | "destination_is_token" | "destination_is_payment_address" | "destination_is_service_address" | "refund_not_cancellable" | "invalid_refund_token" | "refund_destination_locked" | "subscriptions_unavailable" | "invalid_subscription_token" | "subscription_not_awaiting_authorization" | "subscription_terms_not_issued" | "subscription_bad_signature" | "subscription_permit_expired" | "subscription_rejected_on_chain" | "subscription_not_cancellable" | "certificate_revoked" | "refund_not_ready" | "refund_already_relayed" | "refund_already_sent" | "local_mode_only" | "read_only_key" | "invalid_range" | "range_too_wide" | "range_not_indexed" | "period_overlaps" | "period_not_final" | "purchase_not_paid";
             instance: string;
             requestId?: string;
             /** @description `invalid_request`: each field that does not validate */
@@ -5775,7 +6275,7 @@ export interface operations {
                 after?: string;
                 /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
                 cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged" | "subscription.activated" | "subscription.charged" | "subscription.charge_failed" | "subscription.past_due" | "subscription.cancelled" | "subscription.ended";
                 limit?: number;
             };
             header?: never;
@@ -11078,6 +11578,474 @@ export interface operations {
             };
         };
     };
+    getV1Subscriptions: {
+        parameters: {
+            query?: {
+                status?: "awaiting_authorization" | "active" | "past_due" | "cancelled" | "ended" | "expired";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subscriptions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Subscription"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1Subscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    externalCustomerId: string;
+                    productName: string;
+                    amount: string;
+                    interval: ("day" | "week" | "month" | "year") | {
+                        seconds: number;
+                    };
+                    /** @enum {string} */
+                    network?: "base" | "base-sepolia" | "local";
+                    /** Format: date-time */
+                    startAt?: string;
+                    /** Format: date-time */
+                    endAt?: string;
+                    metadata?: {
+                        [key: string]: string;
+                    };
+                    /** Format: uri */
+                    successUrl?: string;
+                    /** Format: uri */
+                    cancelUrl?: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The subscription this idempotency key created (with a new client token) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Created, awaiting the customer */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `no_payment_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "no_payment_address";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `subscriptions_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscriptions_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1SubscriptionsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1SubscriptionsByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @default false */
+                    atPeriodEnd?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Cancelled (again: the same answer) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `subscription_not_cancellable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscription_not_cancellable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
     postV1PublicCheckoutSessionsByIdValidate: {
         parameters: {
             query?: never;
@@ -12204,6 +13172,293 @@ export interface operations {
             };
         };
     };
+    postV1PublicSubscriptionsByIdTerms: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    clientToken: string;
+                    subscriber: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The terms, their typed data and on-chain id, and the permit to sign */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        terms: {
+                            [key: string]: string | number;
+                        };
+                        /** @description EIP-712 typed data for `eth_signTypedData_v4` */
+                        typedData: {
+                            [key: string]: unknown;
+                        };
+                        onchainId: string;
+                        permit: {
+                            value: string;
+                            deadline: string;
+                            /** @description EIP-712 typed data for `eth_signTypedData_v4` */
+                            typedData: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `invalid_subscription_token` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_subscription_token";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `subscription_not_awaiting_authorization` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscription_not_awaiting_authorization";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Too many requests: `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `subscriptions_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscriptions_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1PublicSubscriptionsByIdAuthorize: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    clientToken: string;
+                    signature: string;
+                    permit?: {
+                        deadline: string;
+                        v: number;
+                        r: string;
+                        s: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Sent; the subscription turns `active` once the index holds its `Subscribed` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `invalid_subscription_token` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_subscription_token";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `subscription_not_awaiting_authorization`, `subscription_terms_not_issued`, `relay_session_limit` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscription_not_awaiting_authorization" | "subscription_terms_not_issued" | "relay_session_limit";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `subscription_bad_signature`, `subscription_permit_expired`, `subscription_rejected_on_chain` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscription_bad_signature" | "subscription_permit_expired" | "subscription_rejected_on_chain";
+                    };
+                };
+            };
+            /** @description Too many requests: `relay_quota_exceeded`, `relay_budget_spent`, `rate_limited` (see the problem catalogue) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "relay_quota_exceeded" | "relay_budget_spent" | "rate_limited";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `subscriptions_unavailable`, `relayer_out_of_funds`, `relay_failed`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscriptions_unavailable" | "relayer_out_of_funds" | "relay_failed" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
     postV1PublicRewardsByRewardId: {
         parameters: {
             query?: never;
@@ -13140,7 +14395,7 @@ export interface operations {
                 after?: string;
                 /** @description `nextCursor` of the previous page; anything else is `invalid_cursor` */
                 cursor?: string;
-                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged";
+                type?: "purchase.settled" | "certificate.minted" | "reward.claimed" | "reward.reorged" | "session.expired" | "payment.unresolved" | "payment.reorged" | "payment.restored" | "order.fulfilled" | "refund.created" | "refund.ready" | "refund.succeeded" | "refund.cancelled" | "refund.reorged" | "subscription.activated" | "subscription.charged" | "subscription.charge_failed" | "subscription.past_due" | "subscription.cancelled" | "subscription.ended";
                 limit?: number;
             };
             header?: never;
@@ -17399,6 +18654,474 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "refund_not_ready";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerSubscriptions: {
+        parameters: {
+            query?: {
+                status?: "awaiting_authorization" | "active" | "past_due" | "cancelled" | "ended" | "expired";
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subscriptions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Subscription"][];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request`, `invalid_cursor` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_cursor";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    externalCustomerId: string;
+                    productName: string;
+                    amount: string;
+                    interval: ("day" | "week" | "month" | "year") | {
+                        seconds: number;
+                    };
+                    /** @enum {string} */
+                    network?: "base" | "base-sepolia" | "local";
+                    /** Format: date-time */
+                    startAt?: string;
+                    /** Format: date-time */
+                    endAt?: string;
+                    metadata?: {
+                        [key: string]: string;
+                    };
+                    /** Format: uri */
+                    successUrl?: string;
+                    /** Format: uri */
+                    cancelUrl?: string;
+                    idempotencyKey: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The subscription this idempotency key created (with a new client token) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description Created, awaiting the customer */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `idempotency_conflict` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_conflict";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The request cannot be carried out as asked: `no_payment_address` (see the problem catalogue) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "no_payment_address";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `subscriptions_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscriptions_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerSubscriptionsById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerSubscriptionsByIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @default false */
+                    atPeriodEnd?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Cancelled (again: the same answer) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `subscription_not_cancellable` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "subscription_not_cancellable";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
                     };
                 };
             };
@@ -31752,6 +33475,162 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["RefundReorgedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveSubscriptionActivatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "subscription.activated";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionActivatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveSubscriptionChargedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "subscription.charged";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionChargedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveSubscriptionChargeFailedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "subscription.charge_failed";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionChargeFailedEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveSubscriptionPastDueEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "subscription.past_due";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionPastDueEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveSubscriptionCancelledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "subscription.cancelled";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionCancelledEvent"];
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the event; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    receiveSubscriptionEndedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                "Service-Signature": string;
+                "Service-Event-Id": string;
+                "Service-Event-Type": "subscription.ended";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionEndedEvent"];
             };
         };
         responses: {

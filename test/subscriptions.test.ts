@@ -1,0 +1,319 @@
+import { join } from "node:path";
+import { type Address, type Hex, parseSignature } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
+import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { subscriptionManagerAbi } from "../contracts/generated/SubscriptionManager.js";
+import { outboxEvents } from "./support/checkout-helpers.js";
+import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
+
+// Subscriptions (issue 44, SPEC 18) on a real Anvil: the demo partner sells a daily plan, a test
+// account signs the terms and the permit, the relayer registers them, and the worker charges
+// each period by the chain's clock, which the tests move with `evm_increaseTime`.
+let stack: TestStack;
+let store: Store;
+let otherPartnerKey: string;
+let readOnlyKey: string;
+const SUBSCRIBER = 3;
+const AMOUNT = 2_000_000n;
+const DAY = 86_400;
+
+type SubscriptionBody = {
+  id: string;
+  status: string;
+  url: string | null;
+  customerUrl: string | null;
+  clientToken: string | null;
+  payee: string;
+  amount: string;
+  onchainId: string | null;
+  nextChargeAt: string | null;
+  cancelledBy: string | null;
+  charges: { id: string; periodIndex: number; status: string; orderId: string | null; transactionHash: string | null }[];
+};
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  store = openSqliteStore(join(stack.dataDir, "app.sqlite"));
+  const other = await createPartner(store, { name: "Other shop" });
+  otherPartnerKey = (await issueApiKey(store, { partnerId: other.id, mode: "test" })).apiKey;
+  readOnlyKey = (await issueApiKey(store, { partnerId: stack.local.partner.id, mode: "test", scope: "read" })).apiKey;
+  await stack.payUsdc({ from: 0, to: subscriber().address, amount: 100n * AMOUNT });
+});
+afterAll(async () => {
+  await store?.destroy();
+  await stack?.stop();
+});
+
+const subscriber = () => privateKeyToAccount(stack.local.accounts[SUBSCRIBER]?.privateKey as Hex);
+const withKey = (apiKey: string) => ({ Authorization: `Bearer ${apiKey}` });
+let keyCounter = 0;
+
+async function create(body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  return stack.partnerFetch("/v1/subscriptions", {
+    method: "POST",
+    headers,
+    json: {
+      externalCustomerId: "cus_1",
+      productName: "Daily plan",
+      amount: AMOUNT.toString(),
+      interval: "day",
+      idempotencyKey: `sub-${Date.now()}-${keyCounter++}`,
+      ...body,
+    },
+  });
+}
+
+async function json<body>(response: Response, status: number): Promise<body> {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  return JSON.parse(text) as body;
+}
+
+async function expectProblem(response: Response, status: number, code: string) {
+  const body = await json<{ code: string }>(response, status);
+  expect(body.code).toBe(code);
+}
+
+const publicPost = (path: string, body: unknown) =>
+  fetch(`${stack.ponder.baseUrl}${path}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+type TermsAnswer = {
+  terms: Record<string, string | number>;
+  typedData: {
+    domain: Record<string, unknown>;
+    types: Record<string, unknown>;
+    primaryType: string;
+    message: Record<string, unknown>;
+  };
+  onchainId: Hex;
+  permit: { value: string; deadline: string; typedData: TermsAnswer["typedData"] };
+};
+
+const readSubscription = async (id: string) => json<SubscriptionBody>(await stack.partnerFetch(`/v1/subscriptions/${id}`), 200);
+const subscriptionIn = (id: string, check: (subscription: SubscriptionBody) => boolean, what: string) =>
+  waitFor(
+    async () => {
+      const subscription = await readSubscription(id);
+      return check(subscription) ? subscription : undefined;
+    },
+    { what },
+  );
+
+/** viem wants the typed data's numbers as bigints; the service sends them as JSON strings. */
+function signable(typedData: TermsAnswer["typedData"]) {
+  const message = Object.fromEntries(
+    Object.entries(typedData.message).map(([key, value]) => [
+      key,
+      typeof value === "string" && /^\d+$/.test(value) ? BigInt(value) : value,
+    ]),
+  );
+  const domain = { ...typedData.domain, chainId: Number(typedData.domain.chainId) };
+  // biome-ignore lint/suspicious/noExplicitAny: the typed data's shape is the service's answer
+  return { ...typedData, domain, message } as any;
+}
+
+async function authorizeWithPermit(created: SubscriptionBody) {
+  const terms = await json<TermsAnswer>(
+    await publicPost(`/v1/public/subscriptions/${created.id}/terms`, {
+      clientToken: created.clientToken,
+      subscriber: subscriber().address,
+    }),
+    200,
+  );
+  const signature = await subscriber().signTypedData(signable(terms.typedData));
+  const permit = parseSignature(await subscriber().signTypedData(signable(terms.permit.typedData)));
+  const sent = await json<{ transactionHash: Hex }>(
+    await publicPost(`/v1/public/subscriptions/${created.id}/authorize`, {
+      clientToken: created.clientToken,
+      signature,
+      permit: { deadline: terms.permit.deadline, v: Number(permit.v), r: permit.r, s: permit.s },
+    }),
+    200,
+  );
+  return { terms, signature, transactionHash: sent.transactionHash };
+}
+
+describe("subscriptions: create, authorise, charge, renew, cancel", () => {
+  let created: SubscriptionBody;
+  let terms: TermsAnswer;
+
+  it("creates one awaiting the customer; a replay answers the same subscription", async () => {
+    const key = "sub-replayed";
+    created = await json<SubscriptionBody>(await create({ idempotencyKey: key }), 201);
+    expect(created).toMatchObject({ status: "awaiting_authorization", amount: AMOUNT.toString() });
+    expect(created.id).toMatch(/^sub_/);
+    expect(created.url).toBe(`${stack.ponder.baseUrl}/subscribe/${created.id}#st=${created.clientToken}`);
+    expect(created.payee.toLowerCase()).toBe(stack.local.partner.paymentAddress.toLowerCase());
+    const replay = await json<SubscriptionBody>(await create({ idempotencyKey: key }), 200);
+    expect(replay.id).toBe(created.id);
+    // Only the token's hash is kept: the replay's new token is the one that works now.
+    created = replay;
+  });
+
+  it("refuses a wrong client token", async () => {
+    await expectProblem(
+      await publicPost(`/v1/public/subscriptions/${created.id}/terms`, {
+        clientToken: "st_wrong",
+        subscriber: subscriber().address,
+      }),
+      401,
+      "invalid_subscription_token",
+    );
+  });
+
+  it("refuses terms signed for another payee or a tampered amount, and sends nothing", async () => {
+    terms = await json<TermsAnswer>(
+      await publicPost(`/v1/public/subscriptions/${created.id}/terms`, {
+        clientToken: created.clientToken,
+        subscriber: subscriber().address,
+      }),
+      200,
+    );
+    expect(terms.permit.value).toBe((12n * AMOUNT).toString());
+    for (const tampered of [
+      { payee: subscriber().address },
+      { amount: 1n },
+      { subscriber: privateKeyToAccount(stack.local.accounts[4]?.privateKey as Hex).address },
+    ]) {
+      const typedData = signable(terms.typedData);
+      const signature = await subscriber().signTypedData({ ...typedData, message: { ...typedData.message, ...tampered } });
+      await expectProblem(
+        await publicPost(`/v1/public/subscriptions/${created.id}/authorize`, { clientToken: created.clientToken, signature }),
+        422,
+        "subscription_bad_signature",
+      );
+    }
+    expect((await readSubscription(created.id)).status).toBe("awaiting_authorization");
+  });
+
+  it("another partner's key neither reads, lists nor cancels it; a read-only key creates or cancels nothing", async () => {
+    await expectProblem(
+      await stack.partnerFetch(`/v1/subscriptions/${created.id}`, { headers: withKey(otherPartnerKey) }),
+      404,
+      "not_found",
+    );
+    const list = await json<{ data: { id: string }[] }>(
+      await stack.partnerFetch("/v1/subscriptions", { headers: withKey(otherPartnerKey) }),
+      200,
+    );
+    expect(list.data.map((item) => item.id)).not.toContain(created.id);
+    await expectProblem(
+      await stack.partnerFetch(`/v1/subscriptions/${created.id}/cancel`, {
+        method: "POST",
+        headers: withKey(otherPartnerKey),
+        json: {},
+      }),
+      404,
+      "not_found",
+    );
+    await expectProblem(await create({}, withKey(readOnlyKey)), 403, "read_only_key");
+    await expectProblem(
+      await stack.partnerFetch(`/v1/subscriptions/${created.id}/cancel`, {
+        method: "POST",
+        headers: withKey(readOnlyKey),
+        json: {},
+      }),
+      403,
+      "read_only_key",
+    );
+    const own = await json<{ data: { id: string }[] }>(await stack.partnerFetch("/v1/subscriptions"), 200);
+    expect(own.data.map((item) => item.id)).toContain(created.id);
+  });
+
+  it("authorised with a signature and a permit, it turns active and its first period is charged and paid", async () => {
+    const { transactionHash } = await authorizeWithPermit(created);
+    await stack.publicClient.waitForTransactionReceipt({ hash: transactionHash, pollingInterval: 50 });
+    const paid = await subscriptionIn(
+      created.id,
+      (subscription) => subscription.status === "active" && subscription.charges.some((charge) => charge.status === "paid"),
+      "first charge paid",
+    );
+    const first = paid.charges[0]!;
+    expect(first).toMatchObject({ periodIndex: 0, status: "paid" });
+    expect(first.orderId).toMatch(/^ord_/);
+    const events = await outboxEvents(stack, store);
+    const ofIt = events.filter((event) => event.data.subscriptionId === created.id).map((event) => event.type);
+    expect(ofIt).toEqual(["subscription.activated", "subscription.charged"]);
+    const charged = events.find((event) => event.type === "subscription.charged" && event.data.subscriptionId === created.id);
+    expect(charged?.data).toMatchObject({
+      chargeId: first.id,
+      orderId: first.orderId,
+      periodIndex: 0,
+      amount: AMOUNT.toString(),
+    });
+  });
+
+  it("renews when the chain's clock passes the period, charging the next one once", async () => {
+    await stack.testClient.increaseTime({ seconds: DAY });
+    await stack.testClient.mine({ blocks: 1 });
+    const renewed = await subscriptionIn(
+      created.id,
+      (subscription) => subscription.charges.filter((charge) => charge.status === "paid").length === 2,
+      "second charge paid",
+    );
+    expect(renewed.charges.map((charge) => charge.periodIndex)).toEqual([0, 1]);
+    // The contract refuses a second charge in the same period; the worker never sent one.
+    const manager = stack.local.contracts.subscriptionManager as Address;
+    await expect(
+      stack.publicClient.simulateContract({
+        address: manager,
+        abi: subscriptionManagerAbi,
+        functionName: "charge",
+        args: [terms.onchainId],
+        account: stack.local.accounts[0]?.address as Address,
+      }),
+    ).rejects.toThrow(/AlreadyCharged/);
+  });
+
+  it("the customer cancels on chain: cancelled by the customer, and charging stops", async () => {
+    const wallet = stack.wallet(SUBSCRIBER);
+    const hash = await wallet.writeContract({
+      address: stack.local.contracts.subscriptionManager as Address,
+      abi: subscriptionManagerAbi,
+      functionName: "cancel",
+      args: [terms.onchainId],
+      chain: stack.chain,
+      account: wallet.account!,
+    });
+    await stack.publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+    const cancelled = await subscriptionIn(created.id, (subscription) => subscription.status === "cancelled", "cancelled");
+    expect(cancelled.cancelledBy).toBe("customer");
+    await stack.testClient.increaseTime({ seconds: DAY });
+    await stack.testClient.mine({ blocks: 1 });
+    const events = await outboxEvents(stack, store);
+    expect(events.filter((event) => event.data.subscriptionId === created.id).map((event) => event.type)).toContain(
+      "subscription.cancelled",
+    );
+    expect((await readSubscription(created.id)).charges).toHaveLength(2);
+  });
+});
+
+describe("subscriptions: the partner cancels off chain", () => {
+  it("an awaiting subscription is cancelled by the partner; a second cancel answers the same", async () => {
+    const created = await json<SubscriptionBody>(await create(), 201);
+    const cancelled = await json<SubscriptionBody>(
+      await stack.partnerFetch(`/v1/subscriptions/${created.id}/cancel`, { method: "POST", json: {} }),
+      200,
+    );
+    expect(cancelled).toMatchObject({ status: "cancelled", cancelledBy: "partner" });
+    const again = await json<SubscriptionBody>(
+      await stack.partnerFetch(`/v1/subscriptions/${created.id}/cancel`, { method: "POST", json: {} }),
+      200,
+    );
+    expect(again.status).toBe("cancelled");
+    await expectProblem(
+      await publicPost(`/v1/public/subscriptions/${created.id}/terms`, {
+        clientToken: created.clientToken,
+        subscriber: subscriber().address,
+      }),
+      409,
+      "subscription_not_awaiting_authorization",
+    );
+  });
+});
