@@ -258,6 +258,32 @@ describe("subscriptions: create, authorise, charge, renew, cancel", () => {
       "second charge paid",
     );
     expect(renewed.charges.map((charge) => charge.periodIndex)).toEqual([0, 1]);
+    // A charge is no unresolved payment: once the settlement worker has read past both charges'
+    // blocks, neither transfer is in the partner's queue, and no payment.unresolved was sent.
+    const chargeHashes = renewed.charges.map((charge) => (charge.transactionHash as string).toLowerCase());
+    const lastBlock = (await stack.publicClient.getTransactionReceipt({ hash: chargeHashes.at(-1) as Hex })).blockNumber;
+    await waitFor(
+      async () => {
+        const cursor = await store
+          .selectFrom("worker_cursor")
+          .select("value")
+          .where("name", "=", `settlement:transfers:${stack.local.chainId}`)
+          .executeTakeFirst();
+        return cursor !== undefined && BigInt(cursor.value) >= lastBlock ? true : undefined;
+      },
+      { timeoutMs: 45_000, what: "the settlement worker past the charges' blocks" },
+    );
+    const unresolved = await json<{ data: { transactionHash: string }[] }>(
+      await stack.partnerFetch("/v1/payments?status=unresolved&limit=500"),
+      200,
+    );
+    expect(unresolved.data.filter((payment) => chargeHashes.includes(payment.transactionHash.toLowerCase()))).toEqual([]);
+    const events = await outboxEvents(stack, store);
+    expect(
+      events.filter(
+        (event) => event.type === "payment.unresolved" && chargeHashes.includes(String(event.data.transactionHash).toLowerCase()),
+      ),
+    ).toEqual([]);
     // The contract refuses a second charge in the same period; the worker never sent one.
     const manager = stack.local.contracts.subscriptionManager as Address;
     await expect(

@@ -114,6 +114,8 @@ export type IndexedChain = {
   rewardClaims(filter: RewardClaimFilter): Promise<IndexedRewardClaim[]>;
   /** What one subscription manager's events say of these on-chain ids (a few hundred at most per call). */
   subscriptionFacts(params: { chainId: number; manager: Address; ids: Hex[] }): Promise<IndexedSubscriptionFacts>;
+  /** Of these transactions, those that charged a subscription (a `Charged` log of the manager): lower-case hashes. */
+  subscriptionChargeTransactions(params: { chainId: number; manager: Address; transactionHashes: Hex[] }): Promise<Set<string>>;
   /** The newest block the indexer has processed, per chain. */
   heads(): Promise<Map<number, IndexedHead>>;
   /** The index just committed a block (its notification): the next `heads()` reads again, not a read started before. */
@@ -290,6 +292,23 @@ export function createIndexedChain({ db, schema }: { db: PonderDb; schema: Ponde
         transactionHash: lower(row.transactionHash as Hex),
         blockHash: lower(row.blockHash as Hex),
       }));
+    },
+
+    async subscriptionChargeTransactions(params) {
+      if (params.transactionHashes.length === 0) return new Set<string>();
+      const rows = await bounded(
+        db
+          .select({ transactionHash: subscriptionCharged.transactionHash })
+          .from(subscriptionCharged)
+          .where(
+            and(
+              eq(subscriptionCharged.chainId, params.chainId),
+              eq(subscriptionCharged.contract, lower(params.manager)),
+              inArray(subscriptionCharged.transactionHash, [...new Set(params.transactionHashes.map(lower))]),
+            ),
+          ),
+      );
+      return new Set(rows.map((row) => lower(row.transactionHash as Hex)));
     },
 
     async subscriptionFacts(params) {

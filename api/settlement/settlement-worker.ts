@@ -85,12 +85,21 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
       limit: BATCH,
     });
     if (transfers.length === 0) break;
-    const seen = await recordedKeys(context.store, {
-      chainId: network.chainId,
-      transactionHashes: transfers.map((transfer) => transfer.transactionHash),
-    });
+    const transactionHashes = transfers.map((transfer) => transfer.transactionHash);
+    const seen = await recordedKeys(context.store, { chainId: network.chainId, transactionHashes });
+    // A subscription's charge is the subscription worker's to settle (docs/subscriptions.md): no
+    // unresolved payment, no `payment.unresolved`, for money that came as the customer agreed.
+    const charges =
+      network.subscriptionManager === undefined
+        ? new Set<string>()
+        : await context.indexed.subscriptionChargeTransactions({
+            chainId: network.chainId,
+            manager: network.subscriptionManager,
+            transactionHashes,
+          });
     for (const transfer of transfers) {
       if (!isPaymentTransfer(transfer) || seen.has(`${transfer.transactionHash}:${transfer.logIndex}`)) continue;
+      if (charges.has(transfer.transactionHash.toLowerCase())) continue;
       await recordTransfer(context.store, { transfer, network, head });
       recorded++;
     }
