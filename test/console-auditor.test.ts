@@ -23,11 +23,11 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 const ARTIFACTS = freshArtifacts("console-auditor");
 const CUSTOMER_ACCOUNT = 2;
 const LEDGER_HEADER =
-  "kind,reason,chain_id,block_number,block_hash,transaction_hash,log_index,from,to,value,payment_address,order_id,refund_id,reward_id";
+  "kind,reason,chain_id,block_number,block_time,block_hash,transaction_hash,log_index,from,to,value,value_usdc,payment_address,order_id,external_order_id,refund_id,reward_id,metadata";
 const RECONCILIATION_HEADER =
-  "chain_id,partner_id,payment_address,from_block,to_block,opening_balance,closing_balance,chain_balance,difference,reconciled,settled,underpaid,overpaid,late,unmatched_in,refund,unmatched_out,reward_claim";
+  "chain_id,partner_id,payment_address,role,from_block,to_block,opening_balance,opening_balance_usdc,closing_balance,closing_balance_usdc,chain_balance,chain_balance_usdc,difference,difference_usdc,reconciled,settled,settled_usdc,underpaid,underpaid_usdc,overpaid,overpaid_usdc,late,late_usdc,unmatched_in,unmatched_in_usdc,refund,refund_usdc,unmatched_out,unmatched_out_usdc,reward_claim,reward_claim_usdc";
 const ORDERS_HEADER =
-  "id,external_order_id,status,network,chain_id,total_price_usdc,amount_paid,transaction_hash,log_index,block_number,payer,payment_address,created_at,updated_at,metadata";
+  "id,external_order_id,status,network,chain_id,total_price,total_price_usdc,amount_paid,amount_paid_usdc,amount_refunded,amount_refunded_usdc,refund_status,transaction_hash,log_index,block_number,payer,payment_address,created_at,updated_at,metadata";
 
 let stack: TestStack;
 let context: BrowserContext;

@@ -17,6 +17,7 @@ import {
   readSession,
   submitHash,
 } from "./support/checkout-helpers.js";
+import { putProvenFundingAddress } from "./support/reward-funding.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 
 // Refunds (issue 26, SPEC 15) on a real Anvil: the demo partner's payment address is a key
@@ -547,9 +548,9 @@ describe("a reward claim to the destination of a ready refund, of its amount (is
     const order = await settledOrder(4);
     const customer = freshAddress();
     // The payment address is the partner's funding address (docs/accounting.md allows it).
-    const settings = await stack.partnerFetch("/v1/rewards/settings", {
-      method: "PUT",
-      json: { fundingAddress: shop.account!.address },
+    const settings = await putProvenFundingAddress(stack, {
+      address: shop.account!.address,
+      sign: (message) => shop.signMessage({ message, account: shop.account! }),
     });
     expect(settings.status, await settings.text()).toBe(200);
     const approval = await shop.writeContract({
