@@ -505,16 +505,23 @@ function Webhooks() {
 
 type KeyRow = RowOf<"/api/partner/api-keys">;
 
+const KEY_SCOPES = {
+  read: "Read-only: every GET, nothing else (an accountant's or an auditor's)",
+  full: "Full: reads and writes, as your servers use it",
+} as const;
+
 function ApiKeys() {
   const { token } = useSession();
   const queryClient = useQueryClient();
   const keys = usePagedList<KeyRow>(["partner-keys"], "/api/partner/api-keys");
-  const [secret, setSecret] = useState<string | null>(null);
+  // Read-only first and the default: the key handed to someone who only reads cannot write by mistake.
+  const [scope, setScope] = useState<keyof typeof KEY_SCOPES>("read");
+  const [secret, setSecret] = useState<{ label: string; value: string } | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["partner-keys"] });
   const create = useMutation({
-    mutationFn: () => api<Answer<"/api/partner/api-keys", "post">>("/api/partner/api-keys", { token, method: "POST" }),
+    mutationFn: () => api<Answer<"/api/partner/api-keys", "post">>("/api/partner/api-keys", { token, json: { scope } }),
     onSuccess: (key) => {
-      setSecret(key.apiKey);
+      setSecret({ label: key.scope === "read" ? "New read-only API key" : "New full API key", value: key.apiKey });
       void refresh();
     },
   });
@@ -526,17 +533,34 @@ function ApiKeys() {
     <section aria-labelledby="h-keys">
       <h1 id="h-keys">API keys</h1>
       <AdminOnlyNotice />
-      {secret && <SecretOnce label="New API key" value={secret} onDone={() => setSecret(null)} />}
-      <button type="button" onClick={() => create.mutate()} disabled={create.isPending}>
-        Create API key
-      </button>
+      {secret && <SecretOnce label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          create.mutate();
+        }}
+      >
+        <fieldset>
+          <legend>Scope of the new key</legend>
+          {(Object.keys(KEY_SCOPES) as (keyof typeof KEY_SCOPES)[]).map((value) => (
+            <label key={value} className="choice">
+              <input type="radio" name="key-scope" checked={scope === value} onChange={() => setScope(value)} />
+              <span>{KEY_SCOPES[value]}</span>
+            </label>
+          ))}
+        </fieldset>
+        <button type="submit" disabled={create.isPending}>
+          Create API key
+        </button>
+      </form>
       <ProblemBox error={create.error ?? revoke.error ?? keys.error} />
-      <Table caption="Your API keys (prefixes only)" head={["Key", "Created", "Revoked", "Action"]}>
+      <Table caption="Your API keys (prefixes only)" head={["Key", "Scope", "Created", "Revoked", "Action"]}>
         {keys.rows.map((key) => (
           <tr key={key.id}>
             <td>
               <code>{key.prefix}…</code>
             </td>
+            <td>{key.scope === "read" ? "read-only" : "full"}</td>
             <td>
               <When value={key.createdAt} />
             </td>
@@ -548,6 +572,7 @@ function ApiKeys() {
                 <button
                   type="button"
                   className="danger"
+                  aria-label={`Revoke ${key.prefix}…`}
                   onClick={() => {
                     if (window.confirm(`Revoke ${key.prefix}…? Servers using it stop working at once.`)) revoke.mutate(key.id);
                   }}
