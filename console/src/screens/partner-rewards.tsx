@@ -211,8 +211,18 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
   );
 }
 
-function GrantForm({ token, onGranted }: { token: string | null; onGranted: () => void }) {
-  const [orderId, setOrderId] = useState("");
+/** Grant on any order, or with `fixedOrderId` on the order page's own order (no field to fill). */
+export function GrantForm({
+  token,
+  onGranted,
+  fixedOrderId,
+}: {
+  token: string | null;
+  onGranted: () => void;
+  fixedOrderId?: string;
+}) {
+  const [typedOrderId, setOrderId] = useState("");
+  const orderId = fixedOrderId ?? typedOrderId;
   const [amount, setAmount] = useState("");
   const grant = useMutation({
     mutationFn: () => {
@@ -234,16 +244,18 @@ function GrantForm({ token, onGranted }: { token: string | null; onGranted: () =
       }}
     >
       <h2 id="h-grant">Grant a reward</h2>
-      <Field label="Order id" hint="A settled order (ord_…); its rewards together may not exceed what was paid.">
-        {(id, describedBy) => (
-          <input
-            id={id}
-            value={orderId}
-            aria-describedby={describedBy}
-            onChange={(event) => setOrderId(event.target.value.trim())}
-          />
-        )}
-      </Field>
+      {fixedOrderId === undefined && (
+        <Field label="Order id" hint="A settled order (ord_…); its rewards together may not exceed what was paid.">
+          {(id, describedBy) => (
+            <input
+              id={id}
+              value={orderId}
+              aria-describedby={describedBy}
+              onChange={(event) => setOrderId(event.target.value.trim())}
+            />
+          )}
+        </Field>
+      )}
       <Field label="Amount (USDC)">
         {(id) => <input id={id} inputMode="decimal" value={amount} onChange={(event) => setAmount(event.target.value)} />}
       </Field>
@@ -260,7 +272,7 @@ function GrantForm({ token, onGranted }: { token: string | null; onGranted: () =
   );
 }
 
-function RewardTable({ rows, token, onChanged }: { rows: RewardRow[]; token: string | null; onChanged: () => void }) {
+export function RewardTable({ rows, token, onChanged }: { rows: RewardRow[]; token: string | null; onChanged: () => void }) {
   const revoke = useMutation({
     mutationFn: (id: string) =>
       api<RewardRow>(`/api/partner/rewards/${encodeURIComponent(id)}/revoke`, { token, json: { reason: "revoked_in_console" } }),
