@@ -476,6 +476,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/rewards/settings/test-fund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Local mode only: make the local test funder (Anvil account 5) your proven funding address and approve the distributor from it */
+        post: operations["postV1RewardsSettingsTestFund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/rewards": {
         parameters: {
             query?: never;
@@ -1385,6 +1402,23 @@ export interface paths {
         put?: never;
         /** The message a funding address signs to prove it is yours (single use, valid 10 minutes) */
         post: operations["postApiPartnerRewardsSettingsFundingChallenge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/rewards/settings/test-fund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Local mode only: make the local test funder (Anvil account 5) your proven funding address and approve the distributor from it */
+        post: operations["postApiPartnerRewardsSettingsTestFund"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8338,6 +8372,132 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postV1RewardsSettingsTestFund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example 1500000 */
+                    allowance: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Proven, approved and mined; the settings read afresh */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        settings: components["schemas"]["RewardSettings"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `local_mode_only` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "local_mode_only";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `funding_address_taken` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "funding_address_taken";
                     };
                 };
             };
@@ -15681,6 +15841,132 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `rewards_unavailable`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "rewards_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    postApiPartnerRewardsSettingsTestFund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example 1500000 */
+                    allowance: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Proven, approved and mined; the settings read afresh */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        transactionHash: string;
+                        settings: components["schemas"]["RewardSettings"];
+                    };
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Not found: `local_mode_only` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "local_mode_only";
+                    };
+                };
+            };
+            /** @description The resource's state does not allow this: `funding_address_taken` (see the problem catalogue) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "funding_address_taken";
                     };
                 };
             };
