@@ -160,7 +160,7 @@ export function OrderPage({ id }: { id: string }) {
               <dd>
                 <code className="break">{data.session.id}</code> <Status value={data.session.status} />
               </dd>
-              <dt>Asked to pay (total and reference)</dt>
+              <dt>Asked to pay (total + reference)</dt>
               <dd>
                 <Money value={data.session.payment.amount} />
               </dd>
@@ -186,10 +186,7 @@ export function OrderPage({ id }: { id: string }) {
         {evidence.data?.transfers.map((transfer) => (
           <tr key={`${transfer.transactionHash}-${transfer.logIndex}`}>
             <td>
-              <Link
-                to={`/partner/payments/${transfer.chainId}/${transfer.transactionHash}/${transfer.logIndex}`}
-                aria-label={`Payment ${transfer.transactionHash} log ${transfer.logIndex}`}
-              >
+              <Link to={`/partner/payments/${transfer.chainId}/${transfer.transactionHash}/${transfer.logIndex}`}>
                 <Address value={transfer.transactionHash} />
               </Link>{" "}
               <small>log {transfer.logIndex}</small>

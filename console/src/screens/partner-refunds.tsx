@@ -235,7 +235,15 @@ export function CreateRefund({
         )}
       </fieldset>
       <ReasonField reason={reason} onChange={setReason} />
-      <button type="submit" className="primary" disabled={create.isPending || (!orderId && !payment)}>
+      <button
+        type="submit"
+        className="primary"
+        disabled={
+          create.isPending ||
+          (!orderId && !payment) ||
+          (remaining !== undefined && remaining !== null && BigInt(remaining) === 0n)
+        }
+      >
         Create refund
       </button>
       {create.data && created && (

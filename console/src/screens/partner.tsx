@@ -227,10 +227,7 @@ function Payments() {
         {list.rows.map((row) => (
           <tr key={`${row.chainId}-${row.transactionHash}-${row.logIndex}`}>
             <td>
-              <Link
-                to={`/partner/payments/${paymentPath(row)}`}
-                aria-label={`Payment ${row.transactionHash} log ${row.logIndex}`}
-              >
+              <Link to={`/partner/payments/${paymentPath(row)}`}>
                 <Address value={row.transactionHash} />
               </Link>
             </td>
