@@ -91,6 +91,7 @@ describe("the console's rewards screens (Chromium)", () => {
     await expect.poll(() => page.getByTestId("reward-allowance").textContent(), { timeout: 30_000 }).toBe("40.00 USDC");
     // The service proved the address as any wallet does, then approved from it on the chain.
     const funder = stack.local.accounts[FUNDER]!.address as Address;
+    expect(await page.getByLabel("Funding address").inputValue()).toBe(funder);
     expect(await partner("/v1/rewards/settings")).toMatchObject({
       fundingAddress: funder,
       fundingProven: true,

@@ -138,7 +138,11 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
         json: { allowance: amount.toString() },
       });
     },
-    onSuccess: onChanged,
+    onSuccess: (funded) => {
+      // The field shows the address the service just proved, not the one typed before.
+      setFundingAddress(funded.settings.fundingAddress ?? "");
+      onChanged();
+    },
   });
   return (
     <>
