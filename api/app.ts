@@ -18,7 +18,7 @@ import { apiKeyRoutes } from "./routes/api-keys.js";
 import type { AppEnv } from "./routes/app-env.js";
 import { brandingRoutes, logoRoutes } from "./routes/branding.js";
 import { checkoutSessionRoutes } from "./routes/checkout-sessions.js";
-import { consoleRoutes } from "./routes/console.js";
+import { consoleRoutes, faviconRoutes } from "./routes/console.js";
 import { docsRoutes } from "./routes/docs.js";
 import { eventsRoutes, registerEventWebhooks } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
@@ -171,6 +171,7 @@ export function createApp(context: AppContext, limits: RequestLimits = context.s
   app.route("/api/issuer", issuerPurchaseRefundRoutes(context));
   app.route("/api", portalRoutes(context));
   app.route("/console", consoleRoutes());
+  app.route("/", faviconRoutes());
   app.route("/", logoRoutes(context));
   app.route("/", hostedPageRoutes(context));
 

@@ -30,6 +30,8 @@ let chromium: Chromium | undefined;
 let walletKey: Hex;
 let page: Page;
 const requestedUrls: string[] = [];
+/** Every answer of 400 or more the browser received (the favicon's 404 was one on every page). */
+const failedResponses: string[] = [];
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read answers loosely
 type Json = Record<string, any>;
@@ -45,10 +47,25 @@ async function capture(page: Page, name: string) {
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     await page.screenshot({ path: join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
+    // No page scrolls sideways: a wide table scrolls in its own box, anything else wraps.
+    const { pageWidth, widest } = await page.evaluate((viewport) => {
+      const beyond = Array.from(document.querySelectorAll("body *"))
+        .filter((element) => element.getBoundingClientRect().right > viewport + 0.5 && element.closest("thead") === null)
+        .map((element) => `${element.tagName.toLowerCase()}.${element.className}: ${(element.textContent ?? "").slice(0, 40)}`);
+      return { pageWidth: document.documentElement.scrollWidth, widest: beyond.slice(0, 6) };
+    }, width);
+    expect(pageWidth, `${name} at ${width} px is ${pageWidth} px wide (${widest.join("; ")})`).toBeLessThanOrEqual(width);
     const blocking = await axeFindings(page, join(ARTIFACTS, `axe-${name}-${width}.json`), { blockingOnly: true });
     expect(blocking, `${name} at ${width} px: accessibility violations`).toEqual([]);
   }
   await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+/** A table wider than its box hides its last columns behind a scroll (the refunds table cut "Send…" to "S"). */
+async function expectTableFits(page: Page, caption: string) {
+  const wrap = page.getByRole("region", { name: caption });
+  const sizes = await wrap.evaluate((element) => ({ box: element.clientWidth, table: element.scrollWidth }));
+  expect(sizes.table, `${caption}: ${sizes.table} px in a ${sizes.box} px box`).toBeLessThanOrEqual(sizes.box);
 }
 
 async function settledOrder(): Promise<CreatedSession> {
@@ -95,6 +112,10 @@ beforeAll(async () => {
   chromium = await launchChromium("refund-console", { width: 1280, height: 900 });
   context = chromium.context;
   context.on("request", (request) => requestedUrls.push(request.url()));
+  context.on("response", (response) => {
+    // The refused refund (more than remains) answers 409 on purpose.
+    if (response.status() >= 400 && response.status() !== 409) failedResponses.push(`${response.status()} ${response.url()}`);
+  });
   await injectTestWallet(context, { chain: stack.chain, rpcUrl: stack.local.rpcUrl, key: () => walletKey });
 }, 420_000);
 
@@ -116,11 +137,25 @@ describe("the console's Refunds screen (Chromium)", () => {
     await page.getByRole("button", { name: "Sign in with wallet" }).click();
     await page.getByRole("button", { name: "Sign out" }).waitFor();
 
-    // From the order's row: "Refund…" opens the screen with the order filled in.
+    // The order's row shows the order's total (not the amount asked with its sub-cent reference) and links to its page.
+    const orderRow = page.getByRole("row").filter({ hasText: session.orderId });
+    expect(await orderRow.locator(".money").first().getAttribute("data-base-units")).toBe("20000000");
+    expect(await page.locator("time").first().textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+    // From the order's row: "Refund…" opens the order's page, where the refund says what remains refundable.
     await page.getByRole("link", { name: `Refund order ${session.externalOrderId}` }).click();
-    await page.getByRole("heading", { name: "Refunds", level: 1 }).waitFor();
-    expect(await page.getByLabel("Order id").inputValue()).toBe(session.orderId);
-    await page.getByLabel("Amount (USDC)").fill("7.5");
+    await page.getByRole("heading", { name: `Order ${session.externalOrderId}`, level: 1 }).waitFor();
+    // All that was paid (the total and its sub-cent reference) is refundable.
+    const remaining = () => page.getByTestId("refund-remaining").locator(".money").getAttribute("data-base-units");
+    await expect.poll(remaining).toBe(session.payment.amount);
+    await page.getByRole("cell", { name: "purchase.settled" }).waitFor();
+    await page
+      .getByRole("table", { name: "Transfers that paid this order" })
+      .getByText(/^log \d+$/)
+      .first()
+      .waitFor();
+    await capture(page, "00-order-page");
+    // Exact: the page's reward form has a "Reward amount (USDC)" of its own.
+    await page.getByLabel("Amount (USDC)", { exact: true }).fill("7.5");
     await page.getByRole("radio", { name: /^The payer/ }).check();
     await page.getByRole("button", { name: "Create refund" }).click();
     const created = page.getByRole("status").filter({ hasText: "created: ready" });
@@ -150,7 +185,20 @@ describe("the console's Refunds screen (Chromium)", () => {
     expect((await usdcBalance(api.destination)) - before).toBe(7_500_000n);
     await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 60_000 }).toBe("succeeded");
     await page.getByRole("row").filter({ hasText: refundId }).locator(".status-succeeded").waitFor();
+    // Once it succeeded, nothing on the page invites a second payment of the same refund.
+    await page.getByTestId("send-refund-outcome").filter({ hasText: "Succeeded" }).waitFor();
+    expect(await page.getByRole("heading", { name: "From any other wallet" }).count()).toBe(0);
+    expect(await page.getByTestId("refund-calldata").count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Send from the connected wallet" }).count()).toBe(0);
+    expect(await page.getByRole("status").filter({ hasText: "created: ready" }).count()).toBe(0);
+    await page.getByRole("status").filter({ hasText: "now succeeded" }).waitFor();
+    await expect.poll(remaining).toBe((BigInt(session.payment.amount) - 7_500_000n).toString());
+    await expect.poll(() => page.getByTestId("order-status").textContent()).toContain("partly refunded");
     await capture(page, "03-refund-succeeded");
+
+    // The sessions list says so too: the order is no longer just "paid".
+    await page.getByRole("link", { name: "← Sessions and orders" }).click();
+    await page.getByRole("row").filter({ hasText: session.orderId }).getByText("partly refunded").waitFor();
   });
 
   it("asks the customer for the address (the link is shown once) and cancels; sends another with the test account", {
@@ -187,6 +235,8 @@ describe("the console's Refunds screen (Chromium)", () => {
     await page.getByRole("button", { name: "Create refund" }).click();
     await page.getByRole("alert").filter({ hasText: "code: refund_exceeds_remaining" }).waitFor();
     expect((await partner(`/v1/refunds?orderId=${session.orderId}`)).data.length).toBe(countBefore);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await expectTableFits(page, "Refunds, newest first");
     await capture(page, "04-refund-refused-and-cancelled");
 
     await page.getByLabel("Amount (USDC)").fill("1");
@@ -227,5 +277,84 @@ describe("the console's Refunds screen (Chromium)", () => {
     expect((await refundIn(refundId, "succeeded")).transactionHash).toBe(hash);
     await expect.poll(() => page.getByTestId("send-refund-status").textContent(), { timeout: 60_000 }).toBe("succeeded");
     await capture(page, "05-refund-sent-gasless");
+  });
+  it("refunds an unresolved payment (a second payment of a settled order) from its row, to the payer", {
+    timeout: 240_000,
+  }, async () => {
+    const duplicate = await stack.payUsdc({ from: 3, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+    const unresolved = await waitFor(
+      async () => {
+        const listed = await partner("/v1/payments?status=unresolved");
+        return listed.data.find((payment: Json) => payment.transactionHash === duplicate.hash);
+      },
+      { what: "the second payment unresolved", timeoutMs: 30_000 },
+    );
+    await page.goto(`${stack.local.baseUrl}/console/partner/payments`);
+    await page.getByRole("heading", { name: "Payments", level: 1 }).waitFor();
+    await page.getByRole("row").filter({ hasText: "unresolved" }).first().waitFor();
+    await expectTableFits(page, "Payments, oldest first");
+    await capture(page, "06-payments-unresolved");
+    await page.getByRole("link", { name: `Refund payment ${duplicate.hash} log ${unresolved.logIndex}` }).click();
+    await page.getByRole("heading", { name: "Payment", level: 1 }).waitFor();
+    await expect
+      .poll(() => page.getByTestId("refund-remaining").locator(".money").getAttribute("data-base-units"))
+      .toBe(session.payment.amount);
+    expect(await page.getByTestId("payment-status").textContent()).toContain("unresolved");
+    // The customer's link is offered as for an order; this one goes back to the wallet that paid.
+    await page.getByRole("radio", { name: /^Ask the customer/ }).waitFor();
+    await page.getByRole("radio", { name: /^The payer/ }).check();
+    await page.getByRole("button", { name: "Create refund" }).click();
+    const ready = page.getByRole("status").filter({ hasText: "created: ready" });
+    await ready.waitFor();
+    const refundId = (await ready.locator("code").first().textContent()) as string;
+    const created = await partner(`/v1/refunds/${refundId}`);
+    expect(created).toMatchObject({
+      amount: session.payment.amount,
+      destination: stack.local.accounts[3]!.address,
+      payment: { transactionHash: duplicate.hash, logIndex: unresolved.logIndex },
+    });
+    await capture(page, "06-unresolved-payment-refund-created");
+
+    // Its own page sends it.
+    await page.getByRole("button", { name: `Send refund ${refundId}` }).click();
+    await page.getByRole("heading", { name: `Refund ${refundId}`, level: 1 }).waitFor();
+    await page.getByRole("button", { name: "Send with the test account" }).click();
+    await page.getByRole("status").filter({ hasText: "Sent:" }).waitFor({ timeout: 30_000 });
+    await stack.testClient.mine({ blocks: 1 });
+    await refundIn(refundId, "succeeded");
+    await page.getByTestId("send-refund-outcome").filter({ hasText: "Succeeded" }).waitFor({ timeout: 60_000 });
+    await capture(page, "07-refund-page-succeeded");
+  });
+
+  it("creates a read-only API key, shows each key's scope, and serves its own icon", { timeout: 120_000 }, async () => {
+    await page.goto(`${stack.local.baseUrl}/console/partner/api-keys`);
+    await page.getByRole("heading", { name: "API keys", level: 1 }).waitFor();
+    expect(await page.getByRole("radio", { name: /^Read-only/ }).isChecked()).toBe(true);
+    await page.getByRole("button", { name: "Create API key" }).click();
+    const secret = page.getByRole("status").filter({ hasText: "New read-only API key" });
+    await secret.waitFor();
+    const key = (await secret.getByTestId("secret-value").textContent()) as string;
+    expect(key).toMatch(/^rk_test_/);
+    const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json" };
+    expect((await fetch(`${stack.local.baseUrl}/v1/events`, { headers })).status).toBe(200);
+    const write = await fetch(`${stack.local.baseUrl}/v1/webhook-endpoints`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ url: "https://example.invalid/hook" }),
+    });
+    expect(write.status).toBe(403);
+    expect(((await write.json()) as Json).code).toBe("read_only_key");
+    await page
+      .getByRole("row")
+      .filter({ hasText: key.slice(0, 12) })
+      .getByRole("cell", { name: "read-only" })
+      .waitFor();
+    await capture(page, "08-api-keys-read-only");
+
+    const icon = await fetch(`${stack.local.baseUrl}/favicon.ico`);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get("content-type")).toBe("image/x-icon");
+    expect(Buffer.from(await icon.arrayBuffer()).subarray(0, 4)).toEqual(Buffer.from([0, 0, 1, 0]));
+    expect(failedResponses).toEqual([]);
   });
 });

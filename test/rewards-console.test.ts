@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { type Address, erc20Abi, type Hex } from "viem";
+import { type Address, createWalletClient, erc20Abi, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -75,6 +75,57 @@ afterAll(async () => {
 });
 
 describe("the console's rewards screens (Chromium)", () => {
+  it("signed in with the partner test account (local mode, no wallet), funds rewards with the test account", {
+    timeout: 240_000,
+  }, async () => {
+    const page = await context.newPage();
+    await page.goto(`${stack.local.baseUrl}/console`);
+    await page.getByRole("button", { name: "Sign in with a test account: Partner" }).click();
+    await page.getByRole("button", { name: "Sign out" }).waitFor();
+    await page.getByRole("navigation").getByRole("link", { name: "Rewards" }).click();
+    await page.getByRole("heading", { name: "Rewards", level: 1 }).waitFor();
+    expect((await partner("/v1/rewards/settings")).fundingAddress).toBeNull();
+    await page.getByLabel("Allowance to approve (USDC)").fill("40");
+    await page.getByRole("button", { name: "Approve with the test account" }).click();
+    await page.getByRole("status").filter({ hasText: "Approved from" }).waitFor({ timeout: 60_000 });
+    await expect.poll(() => page.getByTestId("reward-allowance").textContent(), { timeout: 30_000 }).toBe("40.00 USDC");
+    // The service proved the address as any wallet does, then approved from it on the chain.
+    const funder = stack.local.accounts[FUNDER]!.address as Address;
+    expect(await page.getByLabel("Funding address").inputValue()).toBe(funder);
+    expect(await partner("/v1/rewards/settings")).toMatchObject({
+      fundingAddress: funder,
+      fundingProven: true,
+      allowance: "40000000",
+    });
+    expect(
+      await stack.publicClient.readContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "allowance",
+        args: [funder, stack.local.contracts.rewardDistributor as Address],
+      }),
+    ).toBe(40_000_000n);
+    // No reward was granted or claimed on the way (`simulate reward` did both).
+    expect((await partner("/v1/rewards")).data).toEqual([]);
+    await capture(page, "00-partner-rewards-test-account-funding");
+    await page.close();
+    // The next test starts from an allowance short of its rewards: take this one back.
+    const wallet = createWalletClient({
+      account: privateKeyToAccount(stack.local.accounts[FUNDER]!.privateKey as Hex),
+      chain: stack.chain,
+      transport: http(stack.local.rpcUrl),
+    });
+    await stack.publicClient.waitForTransactionReceipt({
+      hash: await wallet.writeContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "approve",
+        args: [stack.local.contracts.rewardDistributor as Address, 0n],
+        chain: stack.chain,
+      }),
+    });
+  });
+
   it("a partner admin sees the shortfall, approves the distributor from the funding wallet, grants and revokes", {
     timeout: 240_000,
   }, async () => {

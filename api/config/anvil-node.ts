@@ -27,3 +27,6 @@ export function isAnvilNode(context: Pick<AppContext, "rpc">, chainId: number): 
   }
   return known;
 }
+
+/** Anvil's well-known development mnemonic: its accounts hold ETH and test USDC on the local chain and its forks only. */
+export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";

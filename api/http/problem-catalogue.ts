@@ -754,7 +754,7 @@ export const PROBLEM_REGISTRY = {
     status: 404,
     title: "Only in local mode",
     meaning:
-      '"Send with the test account" exists in local mode only (`npm start`, on the local Anvil or an Anvil fork): elsewhere the service holds no way to move a partner\'s money. Nothing was sent.',
+      '"Send with the test account" (refunds) and "Approve with the test account" (rewards) exist in local mode only (`npm start`, on the local Anvil or an Anvil fork): elsewhere the service holds no way to move a partner\'s money. Nothing was signed or sent.',
   },
   // Accounting (docs/accounting.md)
   read_only_key: {

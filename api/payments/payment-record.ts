@@ -386,6 +386,8 @@ export async function paymentsPage(
     partnerId?: string;
     status?: PaymentStatus;
     after?: { createdAt: number; transactionHash: string; logIndex: number };
+    /** One payment by its transfer (the payment page), with the same columns as the list. */
+    only?: PaymentKey;
     take: number;
   },
 ): Promise<ListedPayment[]> {
@@ -396,6 +398,13 @@ export async function paymentsPage(
     .select(["checkout_session.order_id", "checkout_session.amount_due as expected_amount"]);
   if (params.partnerId !== undefined) select = select.where("payment.partner_id", "=", params.partnerId);
   if (params.status !== undefined) select = select.where("payment.status", "=", params.status);
+  if (params.only !== undefined) {
+    const only = keyOf(params.only);
+    select = select
+      .where("payment.chain_id", "=", only.chainId)
+      .where("payment.transaction_hash", "=", only.transactionHash)
+      .where("payment.log_index", "=", only.logIndex);
+  }
   const after = params.after;
   if (after !== undefined) {
     select = select.where(({ eb, refTuple, tuple }) =>

@@ -10,7 +10,7 @@ import {
   presentationView,
   readPresentation,
 } from "../checkout/hosted-options.js";
-import { listCheckoutSessions, SESSION_STATUSES } from "../checkout/list-sessions.js";
+import { SESSION_STATUSES } from "../checkout/list-sessions.js";
 import { findPartnerSession } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
 import { NETWORK_NAMES } from "../config/networks.js";
@@ -22,6 +22,7 @@ import { problems } from "../http/problem.js";
 import { getOrder } from "../orders/order-record.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
 import { sendTestPayment, testPaymentsEnabled } from "../settlement/test-payment.js";
+import { listSessionsWithOrderSummaries } from "../views/session-list.js";
 import type { AppEnv } from "./app-env.js";
 
 const baseUnits = z
@@ -102,6 +103,11 @@ const SessionListItemSchema = SessionSchema.partial({
     fulfilledAt: z.string().nullable(),
     amountPaid: z.string().nullable(),
     underpaid: z.boolean().openapi({ description: "Settled by an attached transfer below the total" }),
+    amountRefunded: z.string().openapi({ description: "Refunded so far (base units), as on `GET /v1/orders/:id`" }),
+    amountRefundPending: z.string().openapi({ description: "Refunds created and not yet succeeded or cancelled" }),
+    refundStatus: z.enum(["none", "partial", "full"]),
+    rewardCount: z.number().int().openapi({ description: "Rewards granted on the order and not revoked or expired" }),
+    amountRewarded: z.string().openapi({ description: "Their sum (base units)" }),
   }),
 });
 
@@ -254,7 +260,10 @@ const testPaymentRoute = declareRoute({
 export function checkoutSessionRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(listRoute, async (c) =>
-      c.json(await listCheckoutSessions(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
+      c.json(
+        await listSessionsWithOrderSummaries(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }),
+        200,
+      ),
     )
     .openapi(createRoute_, async (c) => {
       const body = c.req.valid("json");

@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { currentConsoleBuild } from "../../console/build.js";
 import { consoleHeaders } from "../hosted/security-headers.js";
 import { admit, CALLERS } from "../http/callers.js";
+import { faviconIco } from "../http/favicon.js";
 import { problemResponse, problems } from "../http/problem.js";
 import { noFile, servedFrom } from "../http/static-files.js";
 
@@ -41,5 +42,16 @@ export function consoleRoutes() {
     })(c, noFile);
     return index ?? problemResponse(c, problems.notFound("The console build (run `npm start`, which builds it)"));
   });
+  return app;
+}
+
+const FAVICON = faviconIco();
+
+/** `GET /favicon.ico`: the service's own icon, so no page's automatic request for it ends in a 404. */
+export function faviconRoutes() {
+  const app = new Hono();
+  app.get("/favicon.ico", admit(CALLERS.anyone), (c) =>
+    c.body(new Uint8Array(FAVICON), 200, { "Content-Type": "image/x-icon", "Cache-Control": "public, max-age=86400" }),
+  );
   return app;
 }

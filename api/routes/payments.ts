@@ -4,7 +4,7 @@ import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
 import { refundPageUrl, viewRefund } from "../refunds/refunds.js";
-import { listPayments, PAYMENT_STATUSES } from "../settlement/list-payments.js";
+import { listPayments, PAYMENT_STATUSES, readPayment } from "../settlement/list-payments.js";
 import { attachPaymentToOrder, markPaymentForRefund } from "../settlement/resolve-payment.js";
 import type { AppEnv } from "./app-env.js";
 import { RefundSchema } from "./refunds.js";
@@ -68,6 +68,18 @@ const PaymentParam = z.object({
     .openapi({ param: { required: true }, type: "integer", minimum: 0 }),
 });
 
+const readRoute = declareRoute({
+  method: "get",
+  path: "/{chainId}/{transactionHash}/{logIndex}",
+  summary: "One of your payments, by its transfer (the console's payment page)",
+  security: CALLERS.partnerRead,
+  request: { params: PaymentParam },
+  responses: {
+    200: { description: "The payment", content: { "application/json": { schema: PaymentSchema } } },
+    ...errorResponses("not_found"),
+  },
+});
+
 const attachRoute = declareRoute({
   method: "post",
   path: "/{chainId}/{transactionHash}/{logIndex}/attach",
@@ -124,6 +136,9 @@ export function paymentRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
     .openapi(listRoute, async (c) =>
       c.json(await listPayments(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
+    )
+    .openapi(readRoute, async (c) =>
+      c.json(await readPayment(context.store, { ...c.req.valid("param"), partnerId: c.get("partner").id }), 200),
     )
     .openapi(attachRoute, async (c) => {
       const key = c.req.valid("param");

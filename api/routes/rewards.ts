@@ -9,6 +9,7 @@ import type { PartnerVariables } from "../partners/partner-auth.js";
 import { claimReward } from "../rewards/claim-reward.js";
 import { issueFundingChallenge } from "../rewards/funding-proof.js";
 import { grantReward } from "../rewards/grant-reward.js";
+import { fundRewardsWithTestAccount } from "../rewards/local-funding.js";
 import { revokeReward } from "../rewards/revoke-reward.js";
 import { findPartnerReward, findReward, partnerRewardsPage, REWARD_STATUSES } from "../rewards/reward-record.js";
 import { readRewardSettings, writeRewardSettings } from "../rewards/reward-settings-view.js";
@@ -131,6 +132,23 @@ const fundingChallenge = declareRoute({
     ...errorResponses("invalid_request", "rewards_unavailable"),
   },
 });
+const testFundRoute = declareRoute({
+  method: "post",
+  path: "/settings/test-fund",
+  summary:
+    "Local mode only: make the local test funder (Anvil account 5) your proven funding address and approve the distributor from it",
+  security: CALLERS.partnerAdminChange,
+  request: { body: json(z.object({ allowance: baseUnits }).strict()) },
+  responses: {
+    ...ok(
+      200,
+      "Proven, approved and mined; the settings read afresh",
+      z.object({ transactionHash: z.string(), settings: RewardSettingsSchema }),
+    ),
+    ...errorResponses("invalid_request", "local_mode_only", "rewards_unavailable", "funding_address_taken"),
+  },
+});
+
 const listRoute = declareRoute({
   method: "get",
   path: "/",
@@ -195,6 +213,15 @@ export function rewardRoutes(context: AppContext) {
         await issueFundingChallenge(context, {
           partnerId: c.get("partner").id,
           fundingAddress: c.req.valid("json").fundingAddress,
+        }),
+        200,
+      ),
+    )
+    .openapi(testFundRoute, async (c) =>
+      c.json(
+        await fundRewardsWithTestAccount(context, {
+          partnerId: c.get("partner").id,
+          allowance: BigInt(c.req.valid("json").allowance),
         }),
         200,
       ),

@@ -34,7 +34,8 @@ export function Address({ value }: { value: string | null | undefined }) {
 
 export function When({ value }: { value: string | null | undefined }) {
   if (!value) return <span>—</span>;
-  return <time dateTime={value}>{new Date(value).toLocaleString("en-GB", { timeZone: "UTC" })} UTC</time>;
+  // ISO 8601, never a locale's order: 27/11 and 11/27 read differently to different people.
+  return <time dateTime={value}>{new Date(value).toISOString().slice(0, 19).replace("T", " ")} UTC</time>;
 }
 
 export function Status({ value }: { value: string | null | undefined }) {

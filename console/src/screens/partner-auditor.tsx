@@ -99,11 +99,11 @@ export function PeriodPicker({ current, onChange }: { current: Period; onChange:
       </Field>
       {kind === "dates" ? (
         <>
-          <Field label="From (first day)">
-            {(id) => <input id={id} type="date" value={from} required onChange={(event) => setFrom(event.target.value)} />}
+          <Field label="From (first day)" hint="YYYY-MM-DD">
+            {(id, describedBy) => <DayInput id={id} describedBy={describedBy} value={from} onChange={setFrom} />}
           </Field>
-          <Field label="To (last day)">
-            {(id) => <input id={id} type="date" value={to} required onChange={(event) => setTo(event.target.value)} />}
+          <Field label="To (last day)" hint="YYYY-MM-DD">
+            {(id, describedBy) => <DayInput id={id} describedBy={describedBy} value={to} onChange={setTo} />}
           </Field>
         </>
       ) : (
@@ -327,4 +327,36 @@ export function LedgerTable({ base, query, partners }: { base: BooksBase; query:
 function partnerCell(partners: PartnerNames, paymentAddress: string) {
   const owner = partners.byAddress.get(paymentAddress.toLowerCase());
   return owner === undefined ? "unknown" : <span title={owner.id}>{owner.name}</span>;
+}
+
+/**
+ * A UTC day typed as ISO 8601 (2026-11-27). Not `type="date"`: the browser shows that in its
+ * own locale (11/27/2026 or 27/11/2026) beside the console's ISO dates, and the two read apart.
+ */
+function DayInput({
+  id,
+  describedBy,
+  value,
+  onChange,
+}: {
+  id: string;
+  describedBy?: string;
+  value: string;
+  onChange: (value: string) => void;
+}) {
+  return (
+    <input
+      id={id}
+      value={value}
+      required
+      inputMode="numeric"
+      pattern="\d{4}-\d{2}-\d{2}"
+      placeholder="YYYY-MM-DD"
+      maxLength={10}
+      size={10}
+      spellCheck={false}
+      aria-describedby={describedBy}
+      onChange={(event) => onChange(event.target.value.trim())}
+    />
+  );
 }

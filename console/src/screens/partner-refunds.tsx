@@ -85,7 +85,7 @@ export function Refunds({ orderId }: { orderId?: string }) {
       <p className="hint">
         Money goes back from your payment address; the service proves each refund from the chain, as it proves payments.
       </p>
-      <CreateRefund initialOrderId={orderId ?? ""} onCreated={refresh} />
+      <CreateRefund initialOrderId={orderId ?? ""} rows={list.rows} onCreated={refresh} />
       <h2 id="h-refund-list">Your refunds</h2>
       <Field label="Refund status">
         {(id) => (
@@ -107,13 +107,37 @@ export function Refunds({ orderId }: { orderId?: string }) {
   );
 }
 
-function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; onCreated: () => void }) {
+/** The transfer an unresolved payment's refund goes back from (`POST /v1/refunds { payment }`). */
+export type PaymentRef = { chainId: number; transactionHash: string; logIndex: number };
+
+/**
+ * A new refund: of an order typed in (the Refunds screen), of one order (its page, with what
+ * remains refundable shown), or of one unresolved payment (its row or page; nothing else
+ * refunds a duplicate or a late payment). `rows` are the refunds in view, so the confirmation
+ * says where the new refund is now rather than the state it was created in.
+ */
+export function CreateRefund({
+  initialOrderId = "",
+  fixedOrderId,
+  payment,
+  remaining,
+  rows = [],
+  onCreated,
+}: {
+  initialOrderId?: string;
+  fixedOrderId?: string;
+  payment?: PaymentRef;
+  remaining?: string | null;
+  rows?: readonly RefundRow[];
+  onCreated: () => void;
+}) {
   const { token } = useSession();
-  const [orderId, setOrderId] = useState(initialOrderId);
+  const [typedOrderId, setOrderId] = useState(initialOrderId);
+  const orderId = fixedOrderId ?? typedOrderId;
   const [amount, setAmount] = useState("");
   const [to, setTo] = useState<"customer" | "payer" | "address">("customer");
   const [address, setAddress] = useState("");
-  const [reason, setReason] = useState("requested_by_customer");
+  const [reason, setReason] = useState(payment ? "duplicate" : "requested_by_customer");
   const create = useMutation({
     mutationFn: () => {
       const baseUnits = optionalRefundAmount(amount);
@@ -121,7 +145,7 @@ function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; o
       return api<RefundRow>("/api/partner/refunds", {
         token,
         json: {
-          orderId,
+          ...(payment ? { payment } : { orderId }),
           ...(baseUnits === undefined ? {} : { amount: baseUnits.toString() }),
           reason,
           ...(destination === undefined ? {} : { destination }),
@@ -131,6 +155,8 @@ function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; o
     },
     onSuccess: onCreated,
   });
+  const created = create.data === undefined ? undefined : (rows.find((row) => row.id === create.data.id) ?? create.data);
+  const what = payment ? "this payment" : fixedOrderId ? "this order" : "an order";
   return (
     <form
       aria-labelledby="h-new-refund"
@@ -139,19 +165,27 @@ function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; o
         create.mutate();
       }}
     >
-      <h2 id="h-new-refund">Refund an order</h2>
-      <Field label="Order id" hint="A paid order (ord_…). Its refunds together never exceed what was paid.">
-        {(id, describedBy) => (
-          <input
-            id={id}
-            value={orderId}
-            required
-            spellCheck={false}
-            aria-describedby={describedBy}
-            onChange={(event) => setOrderId(event.target.value.trim())}
-          />
-        )}
-      </Field>
+      <h2 id="h-new-refund">Refund {what}</h2>
+      {remaining !== undefined && (
+        <p data-testid="refund-remaining">
+          Refundable now: <Money value={remaining} />
+          {remaining !== null && BigInt(remaining) === 0n ? " (nothing is left to refund)" : ""}
+        </p>
+      )}
+      {fixedOrderId === undefined && payment === undefined && (
+        <Field label="Order id" hint="A paid order (ord_…). Its refunds together never exceed what was paid.">
+          {(id, describedBy) => (
+            <input
+              id={id}
+              value={orderId}
+              required
+              spellCheck={false}
+              aria-describedby={describedBy}
+              onChange={(event) => setOrderId(event.target.value.trim())}
+            />
+          )}
+        </Field>
+      )}
       <Field label="Amount (USDC)" hint="Leave empty to refund all that remains refundable.">
         {(id, describedBy) => (
           <input
@@ -201,16 +235,26 @@ function CreateRefund({ initialOrderId, onCreated }: { initialOrderId: string; o
         )}
       </fieldset>
       <ReasonField reason={reason} onChange={setReason} />
-      <button type="submit" className="primary" disabled={create.isPending || !orderId}>
+      <button
+        type="submit"
+        className="primary"
+        disabled={
+          create.isPending ||
+          (!orderId && !payment) ||
+          (remaining !== undefined && remaining !== null && BigInt(remaining) === 0n)
+        }
+      >
         Create refund
       </button>
-      {create.data && (
+      {create.data && created && (
         <div role="status" className="secret">
           <p>
-            Refund <code>{create.data.id}</code> of <Money value={create.data.amount} /> created:{" "}
-            {create.data.status.replaceAll("_", " ")}.
+            Refund <code>{create.data.id}</code> of <Money value={create.data.amount} />{" "}
+            {created.status === create.data.status
+              ? `created: ${created.status.replaceAll("_", " ")}.`
+              : `created; now ${created.status.replaceAll("_", " ")}.`}
           </p>
-          {create.data.customerUrl && (
+          {create.data.customerUrl && created.status === "awaiting_destination" && (
             <>
               <p>Send your customer this link; it is shown only now (creating it again issues a new one):</p>
               <code data-testid="refund-customer-url">{create.data.customerUrl}</code>
@@ -432,26 +476,43 @@ export function SendRefund({
               <Status value={refund.status} />
             </dd>
           </dl>
+          {refund.status !== "ready" && (
+            <p role="status" data-testid="send-refund-outcome">
+              {refund.status === "succeeded" ? (
+                <>
+                  Succeeded: the index shows the transfer <Address value={refund.transactionHash} />. Nothing more to send.
+                </>
+              ) : refund.status === "pending" ? (
+                "On its way: waiting for the index to show the transfer. Do not send it again."
+              ) : (
+                `This refund is ${refund.status.replaceAll("_", " ")}: there is nothing to send.`
+              )}
+            </p>
+          )}
           <div className="row">
-            <button
-              type="button"
-              className="primary"
-              disabled={refund.status !== "ready" || fromWallet.isPending}
-              onClick={() => fromWallet.mutate()}
-            >
-              Send from the connected wallet
-            </button>
-            <button type="button" disabled={refund.status !== "ready" || gasless.isPending} onClick={() => gasless.mutate()}>
-              Sign, the relayer sends (no ETH needed)
-            </button>
-            {local.isSuccess && (
-              <button
-                type="button"
-                disabled={refund.status !== "ready" || testAccount.isPending}
-                onClick={() => testAccount.mutate()}
-              >
-                Send with the test account
-              </button>
+            {refund.status === "ready" && (
+              <>
+                <button
+                  type="button"
+                  className="primary"
+                  disabled={refund.status !== "ready" || fromWallet.isPending}
+                  onClick={() => fromWallet.mutate()}
+                >
+                  Send from the connected wallet
+                </button>
+                <button type="button" disabled={refund.status !== "ready" || gasless.isPending} onClick={() => gasless.mutate()}>
+                  Sign, the relayer sends (no ETH needed)
+                </button>
+                {local.isSuccess && (
+                  <button
+                    type="button"
+                    disabled={refund.status !== "ready" || testAccount.isPending}
+                    onClick={() => testAccount.mutate()}
+                  >
+                    Send with the test account
+                  </button>
+                )}
+              </>
             )}
             <button type="button" onClick={onClose}>
               Close
@@ -463,29 +524,36 @@ export function SendRefund({
             </p>
           )}
           <ProblemBox error={fromWallet.error ?? gasless.error ?? testAccount.error} />
-          <h3>From any other wallet</h3>
-          <p>
-            Send exactly this amount of USDC from the payment address to the destination: open the{" "}
-            <a href={instructions.uri}>payment link (EIP-681)</a> in the wallet, scan the code, or send the calldata below to the
-            token contract.
-          </p>
-          {qr.data && <img className="qr" src={qr.data} alt="QR code of the refund's payment link" width={200} height={200} />}
-          <dl className="facts" aria-label="Transaction for any wallet">
-            <dt>Payment link</dt>
-            <dd>
-              <code>{instructions.uri}</code>
-            </dd>
-            <dt>Send to (token contract)</dt>
-            <dd>
-              <code>{instructions.transaction.to}</code>
-            </dd>
-            <dt>Calldata</dt>
-            <dd>
-              <code data-testid="refund-calldata">{instructions.transaction.data}</code>
-            </dd>
-            <dt>Chain id</dt>
-            <dd>{instructions.transaction.chainId}</dd>
-          </dl>
+          {/* Once sent, the link and calldata would only invite a second payment of the same refund. */}
+          {refund.status === "ready" && (
+            <>
+              <h3>From any other wallet</h3>
+              <p>
+                Send exactly this amount of USDC from the payment address to the destination: open the{" "}
+                <a href={instructions.uri}>payment link (EIP-681)</a> in the wallet, scan the code, or send the calldata below to
+                the token contract.
+              </p>
+              {qr.data && (
+                <img className="qr" src={qr.data} alt="QR code of the refund's payment link" width={200} height={200} />
+              )}
+              <dl className="facts" aria-label="Transaction for any wallet">
+                <dt>Payment link</dt>
+                <dd>
+                  <code>{instructions.uri}</code>
+                </dd>
+                <dt>Send to (token contract)</dt>
+                <dd>
+                  <code>{instructions.transaction.to}</code>
+                </dd>
+                <dt>Calldata</dt>
+                <dd>
+                  <code data-testid="refund-calldata">{instructions.transaction.data}</code>
+                </dd>
+                <dt>Chain id</dt>
+                <dd>{instructions.transaction.chainId}</dd>
+              </dl>
+            </>
+          )}
         </>
       )}
     </section>

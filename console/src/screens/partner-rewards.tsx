@@ -58,11 +58,21 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
   const { writeContractAsync } = useWriteContract();
   const config = useConfig();
   const { signMessageAsync } = useSignMessage();
+  const local = useQuery({
+    queryKey: ["local-test-accounts"],
+    queryFn: () => api<Answer<"/api/local/test-accounts">>("/api/local/test-accounts"),
+    retry: false,
+  });
+  const noWallet = `No wallet found in this browser.${local.isSuccess ? " In local mode, use “Approve with the test account”." : ""}`;
   const connectedAccount = async () => {
     if (connection.address) return connection.address;
     const connector = connectors[0];
-    if (!connector) throw new Error("No wallet found in this browser.");
-    return (await connectAsync({ connector })).accounts[0];
+    if (!connector) throw new Error(noWallet);
+    // Signed in with a test account there is no injected wallet: wagmi's "Provider not found" says nothing useful.
+    const connected = await connectAsync({ connector }).catch(() => {
+      throw new Error(noWallet);
+    });
+    return connected.accounts[0];
   };
   const save = useMutation({
     mutationFn: async () => {
@@ -118,6 +128,21 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
       return api<RewardSettings>("/api/partner/rewards/settings", { token, method: "PUT", json: {} });
     },
     onSuccess: onChanged,
+  });
+  const testFund = useMutation({
+    mutationFn: () => {
+      const amount = parseUsdc(approveAmount);
+      if (amount === undefined || amount <= 0n) throw new Error("Enter an amount of USDC, for example 500 or 12.5.");
+      return api<Answer<"/api/partner/rewards/settings/test-fund", "post">>("/api/partner/rewards/settings/test-fund", {
+        token,
+        json: { allowance: amount.toString() },
+      });
+    },
+    onSuccess: (funded) => {
+      // The field shows the address the service just proved, not the one typed before.
+      setFundingAddress(funded.settings.fundingAddress ?? "");
+      onChanged();
+    },
   });
   return (
     <>
@@ -201,18 +226,50 @@ function RewardFunding({ current, token, onChanged }: { current: RewardSettings;
             />
           )}
         </Field>
-        <button type="submit" disabled={approve.isPending || !current.distributor}>
-          Approve the distributor
-        </button>
-        {approve.isSuccess && <p role="status">Approved. The allowance above is read again.</p>}
-        <ProblemBox error={approve.error} />
+        <div className="row">
+          <button type="submit" disabled={approve.isPending || !current.distributor}>
+            Approve the distributor
+          </button>
+          {local.isSuccess && (
+            <button
+              type="button"
+              disabled={testFund.isPending || !current.distributor}
+              onClick={() => testFund.mutate()}
+              aria-describedby="test-fund-hint"
+            >
+              Approve with the test account
+            </button>
+          )}
+        </div>
+        {local.isSuccess && (
+          <p id="test-fund-hint" className="hint">
+            Local mode: the service makes its test funder (Anvil account 5, which holds test USDC) your funding address, proves it
+            with that account's key and approves the distributor from it.
+          </p>
+        )}
+        {(approve.isSuccess || testFund.isSuccess) && (
+          <p role="status">
+            Approved{testFund.data ? ` from ${testFund.data.settings.fundingAddress}` : ""}. The allowance above is read again.
+          </p>
+        )}
+        <ProblemBox error={approve.error ?? testFund.error} />
       </form>
     </>
   );
 }
 
-function GrantForm({ token, onGranted }: { token: string | null; onGranted: () => void }) {
-  const [orderId, setOrderId] = useState("");
+/** Grant on any order, or with `fixedOrderId` on the order page's own order (no field to fill). */
+export function GrantForm({
+  token,
+  onGranted,
+  fixedOrderId,
+}: {
+  token: string | null;
+  onGranted: () => void;
+  fixedOrderId?: string;
+}) {
+  const [typedOrderId, setOrderId] = useState("");
+  const orderId = fixedOrderId ?? typedOrderId;
   const [amount, setAmount] = useState("");
   const grant = useMutation({
     mutationFn: () => {
@@ -234,17 +291,20 @@ function GrantForm({ token, onGranted }: { token: string | null; onGranted: () =
       }}
     >
       <h2 id="h-grant">Grant a reward</h2>
-      <Field label="Order id" hint="A settled order (ord_…); its rewards together may not exceed what was paid.">
-        {(id, describedBy) => (
-          <input
-            id={id}
-            value={orderId}
-            aria-describedby={describedBy}
-            onChange={(event) => setOrderId(event.target.value.trim())}
-          />
-        )}
-      </Field>
-      <Field label="Amount (USDC)">
+      {fixedOrderId === undefined && (
+        <Field label="Order id" hint="A settled order (ord_…); its rewards together may not exceed what was paid.">
+          {(id, describedBy) => (
+            <input
+              id={id}
+              value={orderId}
+              aria-describedby={describedBy}
+              onChange={(event) => setOrderId(event.target.value.trim())}
+            />
+          )}
+        </Field>
+      )}
+      {/* Named apart from the refund's amount, which the order page shows on the same screen. */}
+      <Field label={fixedOrderId === undefined ? "Amount (USDC)" : "Reward amount (USDC)"}>
         {(id) => <input id={id} inputMode="decimal" value={amount} onChange={(event) => setAmount(event.target.value)} />}
       </Field>
       <button type="submit" className="primary" disabled={grant.isPending || !orderId}>
@@ -260,7 +320,7 @@ function GrantForm({ token, onGranted }: { token: string | null; onGranted: () =
   );
 }
 
-function RewardTable({ rows, token, onChanged }: { rows: RewardRow[]; token: string | null; onChanged: () => void }) {
+export function RewardTable({ rows, token, onChanged }: { rows: RewardRow[]; token: string | null; onChanged: () => void }) {
   const revoke = useMutation({
     mutationFn: (id: string) =>
       api<RewardRow>(`/api/partner/rewards/${encodeURIComponent(id)}/revoke`, { token, json: { reason: "revoked_in_console" } }),

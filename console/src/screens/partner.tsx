@@ -20,6 +20,8 @@ import {
   When,
 } from "../ui";
 import { Auditor } from "./partner-auditor";
+import { Fulfil, OrderPage, OrderState } from "./partner-order";
+import { PaymentPage, paymentPath, RefundPage } from "./partner-payment";
 import { Refunds } from "./partner-refunds";
 import { Rewards } from "./partner-rewards";
 
@@ -38,8 +40,14 @@ export const partnerNav: NavItem[] = [
 
 export function PartnerScreens({ sub }: { sub: string[] }) {
   switch (sub[0]) {
+    case "orders":
+      return sub[1] ? <OrderPage id={sub[1]} /> : <Sessions />;
     case "payments":
-      return <Payments />;
+      return sub[1] && sub[2] && sub[3] ? (
+        <PaymentPage chainId={sub[1]} transactionHash={sub[2]} logIndex={sub[3]} />
+      ) : (
+        <Payments />
+      );
     case "events":
       return sub[1] ? <EventDetail id={sub[1]} /> : <Events />;
     case "webhooks":
@@ -53,7 +61,8 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
     case "rewards":
       return <Rewards />;
     case "refunds":
-      return <Refunds orderId={sub[1]} />;
+      // An order id here is the older "Refund…" link, which filled the form in; anything else is a refund.
+      return sub[1] && !sub[1].startsWith("ord_") ? <RefundPage id={sub[1]} /> : <Refunds orderId={sub[1]} />;
     case "auditor":
       return <Auditor />;
     default:
@@ -84,12 +93,14 @@ function Sessions() {
         )}
       </Field>
       <ListState list={list} what="sessions" />
-      <Table caption="Checkout sessions, newest first" head={["Order", "Amount", "Status", "Created", "Action"]}>
+      <Table caption="Checkout sessions, newest first" head={["Order", "Order total", "Status", "Created", "Action"]}>
         {list.rows.length === 0 && !list.isLoading ? <Empty colSpan={5}>No sessions yet.</Empty> : null}
         {list.rows.map((row) => (
           <tr key={row.id}>
             <td>
-              {row.externalOrderId}
+              <Link to={`/partner/orders/${encodeURIComponent(row.order.id)}`} aria-label={`Order ${row.externalOrderId}`}>
+                {row.externalOrderId}
+              </Link>
               <br />
               {row.product.name} × {row.product.quantity}
               <br />
@@ -97,12 +108,19 @@ function Sessions() {
               <small className="break">{row.order.id}</small>
             </td>
             <td>
-              <Money value={row.payment.amount} />
+              {/* The order's total, not the amount asked of the payer (the total plus its sub-cent reference). */}
+              <Money value={row.payment.totalPriceUsdc} />
             </td>
             <td>
               Session <Status value={row.status} />
               <br />
-              Order <Status value={row.order.status} />
+              Order <OrderState order={row.order} />
+              {row.order.rewardCount > 0 && (
+                <>
+                  <br />
+                  Rewarded <Money value={row.order.amountRewarded} />
+                </>
+              )}
             </td>
             <td>
               <When value={row.createdAt} />
@@ -111,7 +129,7 @@ function Sessions() {
               {row.order.status === "paid" ? <Fulfil orderId={row.order.id} /> : null}
               {row.status === "settled" ? (
                 <Link
-                  to={`/partner/refunds/${encodeURIComponent(row.order.id)}`}
+                  to={`/partner/orders/${encodeURIComponent(row.order.id)}`}
                   aria-label={`Refund order ${row.externalOrderId}`}
                 >
                   Refund…
@@ -126,40 +144,9 @@ function Sessions() {
   );
 }
 
-function Fulfil({ orderId }: { orderId: string }) {
-  const { token } = useSession();
-  const queryClient = useQueryClient();
-  const [reference, setReference] = useState("");
-  const mutation = useMutation({
-    mutationFn: () =>
-      api(`/api/partner/orders/${orderId}/fulfilment`, {
-        token,
-        json: { fulfilmentReference: reference, idempotencyKey: `console-${orderId}-${reference}` },
-      }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ["partner-sessions"] }),
-  });
-  return (
-    <form
-      className="inline fulfil"
-      onSubmit={(event) => {
-        event.preventDefault();
-        mutation.mutate();
-      }}
-    >
-      <Field label="Fulfilment reference">
-        {(id) => <input id={id} required maxLength={200} value={reference} onChange={(e) => setReference(e.target.value)} />}
-      </Field>
-      <button type="submit" disabled={mutation.isPending}>
-        Mark fulfilled
-      </button>
-      <ProblemBox error={mutation.error} />
-    </form>
-  );
-}
-
 type PaymentRow = RowOf<"/api/partner/payments">;
 
-type ResolveAction = { key: string; action: "attach" | "refund-requested"; orderId?: string };
+type ResolveAction = { key: string; action: "attach"; orderId: string };
 
 function ResolvePayment({
   row,
@@ -169,7 +156,7 @@ function ResolvePayment({
   mutation: { mutate: (action: ResolveAction) => void; isPending: boolean };
 }) {
   const [orderId, setOrderId] = useState("");
-  const key = `${row.chainId}/${row.transactionHash}/${row.logIndex}`;
+  const key = paymentPath(row);
   return (
     <form
       className="inline"
@@ -184,17 +171,10 @@ function ResolvePayment({
       <button type="submit" disabled={mutation.isPending}>
         Attach
       </button>
-      <button
-        type="button"
-        className="danger"
-        disabled={mutation.isPending}
-        onClick={() => {
-          if (window.confirm("Mark this payment for refund? It can no longer be attached to an order."))
-            mutation.mutate({ key, action: "refund-requested" });
-        }}
-      >
-        Mark refund requested
-      </button>
+      {/* Refunding needs a choice of destination (the payer, an address, the customer's link): its page asks for it. */}
+      <Link to={`/partner/payments/${key}`} aria-label={`Refund payment ${row.transactionHash} log ${row.logIndex}`}>
+        Refund…
+      </Link>
     </form>
   );
 }
@@ -204,10 +184,7 @@ function Payments() {
   const queryClient = useQueryClient();
   const resolve = useMutation({
     mutationFn: (action: ResolveAction) =>
-      api(`/api/partner/payments/${action.key}/${action.action}`, {
-        token,
-        json: action.action === "attach" ? { orderId: action.orderId } : {},
-      }),
+      api(`/api/partner/payments/${action.key}/attach`, { token, json: { orderId: action.orderId } }),
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: ["partner-payments"] });
       void queryClient.invalidateQueries({ queryKey: ["partner-sessions"] });
@@ -223,8 +200,8 @@ function Payments() {
       <h1 id="h-payments">Payments</h1>
       <p className="hint">
         Every USDC transfer to your payment addresses. An <em>unresolved</em> payment matched no session exactly (wrong amount,
-        late, or a second payment of an order). Attach it to one of your orders (it settles that order), or mark it for refund
-        once you have agreed to pay it back.
+        late, or a second payment of an order). Attach it to one of your orders (it settles that order), or refund it: "Refund…"
+        opens the payment, where you choose where the money goes back to.
       </p>
       <Field label="Payment status">
         {(id) => (
@@ -241,7 +218,7 @@ function Payments() {
       <ListState list={list} what="payments" />
       {resolve.isSuccess && (
         <p className="ok" role="status">
-          {resolve.variables?.action === "attach" ? "Attached to the order." : "Marked for refund."}
+          Attached to the order.
         </p>
       )}
       <ProblemBox error={resolve.error} />
@@ -250,7 +227,9 @@ function Payments() {
         {list.rows.map((row) => (
           <tr key={`${row.chainId}-${row.transactionHash}-${row.logIndex}`}>
             <td>
-              <Address value={row.transactionHash} />
+              <Link to={`/partner/payments/${paymentPath(row)}`}>
+                <Address value={row.transactionHash} />
+              </Link>
             </td>
             <td>
               <Address value={row.from} />
@@ -265,7 +244,17 @@ function Payments() {
             <td>
               <When value={row.minedAt} />
             </td>
-            <td className="actions">{row.status === "unresolved" ? <ResolvePayment row={row} mutation={resolve} /> : "—"}</td>
+            <td className="actions">
+              {row.status === "unresolved" ? (
+                <ResolvePayment row={row} mutation={resolve} />
+              ) : row.status === "refund_requested" ? (
+                <Link to={`/partner/payments/${paymentPath(row)}`} aria-label={`Refunds of payment ${row.transactionHash}`}>
+                  Refunds…
+                </Link>
+              ) : (
+                "—"
+              )}
+            </td>
           </tr>
         ))}
       </Table>
@@ -505,16 +494,23 @@ function Webhooks() {
 
 type KeyRow = RowOf<"/api/partner/api-keys">;
 
+const KEY_SCOPES = {
+  read: "Read-only: every GET, nothing else (an accountant's or an auditor's)",
+  full: "Full: reads and writes, as your servers use it",
+} as const;
+
 function ApiKeys() {
   const { token } = useSession();
   const queryClient = useQueryClient();
   const keys = usePagedList<KeyRow>(["partner-keys"], "/api/partner/api-keys");
-  const [secret, setSecret] = useState<string | null>(null);
+  // Read-only first and the default: the key handed to someone who only reads cannot write by mistake.
+  const [scope, setScope] = useState<keyof typeof KEY_SCOPES>("read");
+  const [secret, setSecret] = useState<{ label: string; value: string } | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ["partner-keys"] });
   const create = useMutation({
-    mutationFn: () => api<Answer<"/api/partner/api-keys", "post">>("/api/partner/api-keys", { token, method: "POST" }),
+    mutationFn: () => api<Answer<"/api/partner/api-keys", "post">>("/api/partner/api-keys", { token, json: { scope } }),
     onSuccess: (key) => {
-      setSecret(key.apiKey);
+      setSecret({ label: key.scope === "read" ? "New read-only API key" : "New full API key", value: key.apiKey });
       void refresh();
     },
   });
@@ -526,17 +522,34 @@ function ApiKeys() {
     <section aria-labelledby="h-keys">
       <h1 id="h-keys">API keys</h1>
       <AdminOnlyNotice />
-      {secret && <SecretOnce label="New API key" value={secret} onDone={() => setSecret(null)} />}
-      <button type="button" onClick={() => create.mutate()} disabled={create.isPending}>
-        Create API key
-      </button>
+      {secret && <SecretOnce label={secret.label} value={secret.value} onDone={() => setSecret(null)} />}
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          create.mutate();
+        }}
+      >
+        <fieldset>
+          <legend>Scope of the new key</legend>
+          {(Object.keys(KEY_SCOPES) as (keyof typeof KEY_SCOPES)[]).map((value) => (
+            <label key={value} className="choice">
+              <input type="radio" name="key-scope" checked={scope === value} onChange={() => setScope(value)} />
+              <span>{KEY_SCOPES[value]}</span>
+            </label>
+          ))}
+        </fieldset>
+        <button type="submit" disabled={create.isPending}>
+          Create API key
+        </button>
+      </form>
       <ProblemBox error={create.error ?? revoke.error ?? keys.error} />
-      <Table caption="Your API keys (prefixes only)" head={["Key", "Created", "Revoked", "Action"]}>
+      <Table caption="Your API keys (prefixes only)" head={["Key", "Scope", "Created", "Revoked", "Action"]}>
         {keys.rows.map((key) => (
           <tr key={key.id}>
             <td>
               <code>{key.prefix}…</code>
             </td>
+            <td>{key.scope === "read" ? "read-only" : "full"}</td>
             <td>
               <When value={key.createdAt} />
             </td>
@@ -548,6 +561,7 @@ function ApiKeys() {
                 <button
                   type="button"
                   className="danger"
+                  aria-label={`Revoke ${key.prefix}…`}
                   onClick={() => {
                     if (window.confirm(`Revoke ${key.prefix}…? Servers using it stop working at once.`)) revoke.mutate(key.id);
                   }}
