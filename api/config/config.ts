@@ -2,11 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Address, getAddress, type Hex } from "viem";
 import type { z } from "zod";
-import type { RelayLimits } from "../gasless/relay-charges.js";
-import type { RequestLimits } from "../http/request-limits.js";
-import type { WatchdogSettings } from "../indexed/indexer-watchdog.js";
-import type { DispatcherOptions } from "../outbox/dispatcher.js";
-import type { PortalSettings } from "../sign-in/portal-settings.js";
+
 import {
   envPrefix,
   KNOWN_NETWORKS,
@@ -15,6 +11,7 @@ import {
   type NetworkName,
   readLocalDeployment,
 } from "./networks.js";
+import type { DispatcherOptions, PortalSettings, RelayLimits, RequestLimits, WatchdogSettings } from "./option-types.js";
 import { NETWORK_NAMES, NETWORK_VARIABLES, type NetworkVariable, SERVICE_VARIABLES, type ServiceVariable } from "./variables.js";
 
 /**

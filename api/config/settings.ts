@@ -1,11 +1,8 @@
 import type { Address, Hex } from "viem";
-import type { RelayLimits } from "../gasless/relay-charges.js";
-import type { RequestLimits } from "../http/request-limits.js";
-import type { WatchdogSettings } from "../indexed/indexer-watchdog.js";
-import type { DispatcherOptions } from "../outbox/dispatcher.js";
-import type { PortalSettings } from "../sign-in/portal-settings.js";
+
 import type { ServiceConfig } from "./config.js";
 import type { NetworkName } from "./networks.js";
+import type { DispatcherOptions, PortalSettings, RelayLimits, RequestLimits, WatchdogSettings } from "./option-types.js";
 
 /** Service-wide settings, from the configuration validated once at start (`config.ts`). */
 export type ServiceSettings = {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
+import type { RelayLimits } from "../config/option-types.js";
 import { ProblemError } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { RelayerChargeTable, RelayPurpose } from "../store/relay-limit-tables.js";
@@ -10,18 +11,6 @@ import type { RelayerChargeTable, RelayPurpose } from "../store/relay-limit-tabl
  * make it spend is bounded. Every relayed transaction is recorded here as a charge
  * to a partner, one row per transaction, written only by this module.
  */
-export type RelayLimits = {
-  /** The smallest USDC amount (base units) a relayed payment may move. */
-  minAmount: bigint;
-  /** Transactions per partner, network and UTC day. */
-  partnerDailyRelays: number;
-  /** Transactions per subject (a checkout session for payments). */
-  sessionRelays: number;
-  /** Gas (wei) per partner, network and UTC day; a sent transaction counts its maximum cost until mined. */
-  partnerDailyGasWei: bigint;
-  /** Below this relayer balance (wei), health is `degraded`. */
-  balanceFloorWei: bigint;
-};
 
 /** Who a relayed transaction is charged to, and what for. */
 export type RelayCharge = {

@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { rateLimiter } from "hono-rate-limiter";
+import type { RateLimit } from "../config/option-types.js";
 import { clientIp } from "./client-ip.js";
 import { problem, problemResponse } from "./problem.js";
 
@@ -9,21 +10,6 @@ import { problem, problemResponse } from "./problem.js";
  * Rate limits count per client IP in process memory: each API replica counts on
  * its own, so behind N replicas the effective limit is N times the figure.
  */
-export type RequestLimits = {
-  /** Any request body, authenticated or not. */
-  bodyBytes: number;
-  /** Bodies of routes anyone may call without a credential (browser checkout, sign-in). */
-  publicBodyBytes: number;
-  /** Sign-in challenges and verifications (`/api/{portal}/auth/*`), per client IP per window. */
-  signIn: RateLimit;
-  /** Calls that may look a transaction up over RPC (hash submissions, authorizations), per client IP per window. */
-  lookups: RateLimit;
-  /** Every other public browser call (`/v1/public/*`), per client IP per window. */
-  publicCalls: RateLimit;
-  trustProxy: boolean;
-};
-
-export type RateLimit = { limit: number; windowMs: number };
 
 /**
  * Largest declared body the service still reads (and throws away) before it

@@ -1,5 +1,6 @@
 import type { PublicClient } from "viem";
 import type { NetworkConfig } from "../config/networks.js";
+import type { WatchdogSettings } from "../config/option-types.js";
 import { logJson } from "../logging/redact.js";
 import type { IndexedChain } from "./indexed-chain.js";
 
@@ -16,18 +17,6 @@ import type { IndexedChain } from "./indexed-chain.js";
  * process with exit code 75 so that its process manager starts it again; Ponder
  * then resumes from its last checkpoint.
  */
-export type WatchdogSettings = {
-  /** How long the index may stay behind the node's head without moving before it counts as stalled. */
-  stallTimeoutMs: number;
-  /** Exit (code 75) on a stall so the process manager restarts the indexer; false: only report. */
-  restartOnStall: boolean;
-  /** Time between two samples. */
-  sampleIntervalMs: number;
-  /** Time a node probe may take; a slower node counts as not answering. */
-  probeTimeoutMs: number;
-  /** Time between the stall's report and the exit, so monitoring sees `degraded` first. */
-  restartDelayMs: number;
-};
 
 export type ChainWatch = {
   network: string;

@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { SIGNATURE_HEADER, signPayload } from "../../client/src/signature.js";
 import type { AppContext } from "../app-context.js";
+import type { DispatcherOptions } from "../config/option-types.js";
 import { logJson } from "../logging/redact.js";
 import type { Store } from "../store/open-store.js";
 import type { Worker } from "../workers/run-worker.js";
@@ -9,24 +10,6 @@ import type { SecretBox } from "./secret-box.js";
 import { type SendOutcome, sendWebhook, USER_AGENT } from "./send-webhook.js";
 import { signingSecrets } from "./webhook-endpoints.js";
 import type { WebhookUrlPolicy } from "./webhook-url.js";
-
-export type DispatcherOptions = {
-  /** First retry waits up to this long; each further retry doubles the ceiling (full jitter). */
-  retryBaseMs: number;
-  /** Ceiling of one wait between attempts. */
-  retryMaxDelayMs: number;
-  /** A delivery is retried for at least this long after it was queued, then marked failed. */
-  retryWindowMs: number;
-  /** One attempt (DNS, connect, send, response) may take this long. */
-  attemptTimeoutMs: number;
-  /** Attempts in flight at once in one process. */
-  concurrency: number;
-  /** Attempts in flight at once to one endpoint, across every process (counted from the leases in the store). */
-  perEndpointConcurrency: number;
-  /** Attempts in flight at once to all endpoints of one partner, across every process. */
-  perPartnerConcurrency: number;
-  pollIntervalMs: number;
-};
 
 export const DISPATCHER_NAME = "webhook-dispatcher";
 

@@ -9,13 +9,13 @@ import { type CheckoutSession, findSession, sessionsByIds } from "../checkout/se
 import { eip681Uri } from "../checkout/session-view.js";
 import { findEligibility, ineligibilityReasons } from "../compliance/eligibility.js";
 import type { NetworkName } from "../config/networks.js";
+import type { PortalSettings } from "../config/option-types.js";
 import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problem, problems } from "../http/problem.js";
 import { findOffering, issuerOfOffering } from "../offerings/offerings.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { payingPaymentsOfSessions } from "../payments/payment-record.js";
 import { type RefundSummary, refundSummaries } from "../refunds/refunds.js";
-import type { PortalSettings } from "../sign-in/portal-settings.js";
 import type { Store } from "../store/open-store.js";
 import { checksum } from "../values/checksum-address.js";
 import { USDC_DECIMALS } from "../values/money.js";

@@ -1,5 +1,5 @@
 import type { AppContext } from "../app-context.js";
-import type { PortalSettings } from "../sign-in/portal-settings.js";
+import type { PortalSettings } from "../config/option-types.js";
 import type { Worker } from "../workers/run-worker.js";
 import { reconcileOfferings } from "./reservations.js";
 

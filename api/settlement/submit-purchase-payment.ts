@@ -1,8 +1,8 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
+import type { PortalSettings } from "../config/option-types.js";
 import { ownPurchase, sessionOf } from "../purchases/purchases.js";
 import { reconcileOfferings } from "../purchases/reservations.js";
-import type { PortalSettings } from "../sign-in/portal-settings.js";
 import { submitTransactionHash } from "./submit-transaction-hash.js";
 
 /**

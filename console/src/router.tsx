@@ -36,3 +36,6 @@ export function Link({ to, ...rest }: { to: string } & AnchorHTMLAttributes<HTML
     />
   );
 }
+
+/** One entry of a role's navigation: a console path and its label. */
+export type NavItem = { path: string; label: string };

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RelayLimits } from "../../api/config/option-types.js";
 import {
   assertRelayAllowed,
   assertRelayedAmount,
-  type RelayLimits,
   recordRelayCharge,
   relaySpendByPartner,
   settleRelayCharge,

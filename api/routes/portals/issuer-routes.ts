@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { AppContext } from "../../app-context.js";
 import type { PortalActor } from "../../audit/audit-log.js";
 import { issuerOfWallet, issuerView } from "../../compliance/issuers.js";
+import type { PortalSettings } from "../../config/option-types.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
 import { toCsv } from "../../http/csv.js";
 import {
@@ -20,7 +21,6 @@ import { listHolders } from "../../purchases/holders.js";
 import { listPurchases, loadPurchaseRecords, pageOfPurchases, purchaseView } from "../../purchases/purchases.js";
 import { reconcileOfferings } from "../../purchases/reservations.js";
 import type { PortalVariables } from "../../sign-in/portal-auth.js";
-import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";
 import { OfferingBody, offeringInput } from "./offering-input.js";
 import {

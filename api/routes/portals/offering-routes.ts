@@ -1,6 +1,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { findEligibility, ineligibilityReasons } from "../../compliance/eligibility.js";
+import type { PortalSettings } from "../../config/option-types.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
 import { problems } from "../../http/problem.js";
 import {
@@ -12,7 +13,6 @@ import {
 } from "../../offerings/offerings.js";
 import { reconcileOfferings } from "../../purchases/reservations.js";
 import type { PortalVariables } from "../../sign-in/portal-auth.js";
-import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";
 import { IdParam, jsonResponse, OfferingListSchema, OfferingSchema, PageQuery, problemResponses } from "./schemas.js";
 

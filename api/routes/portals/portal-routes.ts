@@ -1,6 +1,6 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import type { PortalSettings } from "../../sign-in/portal-settings.js";
+import type { PortalSettings } from "../../config/option-types.js";
 import type { AppEnv } from "../app-env.js";
 import { adminMemberRoutes } from "./admin-member-routes.js";
 import { adminPaymentRoutes } from "./admin-payment-routes.js";

@@ -1,6 +1,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
 import { findEligibility } from "../../compliance/eligibility.js";
+import type { PortalSettings } from "../../config/option-types.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
 import {
   claimPurchaseCertificate,
@@ -13,7 +14,6 @@ import {
 } from "../../purchases/purchases.js";
 import { submitWalletSettlement } from "../../settlement/submit-purchase-payment.js";
 import type { PortalVariables } from "../../sign-in/portal-auth.js";
-import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";
 import {
   AddressSchema,

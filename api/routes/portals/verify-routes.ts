@@ -1,11 +1,11 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { rateLimiter } from "hono-rate-limiter";
 import type { AppContext } from "../../app-context.js";
+import type { PortalSettings } from "../../config/option-types.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
 import { clientIp } from "../../http/client-ip.js";
 import { problem, problemResponse } from "../../http/problem.js";
 import { verifyTokenId, verifyTransaction, verifyWallet } from "../../purchases/certificate-verification.js";
-import type { PortalSettings } from "../../sign-in/portal-settings.js";
 import type { AppEnv } from "../app-env.js";
 import { AddressSchema, jsonResponse, ProblemSchema, problemResponses, TransactionHashSchema } from "./schemas.js";
 

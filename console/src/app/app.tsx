@@ -8,8 +8,6 @@ import { useSession } from "../session";
 import { SignIn } from "../sign-in";
 import { Address } from "../ui";
 
-export type NavItem = { path: string; label: string };
-
 const NAVS = { partner: partnerNav, investor: investorNav, issuer: issuerNav, admin: adminNav };
 const ROLE_NAMES = { partner: "Partner", investor: "Investor", issuer: "Issuer", admin: "Administrator" };
 

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api } from "../api";
 import type { Answer, RowOf, SettlementEvent } from "../api-types";
-import type { NavItem } from "../app/app";
+import type { NavItem } from "../router";
 import { Link } from "../router";
 import { useSession } from "../session";
 import {
