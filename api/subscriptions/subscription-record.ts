@@ -142,25 +142,27 @@ export function newSubscriptionId(): string {
 /** A new `awaiting_authorization` subscription; a replayed idempotency key answers the partner's existing one. */
 export async function insertSubscription(
   trx: Kysely<Database>,
-  params: {
+  params: Pick<
+    Subscription,
+    | "partnerId"
+    | "externalCustomerId"
+    | "productName"
+    | "amount"
+    | "interval"
+    | "periodSeconds"
+    | "startAt"
+    | "endAt"
+    | "metadata"
+    | "successUrl"
+    | "cancelUrl"
+    | "idempotencyKey"
+    | "clientTokenHash"
+    | "chainId"
+    | "manager"
+    | "token"
+    | "payee"
+  > & {
     id?: string;
-    partnerId: string;
-    externalCustomerId: string;
-    productName: string;
-    amount: bigint;
-    interval: string;
-    periodSeconds: number;
-    startAt: number | null;
-    endAt: number | null;
-    metadata: Record<string, unknown> | null;
-    successUrl: string | null;
-    cancelUrl: string | null;
-    idempotencyKey: string | null;
-    clientTokenHash: string;
-    chainId: number;
-    manager: Address;
-    token: Address;
-    payee: Address;
     now: number;
   },
 ): Promise<{ subscription: Subscription; created: boolean }> {
