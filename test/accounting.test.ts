@@ -988,10 +988,7 @@ describe("closed periods (SPEC 17.1)", () => {
     const raw = await late.signTransaction({ ...request, chain: stack.chain, account: late.account! } as never);
     lateHash = keccak256(raw);
     const head = await stack.publicClient.getBlockNumber();
-    await stack.testClient.request({
-      method: "anvil_reorg" as never,
-      params: [Number(head - goneBlock + 1n), [[raw, 0]]] as never,
-    });
+    await stack.reorg(Number(head - goneBlock + 1n), [[raw, 0]]);
     await mine();
     expect((await stack.publicClient.getTransactionReceipt({ hash: lateHash })).blockNumber).toBe(goneBlock);
     await waitFor(

@@ -83,14 +83,9 @@ async function holdIndexer() {
 /** A block on top, so the payment before it has its 2 confirmations. */
 const mine = () => stack.testClient.mine({ blocks: 1 });
 
-/**
- * Replaces the last `depth` blocks (by empty ones, or ones holding `transactions`),
- * then mines on top. Anvil's clock falls back to the replaced blocks' time; it is
- * set to the wall clock again so later sessions are not "predated" by their payments.
- */
+/** Replaces the last `depth` blocks (by empty ones, or ones holding `transactions`), then mines on top. */
 async function reorg(depth: number, transactions: [Hex, number][] = []) {
-  await stack.testClient.request({ method: "anvil_reorg" as never, params: [depth, transactions] as never });
-  await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 1) });
+  await stack.reorg(depth, transactions);
   await mine();
 }
 

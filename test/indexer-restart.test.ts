@@ -188,7 +188,7 @@ describe("a payment still confirming while the index is rewound (issue 42)", () 
       timeoutMs: 30_000,
       what: "the second payment to be recorded as pending",
     });
-    await stack.testClient.request({ method: "anvil_reorg" as never, params: [1, []] as never });
+    await stack.reorg(1);
     await waitFor(async () => ((await readSession(stack, dropped.id)).status === "awaiting_payment" ? true : undefined), {
       timeoutMs: 30_000,
       what: "the session whose payment the chain dropped to await payment again",

@@ -456,8 +456,7 @@ describe("a refund's transfer reorged off the chain", () => {
       params: [sent.hash] as never,
     });
     // The transfer's block is replaced by an empty one, then the chain moves on.
-    await stack.testClient.request({ method: "anvil_reorg" as never, params: [1, []] as never });
-    await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 1) });
+    await stack.reorg(1);
     await mine();
     const back = await refundIn(ready.id, "ready");
     expect(back.transactionHash).toBeNull();

@@ -651,8 +651,7 @@ describe("attack review (issue 40): relayed dust, a claim reorged away", () => {
     await waitForStatus(granted.body.id, "claimed");
     // The claim's block and every one after it are replaced by empty blocks.
     const depth = Number((await stack.publicClient.getBlockNumber()) - receipt.blockNumber + 1n);
-    await stack.testClient.request({ method: "anvil_reorg" as never, params: [depth, []] as never });
-    await stack.testClient.setNextBlockTimestamp({ timestamp: BigInt(Math.floor(Date.now() / 1000) + 1) });
+    await stack.reorg(depth);
     await stack.testClient.mine({ blocks: 1 });
     const claimedOnChain = () =>
       stack.publicClient.readContract({

@@ -29,6 +29,14 @@ export type TestStack = LocalStack & {
     amount: bigint;
     token?: Address;
   }) => Promise<{ hash: Hex; blockNumber: bigint }>;
+  /**
+   * Replaces the last `depth` blocks (Anvil's `anvil_reorg`, which may re-include the given
+   * signed transactions) and sets Anvil's clock back to the machine's. Anvil stamps the
+   * replacement blocks with the old ones' times and its next blocks stay that far behind the
+   * machine's clock for the rest of the run, so a session created later would see a payment
+   * mined after it as older than itself (`predates_session`): a chain that never runs late.
+   */
+  reorg: (depth: number, transactions?: [Hex, number][]) => Promise<void>;
   /** fetch against the service with the demo partner's API key. */
   partnerFetch: (path: string, init?: RequestInit & { json?: unknown }) => Promise<Response>;
 };
@@ -101,6 +109,10 @@ export async function startTestStack(
       });
       const receipt = await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
       return { hash, blockNumber: receipt.blockNumber };
+    },
+    async reorg(depth: number, transactions: [Hex, number][] = []) {
+      await testClient.request({ method: "anvil_reorg" as never, params: [depth, transactions] as never });
+      await testClient.request({ method: "evm_setTime" as never, params: [Math.floor(Date.now() / 1000)] as never });
     },
     partnerFetch(path: string, init: RequestInit & { json?: unknown } = {}) {
       const headers = new Headers(init.headers);
