@@ -371,7 +371,7 @@ export async function simulate(params: SimulateParams): Promise<SimulationResult
 }
 
 /** Only Anvil, answering the chain id local.json names: never a real network's node. */
-async function refuseUnlessAnvil(client: PublicClient, local: LocalJson) {
+export async function refuseUnlessAnvil(client: PublicClient, local: LocalJson) {
   const version = await client.request({ method: "web3_clientVersion" }).then(String, (error: Error) => {
     throw new SimulationRefused(
       `the chain at ${local.rpcUrl} does not answer (${error.message.split("\n")[0]}): is npm start running?`,
@@ -390,7 +390,7 @@ async function refuseUnlessAnvil(client: PublicClient, local: LocalJson) {
 
 type Answer = { status: number; body: Record<string, unknown> };
 
-function partnerApi(local: LocalJson) {
+export function partnerApi(local: LocalJson) {
   return {
     async call(method: string, path: string, json?: unknown): Promise<Answer> {
       const response = await fetch(`${local.baseUrl}${path}`, {
@@ -405,9 +405,9 @@ function partnerApi(local: LocalJson) {
     },
   };
 }
-type PartnerApi = ReturnType<typeof partnerApi>;
+export type PartnerApi = ReturnType<typeof partnerApi>;
 
-async function publicPost(local: LocalJson, path: string, json: unknown): Promise<Answer> {
+export async function publicPost(local: LocalJson, path: string, json: unknown): Promise<Answer> {
   const response = await fetch(`${local.baseUrl}${path}`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -454,7 +454,7 @@ async function openSession(
 }
 
 /** The id of the partner's last event so far: the scenario's events are the ones after it. */
-async function lastEventId(api: PartnerApi): Promise<string | undefined> {
+export async function lastEventId(api: PartnerApi): Promise<string | undefined> {
   let last: string | undefined;
   let cursor: string | undefined;
   for (;;) {

@@ -1,18 +1,25 @@
 import { parseArgs } from "node:util";
 import { SCENARIOS, SimulationRefused, simulate } from "../local/simulate.js";
+import { isSubscriptionScenario, SUBSCRIPTION_SCENARIOS, simulateSubscription } from "../local/simulate-subscription.js";
 import { localDataDir, readLocalJson } from "./local-json.js";
 
-// `npm run simulate -- <scenario> [--session <id>] [--client-token <ct>] [--outage-seconds <s>]`:
+// `npm run simulate -- <scenario> [--session <id>] [--client-token <ct>] [--outage-seconds <s>]
+// [--subscription <id>]`:
 // drives the local chain (or `npm start`'s Anvil fork) so that the demo partner's
 // receivers get the real events of a scenario (docs/testing.md, "Scenario triggers").
-// The domain lives in local/simulate.ts, which the tests call as this does.
+// The domain lives in local/simulate.ts and local/simulate-subscription.ts, which the tests
+// call as this does.
 
 const usage = `usage: npm run simulate -- <scenario> [--session <id>] [--client-token <ct_…>] [--outage-seconds <s>]
+       npm run simulate -- ${SUBSCRIPTION_SCENARIOS.join(" | ")} [--subscription <sub_…>]
 
 scenarios: ${SCENARIOS.join(", ")}
+subscription scenarios: ${SUBSCRIPTION_SCENARIOS.join(", ")}
   --session <id>        use this session of the demo partner (default: create one)
   --client-token <ct>   the session's client token (relayed and reward act as the customer)
   --outage-seconds <s>  outage: how long the node stays stopped (default 10)
+  --subscription <id>   renewal, renewal-failure: this subscription of the demo partner
+                        (renewal needs one; renewal-failure creates one without it)
   --help                this text
 
 Local chain and fork mode only; see docs/testing.md for each scenario's events.`;
@@ -25,6 +32,7 @@ function parse() {
       session: { type: "string" },
       "client-token": { type: "string" },
       "outage-seconds": { type: "string" },
+      subscription: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
@@ -47,6 +55,30 @@ if (scenario === undefined || positionals.length > 1 || (outage !== undefined &&
   process.exit(2);
 }
 try {
+  if (isSubscriptionScenario(scenario)) {
+    const result = await simulateSubscription({
+      local: readLocalJson(),
+      scenario,
+      subscriptionId: values.subscription,
+      log: (line) => console.log(`- ${line}`),
+    });
+    console.log(`\nsubscription ${result.subscriptionId} of customer wallet ${result.subscriber}`);
+    if (result.customerUrl !== null) console.log(`the customer's page: ${result.customerUrl}`);
+    console.log(`the partner receives for it: ${result.expected.join(", ")}`);
+    console.log("recorded:");
+    for (const event of result.events) {
+      const detail = [
+        typeof event.data.periodIndex === "number" ? `period ${event.data.periodIndex}` : undefined,
+        typeof event.data.failureReason === "string" ? `reason ${event.data.failureReason}` : undefined,
+        typeof event.data.orderId === "string" ? `order ${event.data.orderId}` : undefined,
+      ].filter((part) => part !== undefined);
+      console.log(`  ${event.id} ${event.type}${detail.length === 0 ? "" : ` (${detail.join(", ")})`}`);
+    }
+    if (result.subscriptionId !== undefined && result.expected[0] === "subscription.activated") {
+      console.log(`\nnext: npm run simulate -- renewal --subscription ${result.subscriptionId}`);
+    }
+    process.exit(0);
+  }
   const result = await simulate({
     local: readLocalJson(),
     dataDir: localDataDir(),

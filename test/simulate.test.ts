@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimulationRefused, type SimulationResult, simulate } from "../local/simulate.js";
+import { simulateSubscription } from "../local/simulate-subscription.js";
 import { createSession, readSession } from "./support/checkout-helpers.js";
 import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js";
 import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-receiver.js";
@@ -164,6 +165,74 @@ describe("npm run simulate: each scenario's events reach the partner's receiver"
     // session.expired docs/testing.md names comes after the run, at the session's expiresAt.
     expect(typesOf(events)).not.toContain("session.expired");
     expect((await readSession(stack, result.sessionId)).status).toBe("awaiting_payment");
+  });
+
+  // After late: a renewal moves the chain's clock an hour ahead for good.
+  describe("subscriptions (issue 44)", () => {
+    const subscriptionEvents = (subscriptionId: string) =>
+      receiver.acknowledged
+        .map((request) => JSON.parse(request.rawBody.toString()) as Delivered)
+        .filter((event) => event.data.subscriptionId === subscriptionId);
+    const delivered = (subscriptionId: string, types: string[]) =>
+      waitFor(
+        async () => {
+          const got = subscriptionEvents(subscriptionId);
+          return types.every((type) => got.some((event) => event.type === type)) ? got : undefined;
+        },
+        { what: `${types.join(", ")} delivered for ${subscriptionId}` },
+      );
+    let subscriptionId: string;
+
+    it("subscription: a new customer subscribes with signatures only; activated, then period 0 charged", async () => {
+      await expect(simulateSubscription({ local: stack.local, scenario: "renewal" })).rejects.toThrow(/--subscription sub_/);
+      const result = await simulateSubscription({ local: stack.local, scenario: "subscription", timeoutMs: 60_000 });
+      subscriptionId = result.subscriptionId;
+      expect(result.expected).toEqual(["subscription.activated", "subscription.charged"]);
+      expect(result.customerUrl).toMatch(new RegExp(`/subscription/${subscriptionId}#st=`));
+      // Signatures only: the customer's wallet never paid gas.
+      expect(await stack.publicClient.getBalance({ address: result.subscriber })).toBe(0n);
+      expect(await stack.publicClient.getTransactionCount({ address: result.subscriber })).toBe(0);
+      const events = await delivered(subscriptionId, result.expected);
+      expect(typesOf(events)).toEqual(["subscription.activated", "subscription.charged"]);
+      expect(events[1]?.data).toMatchObject({ periodIndex: 0, amount: "2000000" });
+      expect(events[1]?.data.orderId).toMatch(/^ord_/);
+    });
+
+    it("renewal through the CLI: the chain's clock moved to the next period, period 1 charged", async () => {
+      const printed = await run("npx", ["tsx", "scripts/simulate.ts", "renewal", "--subscription", subscriptionId], {
+        env: { ...process.env, DATA_DIR: stack.dataDir },
+        timeout: 90_000,
+      });
+      expect(printed.stdout).toContain(`using subscription ${subscriptionId} (active)`);
+      expect(printed.stdout).toMatch(/moved the chain's clock \d+ s forward to the next period/);
+      expect(printed.stdout).toMatch(/the worker charged period 1: charge sch_\S+, order ord_/);
+      expect(printed.stdout).toMatch(/evt_\S+ subscription\.charged \(period 1, order ord_\S+\)/);
+      const charges = await waitFor(
+        async () => {
+          const charged = subscriptionEvents(subscriptionId).filter((event) => event.type === "subscription.charged");
+          return charged.length === 2 ? charged : undefined;
+        },
+        { what: "the second charge delivered" },
+      );
+      expect(charges.map((event) => event.data.periodIndex)).toEqual([0, 1]);
+    });
+
+    it("renewal-failure: the wallet emptied, the next period's charge fails (insufficient_balance) and it is past_due", async () => {
+      const result = await simulateSubscription({ local: stack.local, scenario: "renewal-failure", timeoutMs: 60_000 });
+      expect(result.expected).toEqual([
+        "subscription.activated",
+        "subscription.charged",
+        "subscription.charge_failed",
+        "subscription.past_due",
+      ]);
+      const events = await delivered(result.subscriptionId, result.expected);
+      const failed = events.find((event) => event.type === "subscription.charge_failed");
+      expect(failed?.data).toMatchObject({ periodIndex: 1, failureReason: "insufficient_balance" });
+      expect(failed?.data.nextRetryAt).toEqual(expect.any(String));
+      const read = await (await stack.partnerFetch(`/v1/subscriptions/${result.subscriptionId}`)).json();
+      expect(read.status).toBe("past_due");
+      expect(read.charges.map((charge: { status: string }) => charge.status)).toEqual(["paid", "failed"]);
+    });
   });
 });
 
