@@ -26,6 +26,7 @@ import { addressOf, anvilAccounts, loadOrCreateLocalSecrets } from "../local/loc
 import { type LocalJson, PROJECT_ROOT, startLocalStack } from "../local/local-stack.js";
 import { findFreePort } from "../local/ports.js";
 import { simulate } from "../local/simulate.js";
+import { simulateSubscription } from "../local/simulate-subscription.js";
 import { sessionBody } from "./support/checkout-helpers.js";
 import { waitFor } from "./support/test-stack.js";
 
@@ -405,6 +406,38 @@ describe("fork mode: FORK_URL=<rpc> npm start", () => {
     const outage = await simulate({ local, dataDir, scenario: "outage", outageMs: 4_000 });
     expect(outage.steps.join("\n")).toMatch(/stopped the node \(SIGSTOP of Anvil, pid \d+\)/);
     expect(outage.events.map((event) => event.type)).toEqual(["purchase.settled"]);
+  });
+
+  it("subscribes on the fork: the manager deployed there, signatures only, the first charge in the fork's USDC", {
+    timeout: 240_000,
+  }, async () => {
+    const fork = clientsOf(local.rpcUrl, 8453).publicClient;
+    const manager = local.contracts.subscriptionManager as Address;
+    expect((await fork.getCode({ address: manager }))?.length ?? 0).toBeGreaterThan(2);
+    expect(await fork.getCode({ address: manager, blockNumber: forkBlock })).toBeUndefined();
+
+    const result = await simulateSubscription({ local, scenario: "subscription" });
+    expect(result.events.map((event) => event.type)).toEqual(["subscription.activated", "subscription.charged"]);
+    const charged = result.events[1]!.data;
+    expect(charged).toMatchObject({ chainId: 8453, periodIndex: 0, amount: "2000000" });
+    // The charge is a transfer of Base's USDC (the fork's copy) from the customer to the partner,
+    // through the manager deployed on the fork, sent by the service's relayer.
+    const receipt = await fork.getTransactionReceipt({ hash: charged.transactionHash as Hex });
+    expect(receipt.status).toBe("success");
+    expect(receipt.blockNumber).toBeGreaterThan(forkBlock);
+    expect(getAddress(receipt.to as Address)).toBe(getAddress(manager));
+    const transfer = receipt.logs.find((log) => getAddress(log.address) === BASE_USDC);
+    expect(transfer).toBeDefined();
+    expect(getAddress(`0x${transfer!.topics[1]!.slice(26)}`)).toBe(getAddress(result.subscriber));
+    expect(getAddress(`0x${transfer!.topics[2]!.slice(26)}`)).toBe(getAddress(local.partner.paymentAddress));
+    // Base's confirmation count applies: the charge is paid only once 10 blocks deep.
+    const head = await fork.getBlockNumber({ cacheTime: 0 });
+    expect(head - receipt.blockNumber + 1n).toBeGreaterThanOrEqual(BigInt(KNOWN_NETWORKS.base.defaultConfirmations));
+    expect(await fork.getBalance({ address: result.subscriber })).toBe(0n);
+    const read = await (await partnerFetch(`/v1/subscriptions/${result.subscriptionId}`)).json();
+    expect(read).toMatchObject({ status: "active", chainId: 8453 });
+    expect(getAddress(read.token)).toBe(BASE_USDC);
+    expect(read.charges).toEqual([expect.objectContaining({ periodIndex: 0, status: "paid", orderId: charged.orderId })]);
   });
 
   it("when the upstream dies and Anvil exits, names the fork's upstream (redacted) and shows Anvil's last lines", async () => {
