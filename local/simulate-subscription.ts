@@ -35,8 +35,6 @@ const FUNDER_INDEX = 6;
 /** 2 USDC an hour: the shortest period a partner may sell, so a renewal moves the chain's clock least. */
 const AMOUNT = 2_000_000n;
 const PERIOD_SECONDS = 3_600;
-/** What the new customer holds: the twelve periods the permit covers. */
-const FUNDED = 12n * AMOUNT;
 
 type SimulatedEvent = { id: string; type: string; data: Record<string, unknown> };
 
@@ -79,8 +77,10 @@ type TypedDataAnswer = {
 export async function simulateSubscription(params: {
   local: LocalJson;
   scenario: string;
-  /** `renewal`, `renewal-failure`: an existing subscription of the demo partner. */
+  /** An existing subscription of the demo partner (`subscription` needs its client token with it). */
   subscriptionId?: string;
+  /** `subscription` with `subscriptionId`: the token of its link (`#st=`), to subscribe as its customer. */
+  clientToken?: string;
   /** How long to wait for each step's events (default 120 s: 10 confirmations on a fork take ~20 s). */
   timeoutMs?: number;
   log?: (line: string) => void;
@@ -94,8 +94,10 @@ export async function simulateSubscription(params: {
       "renewal charges an existing subscription: give --subscription sub_… (from the subscription scenario)",
     );
   }
-  if (scenario === "subscription" && params.subscriptionId !== undefined) {
-    throw new SimulationRefused("the subscription scenario creates its own: --subscription is for renewal and renewal-failure");
+  if (scenario === "subscription" && params.subscriptionId !== undefined && params.clientToken === undefined) {
+    throw new SimulationRefused(
+      "the subscription scenario subscribes as the customer: with --subscription give its client token too (--client-token st_…, from the link after #st=)",
+    );
   }
   const { local } = params;
   const chain = defineChain({
@@ -129,9 +131,13 @@ export async function simulateSubscription(params: {
   let customerUrl: string | null = null;
   const events: SimulatedEvent[] = [];
   const expected: string[] = [];
-  if (params.subscriptionId === undefined) {
+  if (params.subscriptionId === undefined || scenario === "subscription") {
     const mark = await lastEventId(api);
-    subscription = await subscribeNewCustomer({ local, chain, client, api, step });
+    const existing =
+      params.subscriptionId === undefined
+        ? undefined
+        : { ...(await readSubscription(api, params.subscriptionId)), clientToken: params.clientToken ?? null };
+    subscription = await subscribeNewCustomer({ local, chain, client, api, existing, step });
     customerUrl = subscription.customerUrl;
     const first = ["subscription.activated", "subscription.charged"];
     events.push(...(await waitFor(subscription.id, mark, first)));
@@ -200,25 +206,42 @@ async function subscribeNewCustomer(params: {
   chain: ReturnType<typeof defineChain>;
   client: PublicClient;
   api: PartnerApi;
+  /** A subscription the partner created, with the token of its link; by default one is created. */
+  existing: SubscriptionBody | undefined;
   step: (line: string) => void;
 }): Promise<SubscriptionBody> {
   const { local, api, step } = params;
-  const externalCustomerId = `simulate-${randomUUID().slice(0, 8)}`;
-  const created = await api.call("POST", "/v1/subscriptions", {
-    externalCustomerId,
-    productName: "Simulated hourly plan",
-    amount: AMOUNT.toString(),
-    interval: { seconds: PERIOD_SECONDS },
-    metadata: { simulated: "subscription" },
-    idempotencyKey: `simulate-${externalCustomerId}`,
-  });
-  if (created.status !== 201) {
-    throw new SimulationRefused(`the subscription was refused (${created.status}): ${created.body.code}: ${created.body.detail}`);
+  let subscription: SubscriptionBody;
+  if (params.existing === undefined) {
+    const externalCustomerId = `simulate-${randomUUID().slice(0, 8)}`;
+    const created = await api.call("POST", "/v1/subscriptions", {
+      externalCustomerId,
+      productName: "Simulated hourly plan",
+      amount: AMOUNT.toString(),
+      interval: { seconds: PERIOD_SECONDS },
+      metadata: { simulated: "subscription" },
+      idempotencyKey: `simulate-${externalCustomerId}`,
+    });
+    if (created.status !== 201) {
+      throw new SimulationRefused(
+        `the subscription was refused (${created.status}): ${created.body.code}: ${created.body.detail}`,
+      );
+    }
+    subscription = created.body as unknown as SubscriptionBody;
+    step(
+      `created subscription ${subscription.id} for customer ${externalCustomerId}: ${AMOUNT} base units every ${PERIOD_SECONDS} s (${subscription.status})`,
+    );
+  } else {
+    subscription = params.existing;
+    if (subscription.status !== "awaiting_authorization") {
+      throw new SimulationRefused(
+        `subscription ${subscription.id} is ${subscription.status}: only one awaiting its customer is subscribed to`,
+      );
+    }
+    step(`using subscription ${subscription.id}: ${subscription.amount} base units every ${subscription.periodSeconds} s`);
   }
-  const subscription = created.body as unknown as SubscriptionBody;
-  step(
-    `created subscription ${subscription.id} for customer ${externalCustomerId}: ${AMOUNT} base units every ${PERIOD_SECONDS} s (${subscription.status})`,
-  );
+  // The permit covers at most twelve periods: the customer holds that much.
+  const funded = 12n * BigInt(subscription.amount);
 
   // A new wallet each run: its allowance and balance are this subscription's alone.
   const customer = privateKeyToAccount(generatePrivateKey());
@@ -228,13 +251,13 @@ async function subscribeNewCustomer(params: {
       address: subscription.token,
       abi: erc20Abi,
       functionName: "transfer",
-      args: [customer.address, FUNDED],
+      args: [customer.address, funded],
       chain: params.chain,
     },
   );
   await params.client.waitForTransactionReceipt({ hash: funding });
   step(
-    `gave a new test customer ${customer.address} ${FUNDED} base units of USDC from ${funder.address} (${funding}), and no ETH`,
+    `gave a new test customer ${customer.address} ${funded} base units of USDC from ${funder.address} (${funding}), and no ETH`,
   );
 
   const terms = await publicPost(local, `/v1/public/subscriptions/${subscription.id}/terms`, {

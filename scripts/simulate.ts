@@ -16,10 +16,12 @@ const usage = `usage: npm run simulate -- <scenario> [--session <id>] [--client-
 scenarios: ${SCENARIOS.join(", ")}
 subscription scenarios: ${SUBSCRIPTION_SCENARIOS.join(", ")}
   --session <id>        use this session of the demo partner (default: create one)
-  --client-token <ct>   the session's client token (relayed and reward act as the customer)
+  --client-token <ct>   the session's client token (relayed and reward act as the customer),
+                        or the subscription's (st_…, after #st= in its link)
   --outage-seconds <s>  outage: how long the node stays stopped (default 10)
   --subscription <id>   renewal, renewal-failure: this subscription of the demo partner
-                        (renewal needs one; renewal-failure creates one without it)
+                        (renewal needs one; renewal-failure creates one without it);
+                        subscription: subscribe to this one (with --client-token st_…)
   --help                this text
 
 Local chain and fork mode only; see docs/testing.md for each scenario's events.`;
@@ -60,6 +62,7 @@ try {
       local: readLocalJson(),
       scenario,
       subscriptionId: values.subscription,
+      clientToken: values["client-token"],
       log: (line) => console.log(`- ${line}`),
     });
     console.log(`\nsubscription ${result.subscriptionId} of customer wallet ${result.subscriber}`);
@@ -74,7 +77,7 @@ try {
       ].filter((part) => part !== undefined);
       console.log(`  ${event.id} ${event.type}${detail.length === 0 ? "" : ` (${detail.join(", ")})`}`);
     }
-    if (result.subscriptionId !== undefined && result.expected[0] === "subscription.activated") {
+    if (result.expected[0] === "subscription.activated") {
       console.log(`\nnext: npm run simulate -- renewal --subscription ${result.subscriptionId}`);
     }
     process.exit(0);

@@ -183,12 +183,31 @@ describe("npm run simulate: each scenario's events reach the partner's receiver"
       );
     let subscriptionId: string;
 
-    it("subscription: a new customer subscribes with signatures only; activated, then period 0 charged", async () => {
+    it("subscription: a new customer subscribes with signatures only to the partner's subscription; activated, then period 0 charged", async () => {
       await expect(simulateSubscription({ local: stack.local, scenario: "renewal" })).rejects.toThrow(/--subscription sub_/);
-      const result = await simulateSubscription({ local: stack.local, scenario: "subscription", timeoutMs: 60_000 });
+      // As docs/subscriptions.md's walk: the shop creates it, the simulated customer takes its link's token.
+      const created = await (
+        await stack.partnerFetch("/v1/subscriptions", {
+          method: "POST",
+          json: {
+            externalCustomerId: "walk-1",
+            productName: "Hourly plan",
+            amount: "2000000",
+            interval: { seconds: 3600 },
+            idempotencyKey: "simulate-walk-1",
+          },
+        })
+      ).json();
+      const result = await simulateSubscription({
+        local: stack.local,
+        scenario: "subscription",
+        subscriptionId: created.id,
+        clientToken: created.clientToken,
+        timeoutMs: 60_000,
+      });
       subscriptionId = result.subscriptionId;
+      expect(subscriptionId).toBe(created.id);
       expect(result.expected).toEqual(["subscription.activated", "subscription.charged"]);
-      expect(result.customerUrl).toMatch(new RegExp(`/subscription/${subscriptionId}#st=`));
       // Signatures only: the customer's wallet never paid gas.
       expect(await stack.publicClient.getBalance({ address: result.subscriber })).toBe(0n);
       expect(await stack.publicClient.getTransactionCount({ address: result.subscriber })).toBe(0);
@@ -225,6 +244,7 @@ describe("npm run simulate: each scenario's events reach the partner's receiver"
         "subscription.charge_failed",
         "subscription.past_due",
       ]);
+      expect(result.customerUrl).toMatch(new RegExp(`/subscription/${result.subscriptionId}#st=st_`));
       const events = await delivered(result.subscriptionId, result.expected);
       const failed = events.find((event) => event.type === "subscription.charge_failed");
       expect(failed?.data).toMatchObject({ periodIndex: 1, failureReason: "insufficient_balance" });
