@@ -5,6 +5,7 @@ import type { HashSubmissionResult } from "./scenarios/hash-submission.js";
 import type { IndexerResult } from "./scenarios/indexer.js";
 import type { SessionCreationResult } from "./scenarios/session-creation.js";
 import type { LatencyResult } from "./scenarios/settlement-latency.js";
+import type { SubscriptionChargesResult } from "./scenarios/subscription-charges.js";
 
 /**
  * What `npm run bench` runs with (the environment's BENCH_* variables) and what it writes
@@ -23,6 +24,8 @@ export const config = {
   quick,
   purchases: envNumber("BENCH_PURCHASES", quick ? 50 : 200),
   gaslessPurchases: envNumber("BENCH_GASLESS_PURCHASES", quick ? 10 : 40),
+  /** Issue 44: active subscriptions whose first period falls due at the same chain second. */
+  subscriptions: envNumber("BENCH_SUBSCRIPTIONS", quick ? 100 : 1_000),
   payRatePerS: envNumber("BENCH_PAY_RATE", 4),
   blockTimeS: envNumber("BENCH_BLOCK_TIME", 1),
   confirmations: envNumber("BENCH_CONFIRMATIONS", 2),
@@ -39,7 +42,7 @@ export const config = {
   serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
   /** Ponder's index on a throw-away PostgreSQL server (DATABASE_URL) instead of embedded PGlite. */
   postgresIndex: process.env.BENCH_POSTGRES === "1",
-  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,indexer").split(",").map((name) => name.trim()),
+  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,subscriptions,indexer").split(",").map((name) => name.trim()),
 };
 
 export type BenchResults = {
@@ -54,6 +57,8 @@ export type BenchResults = {
   hashSubmission?: HashSubmissionResult;
   sessionCreation?: SessionCreationResult;
   indexer?: IndexerResult;
+  /** Issue 44: the worker charging subscriptions that fall due together. */
+  subscriptionCharges?: SubscriptionChargesResult;
   /** Issue 27: reconciliation and the full-period CSV export over 100,000 indexed transfers (BENCH_ONLY=books). */
   books?: BooksResult;
   /** Issue 30's goals, one entry each, beside the figure before it. */

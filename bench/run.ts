@@ -11,6 +11,7 @@ import { measureHashSubmission } from "./scenarios/hash-submission.js";
 import { measureIndexer } from "./scenarios/indexer.js";
 import { measureSessionCreation } from "./scenarios/session-creation.js";
 import { type LatencyResult, measureSettlementLatency } from "./scenarios/settlement-latency.js";
+import { measureSubscriptionCharges } from "./scenarios/subscription-charges.js";
 import { goalsOf } from "./support/goals.js";
 import { startMemorySampler } from "./support/memory.js";
 import { PROJECT_ROOT } from "./support/processes.js";
@@ -164,6 +165,41 @@ async function main(): Promise<number> {
       await stack.stop();
       cleanups.pop();
     }
+  }
+
+  // Its own stack: it moves the chain's clock an hour ahead, which would make later payments late.
+  if (config.only.includes("subscriptions")) {
+    await scenario("subscription charges", async () => {
+      log(`subscription charges (${config.subscriptions} due together)`);
+      const bench = await startBenchStack({
+        blockTime: config.blockTimeS,
+        env: {
+          LOCAL_CONFIRMATIONS: String(config.confirmations),
+          LOOKUP_RATE_LIMIT: "1000000",
+          PUBLIC_RATE_LIMIT: "1000000",
+          // A thousand charges in one day exceed the default gas budget: the bench measures the worker, not the budget.
+          RELAYER_PARTNER_DAILY_GAS_WEI: "1000000000000000000000",
+          RELAYER_PARTNER_DAILY_RELAYS: "1000000",
+          ...(postgres ? { DATABASE_URL: await postgres.createDatabase("bench_subscriptions_index") } : {}),
+          ...config.serviceEnv,
+        },
+      });
+      cleanups.push(() => bench.stop());
+      memory.watch(bench.stack.ponder.process.pid);
+      try {
+        results.subscriptionCharges = await measureSubscriptionCharges({
+          bench,
+          subscriptions: config.subscriptions,
+          timeoutMs: config.indexerTimeoutMs,
+          memory,
+          log,
+        });
+      } finally {
+        memory.watch(undefined);
+        await bench.stop();
+        cleanups.pop();
+      }
+    });
   }
 
   if (config.only.includes("indexer")) {

@@ -223,6 +223,29 @@ export function renderReport(results: BenchResults): string {
     );
   }
 
+  const subscriptions = results.subscriptionCharges;
+  if (subscriptions !== undefined) {
+    out.push(
+      `## Subscriptions: ${subscriptions.subscriptions.toLocaleString("en")} active subscriptions whose first period starts at the same chain second`,
+      "The start's block is stamped by the bench; from it the worker charges every due period through the relayer. Measured to subscription.charged at a webhook receiver.",
+      "",
+      table(
+        ["stage", "p50", "p95", "p99", "max"],
+        [
+          ...(subscriptions.startToMined === undefined
+            ? []
+            : [summaryRow("start's block seen → the charge in a block seen", subscriptions.startToMined)]),
+          ...(subscriptions.startToCharged === undefined
+            ? []
+            : [summaryRow("start's block seen → subscription.charged", subscriptions.startToCharged)]),
+        ],
+      ),
+      "",
+      `Active before the start ${subscriptions.activated}/${subscriptions.subscriptions}; charged ${subscriptions.charged}/${subscriptions.subscriptions} within ${seconds(subscriptions.waitedForChargesMs)}; charges reaching the chain: ${subscriptions.submittedPerS ?? "-"}/s`,
+      "",
+    );
+  }
+
   const books = results.books;
   if (books !== undefined) {
     out.push(
@@ -251,6 +274,7 @@ export function renderReport(results: BenchResults): string {
     ["settlement latency", results.latency?.peakRssBytes],
     ["hash submission (service)", results.hashSubmission?.peakRssBytes.service],
     ["session creation", results.sessionCreation?.peakRssBytes],
+    ["subscription charges", results.subscriptionCharges?.peakRssBytes],
     ["indexer cold start", results.indexer?.peakRssBytes],
     ["baseline verifier, direct (for scale)", results.hashSubmission?.peakRssBytes.baselineDirect],
     [`baseline verifier, +delay (for scale)`, results.hashSubmission?.peakRssBytes.baselineDelayed],
