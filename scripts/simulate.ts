@@ -77,7 +77,7 @@ try {
       ].filter((part) => part !== undefined);
       console.log(`  ${event.id} ${event.type}${detail.length === 0 ? "" : ` (${detail.join(", ")})`}`);
     }
-    if (result.expected[0] === "subscription.activated") {
+    if (result.scenario === "subscription") {
       console.log(`\nnext: npm run simulate -- renewal --subscription ${result.subscriptionId}`);
     }
     process.exit(0);
