@@ -95,6 +95,19 @@ async function shoot(page: Page, name: string, options: { blockingOnly?: boolean
   await page.setViewportSize(WIDE);
 }
 
+const publicPost = (path: string, body: unknown) =>
+  fetch(`${stack.ponder.baseUrl}${path}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+async function expectProblem(response: Response, status: number, code: string) {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  expect((JSON.parse(text) as Json).code).toBe(code);
+}
+
 /** Waits for the page's state, and says where things stood when it never comes. */
 async function stateOf(page: Page, root: string, state: string, timeout = 60_000) {
   try {
@@ -190,6 +203,34 @@ describe("the subscription pages (Chromium)", () => {
     await expect(page.locator("#detail-next").textContent()).resolves.toMatch(/UTC$/);
     await shoot(page, "customer-active");
 
+    // Refused, and nothing sent: a cancel signed by another wallet, or with a wrong token.
+    const read = await publicPost(`/v1/public/subscriptions/${subscription.id}/validate`, {
+      clientToken: subscription.clientToken,
+    });
+    const view = (await read.json()) as Json;
+    expect(view).not.toHaveProperty("externalCustomerId");
+    expect(view).not.toHaveProperty("metadata");
+    const { EIP712Domain: _domainType, ...types } = view.cancel.typedData.types;
+    const stranger = await privateKeyToAccount(keyOf(MEMBER)).signTypedData({
+      ...view.cancel.typedData,
+      domain: { ...view.cancel.typedData.domain, chainId: Number(view.cancel.typedData.domain.chainId) },
+      types,
+    });
+    await expectProblem(
+      await publicPost(`/v1/public/subscriptions/${subscription.id}/cancel`, {
+        clientToken: subscription.clientToken,
+        signature: stranger,
+      }),
+      422,
+      "subscription_cancel_bad_signature",
+    );
+    await expectProblem(
+      await publicPost(`/v1/public/subscriptions/${subscription.id}/cancel`, { clientToken: "st_wrong", signature: stranger }),
+      401,
+      "invalid_subscription_token",
+    );
+    expect((await partner(`/v1/subscriptions/${subscription.id}`)).status).toBe("active");
+
     await page.getByRole("button", { name: "Cancel subscription" }).click();
     await stateOf(page, "subscription", "cancelled");
     await expect(page.locator("#status").textContent()).resolves.toContain("Cancelled by you");
@@ -205,6 +246,16 @@ describe("the subscription pages (Chromium)", () => {
           event.data.cancelledBy === "customer",
       ),
     ).toBe(true);
+    // Nothing is left to cancel: the page no longer offers it, and the route says why.
+    expect(await page.locator("#cancel-step").isHidden()).toBe(true);
+    await expectProblem(
+      await publicPost(`/v1/public/subscriptions/${subscription.id}/cancel`, {
+        clientToken: subscription.clientToken,
+        signature: stranger,
+      }),
+      409,
+      "subscription_not_cancellable",
+    );
     await page.close();
   }, 180_000);
 

@@ -130,9 +130,7 @@ export function SubscriptionPage({ id }: { id: string }) {
               <When value={data.nextChargeAt} />
             </dd>
             <dt>Customer wallet</dt>
-            <dd>
-              <code className="break">{data.subscriber ?? "—"}</code>
-            </dd>
+            <dd>{data.subscriber ? <code className="break">{data.subscriber}</code> : "—"}</dd>
             <dt>Paid to</dt>
             <dd>
               <code className="break">{data.payee}</code>
