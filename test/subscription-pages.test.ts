@@ -176,7 +176,25 @@ describe("the subscription pages (Chromium)", () => {
     await shoot(page, "subscribe-terms");
 
     await page.getByRole("button", { name: "Connect wallet" }).click();
-    await page.getByRole("button", { name: "Sign and subscribe" }).click();
+    // Blocks are held back so the relayed registration is seen on its way first.
+    await stack.testClient.setAutomine(false);
+    try {
+      await page.getByRole("button", { name: "Sign and subscribe" }).click();
+      await page.getByRole("heading", { name: "Registering your subscription" }).waitFor();
+      await shoot(page, "subscribe-pending");
+      // The link opened again meanwhile (a new tab; the same tab would only change its fragment): it waits
+      // for that registration and asks for no second signature.
+      const again = await context.newPage();
+      await again.goto(onStack(subscription.url));
+      await again.locator("#status").filter({ hasText: "waiting for the network" }).waitFor();
+      await again.getByRole("heading", { name: "Registering your subscription" }).waitFor();
+      expect(await again.locator("#wallet-step").isHidden()).toBe(true);
+      await expect(again.locator("#pending-hash").textContent()).resolves.toMatch(/^0x[0-9a-f]{64}$/);
+      await again.close();
+    } finally {
+      await stack.testClient.setAutomine(true);
+    }
+    await stack.testClient.mine({ blocks: 1 });
     await stateOf(page, "subscribe", "active");
     await page.getByRole("heading", { name: "You are subscribed" }).waitFor();
     await shoot(page, "subscribe-done");

@@ -103,6 +103,10 @@ const PublicSubscriptionSchema = z
     payee: z.string(),
     subscriber: z.string().nullable(),
     onchainId: z.string().nullable(),
+    authorizationTransactionHash: z
+      .string()
+      .nullable()
+      .openapi({ description: "The registration the relayer sent, while it awaits the index" }),
     endAt: z.string().nullable(),
     nextChargeAt: z.string().nullable(),
     cancelAtPeriodEnd: z.boolean(),

@@ -263,6 +263,8 @@ export async function customerSubscriptionView(context: AppContext, params: { id
     payee: subscription.payee,
     subscriber: subscription.subscriber,
     onchainId: subscription.onchainId,
+    // A page reloaded while the registration is mined waits for it instead of asking for new signatures.
+    authorizationTransactionHash: subscription.authorizationTransactionHash,
     endAt: iso(subscription.endAt),
     nextChargeAt: next === null ? null : new Date(next * 1000).toISOString(),
     cancelAtPeriodEnd: subscription.cancelAtPeriodEnd,

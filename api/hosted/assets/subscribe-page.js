@@ -53,6 +53,11 @@
     renderTerms();
     clearTimeout(pollTimer);
     const awaiting = subscription.status === "awaiting_authorization";
+    // Sent already (this page, before a reload, or another tab): wait for it rather than sign again.
+    if (awaiting && subscription.authorizationTransactionHash && $("pending-step").hidden) {
+      $("pending-hash").replaceChildren(S.transactionElement(subscription.authorizationTransactionHash, subscription.chainId));
+      $("pending-step").hidden = false;
+    }
     $("wallet-step").hidden = !awaiting || !$("pending-step").hidden;
     switch (subscription.status) {
       case "awaiting_authorization":

@@ -5344,6 +5344,8 @@ export interface components {
             payee: string;
             subscriber: string | null;
             onchainId: string | null;
+            /** @description The registration the relayer sent, while it awaits the index */
+            authorizationTransactionHash: string | null;
             endAt: string | null;
             nextChargeAt: string | null;
             cancelAtPeriodEnd: boolean;
