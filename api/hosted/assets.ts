@@ -14,6 +14,9 @@ export const HOSTED_ASSETS = [
   "reward-claim.js",
   "hosted.css",
   "refund-page.js",
+  "subscription-common.js",
+  "subscribe-page.js",
+  "subscription-page.js",
 ] as const;
 export type HostedAssetName = (typeof HOSTED_ASSETS)[number];
 

@@ -304,3 +304,122 @@ ${head("Your refund")}
 </body>
 </html>`;
 }
+
+const merchantHeader = html`<header id="merchant" class="merchant" hidden>
+  <div class="merchant-id">
+    <img id="merchant-logo" class="merchant-logo" alt="" hidden>
+    <span id="merchant-name" class="merchant-name"></span>
+  </div>
+  <a id="back-link" class="back-link" hidden>Back to <span id="back-shop"></span></a>
+</header>`;
+
+const supportLine = html`<p id="support" class="support" hidden>Questions about this subscription? Contact <span class="shop-name"></span>:
+    <a id="support-url" hidden>support page</a><span id="support-separator" hidden> or </span><a id="support-email" hidden></a></p>`;
+
+/**
+ * The hosted subscribe page (`/subscribe/:id#st=<token>`): the terms in plain words, the
+ * customer's wallet signs them and an EIP-2612 permit, the service relays (no ETH). As the
+ * refund page, it knows only the id; the script reads the token from the fragment.
+ */
+export function subscribePage(params: { subscriptionId: string }) {
+  return html`<!doctype html>
+<html lang="en">
+${head("Subscribe with USDC")}
+<body>
+${merchantHeader}
+<main id="subscribe" class="card" data-subscription-id="${params.subscriptionId}" aria-labelledby="subscribe-title">
+  <h1 id="subscribe-title">Subscribe with USDC</h1>
+  <p id="status" class="status" role="status" aria-live="polite">Loading the subscription…</p>
+  <section id="terms-step" aria-labelledby="terms-title" hidden>
+    <h2 id="terms-title" tabindex="-1">What you agree to</h2>
+    <p id="terms-product" class="summary"></p>
+    <ul id="terms-list" class="terms-list"></ul>
+    <dl class="payment">
+      <div><dt>Amount</dt><dd id="terms-amount"></dd></div>
+      <div><dt>Every</dt><dd id="terms-period"></dd></div>
+      <div><dt>Paid to</dt><dd><code id="terms-payee" class="address"></code></dd></div>
+      <div><dt>Network</dt><dd id="terms-network"></dd></div>
+    </dl>
+  </section>
+  <section id="wallet-step" aria-labelledby="wallet-title" hidden>
+    <h2 id="wallet-title" tabindex="-1">Subscribe from your wallet</h2>
+    <p>Your wallet signs twice, with no network fee: the terms above, and a USDC allowance for the subscription
+      contract (<span id="permit-words"></span>). We send them to the network and pay the fee; you need no ETH.</p>
+    <p id="account-line" hidden>Connected wallet: <code id="account" class="address"></code></p>
+    <p id="wallet-error" class="error" role="alert" hidden></p>
+    <div class="actions">
+      <button type="button" id="connect" class="primary">Connect wallet</button>
+      <button type="button" id="sign" class="primary" hidden>Sign and subscribe</button>
+    </div>
+    <p id="no-wallet" class="hint" hidden>This page needs a wallet in your browser (an extension such as a browser wallet).</p>
+  </section>
+  <section id="pending-step" aria-labelledby="pending-title" hidden>
+    <h2 id="pending-title" tabindex="-1">Registering your subscription</h2>
+    <p>The network is confirming it. Keep this page open; it updates by itself.</p>
+    <p>Transaction: <span id="pending-hash"></span></p>
+  </section>
+  <section id="done-step" aria-labelledby="done-title" hidden>
+    <h2 id="done-title" tabindex="-1">You are subscribed</h2>
+    <p id="done-message"></p>
+    <p id="done-next" hidden></p>
+    <p><a id="manage-link" class="button primary">Manage or cancel your subscription</a></p>
+    <p id="success-line" hidden><a id="success-link">Back to <span class="shop-name"></span></a></p>
+  </section>
+  ${supportLine}
+</main>
+<script src="/assets/hosted-api.js"></script>
+<script src="/assets/subscription-common.js"></script>
+<script src="/assets/subscribe-page.js"></script>
+</body>
+</html>`;
+}
+
+/**
+ * The customer's subscription page (`/subscription/:id#st=<token>`): its state, terms, next
+ * charge, past charges with their transactions, and a signed, relayed Cancel.
+ */
+export function subscriptionPage(params: { subscriptionId: string }) {
+  return html`<!doctype html>
+<html lang="en">
+${head("Your subscription")}
+<body>
+${merchantHeader}
+<main id="subscription" class="card" data-subscription-id="${params.subscriptionId}" aria-labelledby="subscription-title">
+  <h1 id="subscription-title">Your subscription</h1>
+  <p id="summary" class="summary" hidden></p>
+  <p id="status" class="status" role="status" aria-live="polite">Loading your subscription…</p>
+  <section id="details-step" aria-labelledby="details-title" hidden>
+    <h2 id="details-title" tabindex="-1">Details</h2>
+    <dl class="payment">
+      <div><dt>Amount</dt><dd id="detail-amount"></dd></div>
+      <div><dt>Every</dt><dd id="detail-period"></dd></div>
+      <div><dt>Next charge</dt><dd id="detail-next"></dd></div>
+      <div><dt>Network</dt><dd id="detail-network"></dd></div>
+      <div id="detail-wallet-row" hidden><dt>From wallet</dt><dd><code id="detail-wallet" class="address"></code></dd></div>
+      <div><dt>Paid to</dt><dd><code id="detail-payee" class="address"></code></dd></div>
+    </dl>
+  </section>
+  <section id="charges-step" aria-labelledby="charges-title" hidden>
+    <h2 id="charges-title">Past charges</h2>
+    <p id="no-charges" class="hint" hidden>No charge yet.</p>
+    <ul id="charges-list" class="charges-list"></ul>
+  </section>
+  <section id="cancel-step" aria-labelledby="cancel-title" hidden>
+    <h2 id="cancel-title" tabindex="-1">Cancel</h2>
+    <p>Cancelling stops every later charge at once; what was already charged stays paid. Your wallet signs the cancel
+      with no network fee, and we send it to the network. You can also call <code>cancel</code> on the subscription
+      contract from any wallet tool.</p>
+    <p id="cancel-error" class="error" role="alert" hidden></p>
+    <p id="cancel-sent" role="status" hidden></p>
+    <div class="actions">
+      <button type="button" id="cancel" class="primary">Cancel subscription</button>
+    </div>
+  </section>
+  ${supportLine}
+</main>
+<script src="/assets/hosted-api.js"></script>
+<script src="/assets/subscription-common.js"></script>
+<script src="/assets/subscription-page.js"></script>
+</body>
+</html>`;
+}

@@ -11,7 +11,7 @@ import type { MiddlewareHandler } from "hono";
  *
  * Closed to other origins: `/api` (portals, console, local sign-in) and `/v1` except
  * `/v1/public` (partner API keys are server-side). Everything else keeps Ponder's open
- * policy: `/v1/public/*`, the hosted pages (`/checkout`, `/claim`, `/refund`), the
+ * policy: `/v1/public/*`, the hosted pages (`/checkout`, `/claim`, `/refund`, `/subscribe`, `/subscription`), the
  * console's and the framed component's assets, the documents, and Ponder's own routes.
  */
 export function closedToOtherOrigins(path: string): boolean {

@@ -726,6 +726,18 @@ export const PROBLEM_REGISTRY = {
     title: "The subscription cannot be cancelled",
     meaning: "It already ended, expired or was cancelled; `subscriptionStatus` says which.",
   },
+  subscription_cancel_bad_signature: {
+    status: 422,
+    title: "The signature is not the subscriber's cancel of this subscription",
+    meaning:
+      "The customer's cancel must be the subscriber's EIP-712 `Cancel(bytes32 id)` over this subscription's on-chain id, as the page's `cancel.typedData` states it. Nothing was sent.",
+  },
+  subscription_cancel_rejected_on_chain: {
+    status: 422,
+    title: "The subscription manager refuses this cancel",
+    meaning:
+      "Simulating `cancelWithSignature` reverts: the terms are not registered yet, or were already cancelled on chain. Nothing was sent.",
+  },
   certificate_revoked: {
     status: 409,
     title: "The certificate of this purchase is revoked",

@@ -7,7 +7,7 @@ import { findSession } from "../checkout/session-record.js";
 import { paymentView } from "../checkout/session-view.js";
 import { HOSTED_ASSETS_DIR, hostedAssetName } from "../hosted/assets.js";
 import { checkoutFrameAncestor } from "../hosted/frame-origins.js";
-import { checkoutPage, claimPage, refundPage } from "../hosted/pages.js";
+import { checkoutPage, claimPage, refundPage, subscribePage, subscriptionPage } from "../hosted/pages.js";
 import { paymentQrSvg } from "../hosted/payment-qr.js";
 import { hostedPageHeaders } from "../hosted/security-headers.js";
 import { admit, CALLERS } from "../http/callers.js";
@@ -94,6 +94,18 @@ export function hostedPageRoutes(context: AppContext) {
     return c.html(refundPage({ refundId }), 200, noStore);
   });
 
+  // The customer's subscription pages: the client token stays in the fragment (`#st=`), read by the page's script.
+  const subscriptionIdOf = (value: string) => {
+    if (!SESSION_ID.test(value)) throw problems.notFound(`Subscription ${value.slice(0, 100)}`);
+    return value;
+  };
+  app.get("/subscribe/:subscriptionId", admit(CALLERS.anyone), hostedPageHeaders(), (c) =>
+    c.html(subscribePage({ subscriptionId: subscriptionIdOf(c.req.param("subscriptionId")) }), 200, noStore),
+  );
+  app.get("/subscription/:subscriptionId", admit(CALLERS.anyone), hostedPageHeaders(), (c) =>
+    c.html(subscriptionPage({ subscriptionId: subscriptionIdOf(c.req.param("subscriptionId")) }), 200, noStore),
+  );
+
   // Only the listed names, each a file of HOSTED_ASSETS_DIR; serveStatic takes a root
   // relative to the working directory, worked out per request so any start directory works.
   app.get("/assets/:name", admit(CALLERS.anyone), async (c) => {
@@ -155,5 +167,26 @@ export function hostedPageRoutes(context: AppContext) {
     request: { params: z.object({ refundId: z.string() }) },
     responses: { 200: { description: "HTML page", content: { "text/html": { schema: z.string() } } } },
   });
+  for (const [path, summary, description] of [
+    [
+      "/subscribe/{subscriptionId}",
+      "The hosted subscribe page",
+      "Open the subscription's `url` (`/subscribe/<id>#st=<token>`): the page reads the token from the fragment, states the terms in plain words, and has the customer's wallet sign them and a permit; the service relays.",
+    ],
+    [
+      "/subscription/{subscriptionId}",
+      "The customer's subscription page",
+      "Open the subscription's `customerUrl` (`/subscription/<id>#st=<token>`): its state, next charge, past charges with their transactions, and a signed, relayed Cancel.",
+    ],
+  ] as const) {
+    app.openAPIRegistry.registerPath({
+      method: "get",
+      path,
+      summary,
+      description,
+      request: { params: z.object({ subscriptionId: z.string() }) },
+      responses: { 200: { description: "HTML page", content: { "text/html": { schema: z.string() } } } },
+    });
+  }
   return app;
 }

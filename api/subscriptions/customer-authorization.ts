@@ -1,13 +1,16 @@
-import { type Address, encodeFunctionData, type Hex, parseAbi } from "viem";
+import { type Address, encodeFunctionData, getTypesForEIP712Domain, type Hex, parseAbi, type TypedDataDomain } from "viem";
 import { subscriptionManagerAbi } from "../../contracts/generated/SubscriptionManager.js";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import { readTokenDomain } from "../gasless/eip3009.js";
 import { RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
 import { ProblemError, problem } from "../http/problem.js";
+import { readBranding } from "../partners/branding.js";
+import { chargesOfSubscription } from "./charge-record.js";
 import { recordAuthorizationTransaction, recordTerms, type Subscription } from "./subscription-record.js";
 import { permitValueOf } from "./subscription-rules.js";
 import {
+  cancelTypedData,
   OPEN_ENDED,
   permitTypedData,
   type SubscriptionTerms,
@@ -15,7 +18,7 @@ import {
   subscriptionSalt,
   subscriptionTypedData,
 } from "./subscription-terms.js";
-import { subscriptionOfToken } from "./subscriptions.js";
+import { nextChargeOf, subscriptionOfToken } from "./subscriptions.js";
 
 /**
  * The customer's side of a subscription (SPEC 18, docs/subscriptions.md "The customer's
@@ -70,6 +73,17 @@ const jsonable = (value: unknown): unknown =>
       : value !== null && typeof value === "object"
         ? Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, jsonable(inner)]))
         : value;
+
+/**
+ * Typed data as `eth_signTypedData_v4` takes it: JSON numbers, and the `EIP712Domain` type list
+ * that wallets hash the domain with (viem derives it from the domain, so it is never written out).
+ */
+function forWallet(typedData: { domain: TypedDataDomain; types: Record<string, unknown> }) {
+  return jsonable({
+    ...typedData,
+    types: { EIP712Domain: getTypesForEIP712Domain({ domain: typedData.domain }), ...typedData.types },
+  }) as Record<string, unknown>;
+}
 
 /**
  * Issues the terms for the customer's wallet (`POST /v1/public/subscriptions/{id}/terms`):
@@ -129,12 +143,12 @@ export async function issueTerms(context: AppContext, params: { id: string; clie
   if (!recorded) assertAwaiting({ ...subscription, status: "active" });
   return {
     terms: jsonable(terms) as Record<string, string | number>,
-    typedData: jsonable(subscriptionTypedData({ ...where, terms })) as Record<string, unknown>,
+    typedData: forWallet(subscriptionTypedData({ ...where, terms })),
     onchainId,
     permit: {
       value: permitValue.toString(),
       deadline: deadline.toString(),
-      typedData: jsonable(
+      typedData: forWallet(
         permitTypedData(tokenDomain, {
           owner: params.subscriber,
           spender: subscription.manager,
@@ -142,7 +156,7 @@ export async function issueTerms(context: AppContext, params: { id: string; clie
           nonce,
           deadline,
         }),
-      ) as Record<string, unknown>,
+      ),
     },
   };
 }
@@ -217,4 +231,129 @@ export async function relayAuthorization(context: AppContext, params: SignedAuth
     .transaction()
     .execute((trx) => recordAuthorizationTransaction(trx, { subscription, transactionHash: hash, now: Date.now() }));
   return { transactionHash: hash };
+}
+
+const iso = (epochMs: number | null) => (epochMs === null ? null : new Date(epochMs).toISOString());
+
+/** The customer may cancel on chain while the service still charges it and its terms are registered. */
+const customerMayCancel = (subscription: Subscription) =>
+  (subscription.status === "active" || subscription.status === "past_due") && subscription.onchainId !== null;
+
+/**
+ * What the customer's pages show (`POST /v1/public/subscriptions/{id}/validate`): the shop, the
+ * terms in their own units, the next charge, past charges with their transactions, and, while it
+ * can be cancelled, the `Cancel` typed data the subscriber's wallet signs. No partner-only detail
+ * (no external customer id, no metadata, no URLs carrying tokens).
+ */
+export async function customerSubscriptionView(context: AppContext, params: { id: string; clientToken: string }) {
+  const subscription = await subscriptionOfToken(context.store, params);
+  const charges = await chargesOfSubscription(context.store, subscription.id);
+  const next = nextChargeOf(subscription, charges);
+  const cancellable = customerMayCancel(subscription);
+  return {
+    id: subscription.id,
+    status: subscription.status,
+    productName: subscription.productName,
+    amount: subscription.amount.toString(),
+    decimals: 6 as const,
+    interval: subscription.interval,
+    periodSeconds: subscription.periodSeconds,
+    network: networkByChainId(context, subscription.chainId)?.name ?? null,
+    chainId: subscription.chainId,
+    payee: subscription.payee,
+    subscriber: subscription.subscriber,
+    onchainId: subscription.onchainId,
+    // A page reloaded while the registration is mined waits for it instead of asking for new signatures.
+    authorizationTransactionHash: subscription.authorizationTransactionHash,
+    endAt: iso(subscription.endAt),
+    nextChargeAt: next === null ? null : new Date(next * 1000).toISOString(),
+    cancelAtPeriodEnd: subscription.cancelAtPeriodEnd,
+    cancelledBy: subscription.cancelledBy,
+    cancelledAt: iso(subscription.cancelledAt),
+    successUrl: subscription.successUrl,
+    cancelUrl: subscription.cancelUrl,
+    shop: await readBranding(context.store, subscription.partnerId),
+    charges: charges.map((charge) => ({
+      id: charge.id,
+      periodIndex: Number(charge.periodIndex),
+      amount: charge.amount.toString(),
+      status: charge.status,
+      transactionHash: charge.transactionHash,
+      failureReason: charge.failureReason,
+      nextRetryAt: iso(charge.nextRetryAt),
+      paidAt: iso(charge.paidAt),
+    })),
+    cancel:
+      cancellable && subscription.onchainId !== null
+        ? {
+            typedData: forWallet(
+              cancelTypedData({
+                chainId: subscription.chainId,
+                contract: subscription.manager,
+                onchainId: subscription.onchainId,
+              }),
+            ),
+          }
+        : null,
+  };
+}
+
+/**
+ * The customer's gasless cancel (`POST /v1/public/subscriptions/{id}/cancel`): the subscriber's
+ * EIP-712 `Cancel(id)`, checked here as the contract will (ERC-1271 too), then sent as
+ * `cancelWithSignature` by the relayer, charged to the partner like the registration. The
+ * subscription turns `cancelled` (`cancelledBy: "customer"`) when the index shows `Cancelled`,
+ * exactly as for a cancel sent from the customer's own wallet.
+ */
+export async function relayCustomerCancel(
+  context: AppContext,
+  params: { id: string; clientToken: string; signature: Hex },
+): Promise<{ transactionHash: Hex }> {
+  const subscription = await subscriptionOfToken(context.store, params);
+  if (!customerMayCancel(subscription) || subscription.onchainId === null || subscription.subscriber === null) {
+    throw new ProblemError({
+      code: "subscription_not_cancellable",
+      detail: `This subscription is ${subscription.status}${subscription.onchainId === null ? " and not registered on chain" : ""}.`,
+      extensions: { subscriptionStatus: subscription.status },
+    });
+  }
+  const { relayer } = networkOf(context, subscription);
+  const typedData = cancelTypedData({
+    chainId: subscription.chainId,
+    contract: subscription.manager,
+    onchainId: subscription.onchainId,
+  });
+  const valid = await relayer.client
+    .verifyTypedData({ address: subscription.subscriber, signature: params.signature, ...typedData })
+    .catch(() => false);
+  if (!valid) {
+    throw problem(
+      "subscription_cancel_bad_signature",
+      "The signature is not the subscriber's cancel of this subscription: sign exactly the typed data the page shows.",
+    );
+  }
+  const data = encodeFunctionData({
+    abi: subscriptionManagerAbi,
+    functionName: "cancelWithSignature",
+    args: [subscription.onchainId, params.signature],
+  });
+  try {
+    const sent = await relayContractCall(context, relayer, {
+      // Its own subject, so the registration's relays never use up the customer's cancel.
+      charge: {
+        partnerId: subscription.partnerId,
+        chainId: subscription.chainId,
+        purpose: "subscription",
+        subjectId: `${subscription.id}:cancel`,
+      },
+      call: { to: subscription.manager, data },
+    });
+    return { transactionHash: sent.hash };
+  } catch (error) {
+    if (!(error instanceof RelayFailure)) throw error;
+    if (error.code === "authorization_rejected_on_chain") {
+      throw problem("subscription_cancel_rejected_on_chain", error.message);
+    }
+    throw new ProblemError({ code: error.code, title: "The relayer could not send the cancel", detail: error.message });
+  }
 }

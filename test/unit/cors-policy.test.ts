@@ -15,6 +15,8 @@ describe("closedToOtherOrigins", () => {
     ["/checkout/cs_1", false],
     ["/claim/x", false],
     ["/refund/x", false],
+    ["/subscribe/sub_1", false],
+    ["/subscription/sub_1", false],
     ["/console/assets/index.js", false],
     ["/graphql", false],
     ["/apiary", false],

@@ -24,6 +24,7 @@ import { Fulfil, OrderPage, OrderState } from "./partner-order";
 import { PaymentPage, paymentPath, RefundPage } from "./partner-payment";
 import { Refunds } from "./partner-refunds";
 import { Rewards } from "./partner-rewards";
+import { SubscriptionPage, Subscriptions } from "./partner-subscriptions";
 
 export const partnerNav: NavItem[] = [
   { path: "sessions", label: "Sessions and orders" },
@@ -35,6 +36,7 @@ export const partnerNav: NavItem[] = [
   { path: "branding", label: "Branding" },
   { path: "rewards", label: "Rewards" },
   { path: "refunds", label: "Refunds" },
+  { path: "subscriptions", label: "Subscriptions" },
   { path: "auditor", label: "Auditor" },
 ];
 
@@ -63,6 +65,8 @@ export function PartnerScreens({ sub }: { sub: string[] }) {
     case "refunds":
       // An order id here is the older "Refund…" link, which filled the form in; anything else is a refund.
       return sub[1] && !sub[1].startsWith("ord_") ? <RefundPage id={sub[1]} /> : <Refunds orderId={sub[1]} />;
+    case "subscriptions":
+      return sub[1] ? <SubscriptionPage id={sub[1]} /> : <Subscriptions />;
     case "auditor":
       return <Auditor />;
     default:
