@@ -181,7 +181,17 @@ const neutralised = (text: string) => (/^[=+\-@\t\r]/.test(text) ? `'${text}` : 
 const range = () => `fromBlock=1&toBlock=${toBlock}`;
 
 /** Every ledger kind, as the reconciliation's sums name them (docs/accounting.md). */
-const KINDS = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"];
+const KINDS = [
+  "settled",
+  "underpaid",
+  "overpaid",
+  "late",
+  "unmatched_in",
+  "refund",
+  "unmatched_out",
+  "reward_claim",
+  "subscription_charge",
+];
 
 async function ledgerPages(limit: number, apiKey?: string, rangeQuery = range()): Promise<Entry[]> {
   const entries: Entry[] = [];

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type Address, type Hex, parseSignature } from "viem";
+import { type Address, erc20Abi, type Hex, parseSignature } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
@@ -295,6 +295,62 @@ describe("subscriptions: create, authorise, charge, renew, cancel", () => {
         account: stack.local.accounts[0]?.address as Address,
       }),
     ).rejects.toThrow(/AlreadyCharged/);
+  });
+
+  it("each paid charge is an ordinary order with its payment, filed as subscription_charge; the books still reconcile", async () => {
+    const paid = (await readSubscription(created.id)).charges.filter((charge) => charge.status === "paid");
+    expect(paid).toHaveLength(2);
+    for (const charge of paid) {
+      const order = await json<{
+        status: string;
+        externalOrderId: string;
+        amountPaid: string | null;
+        payment: { transactionHash: string; from: string; to: string } | null;
+      }>(await stack.partnerFetch(`/v1/orders/${charge.orderId}`), 200);
+      expect(order).toMatchObject({
+        status: "paid",
+        externalOrderId: `${created.id}:${charge.periodIndex}`,
+        amountPaid: AMOUNT.toString(),
+      });
+      expect(order.payment?.transactionHash.toLowerCase()).toBe(charge.transactionHash?.toLowerCase());
+      expect(order.payment?.from.toLowerCase()).toBe(subscriber().address.toLowerCase());
+      expect(order.payment?.to.toLowerCase()).toBe(stack.local.partner.paymentAddress.toLowerCase());
+    }
+    const hashes = paid.map((charge) => (charge.transactionHash as string).toLowerCase());
+    const toBlock = await stack.publicClient.getBlockNumber();
+    const range = `fromBlock=1&toBlock=${toBlock}`;
+    const ledger = await json<{ data: { kind: string; transactionHash: string; orderId?: string; value: string }[] }>(
+      await stack.partnerFetch(`/v1/ledger?${range}&limit=500`),
+      200,
+    );
+    const charges = ledger.data.filter((entry) => hashes.includes(entry.transactionHash.toLowerCase()));
+    expect(charges.map((entry) => [entry.kind, entry.orderId, entry.value])).toEqual(
+      paid.map((charge) => ["subscription_charge", charge.orderId, AMOUNT.toString()]),
+    );
+    const report = await json<{
+      data: { paymentAddress: string; reconciled: boolean; chainBalance: string; sums: Record<string, string> }[];
+    }>(await stack.partnerFetch(`/v1/reports/reconciliation?${range}`), 200);
+    const row = report.data.find(
+      (line) => line.paymentAddress.toLowerCase() === stack.local.partner.paymentAddress.toLowerCase(),
+    );
+    const balance = await stack.publicClient.readContract({
+      address: stack.local.contracts.usdc as Address,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [stack.local.partner.paymentAddress as Address],
+      blockNumber: toBlock,
+    });
+    expect(row).toMatchObject({ reconciled: true, chainBalance: balance.toString() });
+    const ledgerSum = ledger.data
+      .filter(
+        (entry) =>
+          entry.kind === "subscription_charge" &&
+          (entry as { paymentAddress?: string }).paymentAddress?.toLowerCase() ===
+            stack.local.partner.paymentAddress.toLowerCase(),
+      )
+      .reduce((total, entry) => total + BigInt(entry.value), 0n);
+    expect(BigInt(row?.sums.subscription_charge ?? "0")).toBe(ledgerSum);
+    expect(ledgerSum).toBeGreaterThanOrEqual(2n * AMOUNT);
   });
 
   it("the customer cancels on chain: cancelled by the customer, and charging stops", async () => {

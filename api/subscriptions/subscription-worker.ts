@@ -6,8 +6,8 @@ import { RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.j
 import { isConfirmed } from "../indexed/confirmations.js";
 import type { IndexedSubscriptionFacts } from "../indexed/indexed-chain.js";
 import { logJson } from "../logging/redact.js";
-import { findOrCreateOrder } from "../orders/order-record.js";
 import type { Worker } from "../workers/run-worker.js";
+import { creditChargeOrder } from "./charge-order.js";
 import {
   chargesOfSubscription,
   ensureCharge,
@@ -144,7 +144,7 @@ async function transition(
 /**
  * A charge is paid when its `Charged` log and the USDC `Transfer` of its transaction from the
  * subscriber to the payee, of exactly its amount, have the network's confirmations. It then gets
- * its order, in the same transaction as its `subscription.charged`.
+ * its order with its payment (charge-order.ts), in the same transaction as its `subscription.charged`.
  */
 async function payIfCharged(context: AppContext, step: Step, subscription: Subscription, charge: SubscriptionCharge) {
   const onchainId = subscription.onchainId?.toLowerCase();
@@ -165,9 +165,11 @@ async function payIfCharged(context: AppContext, step: Step, subscription: Subsc
     if (current === undefined || current.status === "paid") return undefined;
     // A failed charge waits for its retry (`due` again) before the chain's payment of it is taken.
     if (current.status === "failed") return undefined;
-    const order = await findOrCreateOrder(trx, {
-      partnerId: subscription.partnerId,
-      externalOrderId: `${subscription.id}:${charge.periodIndex}`,
+    const order = await creditChargeOrder(trx, {
+      subscription,
+      charge: current,
+      transfer,
+      network: step.network,
       now,
     });
     const paid = await moveCharge(trx, {

@@ -4946,7 +4946,7 @@ export interface components {
         };
         LedgerEntry: {
             /** @enum {string} */
-            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "zero_value";
+            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "subscription_charge" | "zero_value";
             reason?: string;
             chainId: number;
             blockNumber: string;
@@ -5013,6 +5013,7 @@ export interface components {
                     refund: string;
                     unmatched_out: string;
                     reward_claim: string;
+                    subscription_charge: string;
                 };
             }[];
         };
