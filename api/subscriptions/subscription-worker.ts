@@ -1,4 +1,12 @@
-import { type Address, encodeFunctionData, erc20Abi, type Hex, isAddressEqual } from "viem";
+import {
+  type Address,
+  encodeFunctionData,
+  erc20Abi,
+  type Hex,
+  isAddressEqual,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+} from "viem";
 import { subscriptionManagerAbi } from "../../contracts/generated/SubscriptionManager.js";
 import type { AppContext } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
@@ -100,7 +108,12 @@ async function follow(context: AppContext, step: Step) {
   const open = step.charges.filter((charge) => charge.subscriptionId === subscription.id);
   for (const charge of open) {
     const paid = await payIfCharged(context, step, subscription, charge);
-    if (paid !== undefined) subscription = paid;
+    if (paid !== undefined) {
+      subscription = paid;
+      continue;
+    }
+    const after = await followPendingCharge(context, step, subscription, charge);
+    if (after !== undefined) subscription = after;
   }
   if (subscription.status !== "active" && subscription.status !== "past_due") return;
   if (step.chainNow === undefined || subscription.termsStart === null || subscription.termsEnd === null) return;
@@ -208,6 +221,49 @@ async function payIfCharged(context: AppContext, step: Step, subscription: Subsc
 }
 
 /**
+ * A pending charge whose `Charged` the index does not hold (not yet, or no longer: a reorg took
+ * its unconfirmed block) is looked up on the chain, as the settlement worker looks up a pending
+ * payment: a reverted transaction fails the charge (`reverted`, retried on the schedule); one the
+ * chain no longer knows (dropped, or reorged away and not re-included) puts the charge back to
+ * `due`, so this period is charged again; one mined, or still waiting in the node's pool, waits
+ * for the index. A node that does not answer changes nothing. Answers the subscription when it
+ * changed.
+ */
+async function followPendingCharge(
+  context: AppContext,
+  step: Step,
+  subscription: Subscription,
+  charge: SubscriptionCharge,
+): Promise<Subscription | undefined> {
+  if (charge.status !== "pending" || charge.transactionHash === null) return undefined;
+  const onchainId = subscription.onchainId?.toLowerCase();
+  if (step.facts.charged.some((fact) => fact.subscriptionId === onchainId && fact.periodIndex === charge.periodIndex))
+    return undefined;
+  const client = context.rpc.get(subscription.chainId);
+  if (client === undefined) return undefined;
+  const hash = charge.transactionHash;
+  const receipt = await client
+    .getTransactionReceipt({ hash })
+    .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : undefined));
+  if (receipt === undefined) return undefined;
+  if (receipt?.status === "success") return undefined;
+  if (receipt?.status === "reverted") {
+    const chainNow = step.chainNow ?? Number((await client.getBlock({ blockTag: "latest" })).timestamp);
+    return failCharge(context, subscription, charge, "reverted", chainNow);
+  }
+  const waiting = await client
+    .getTransaction({ hash })
+    .then(() => true)
+    .catch((error: unknown) => (error instanceof TransactionNotFoundError ? false : undefined));
+  if (waiting !== false) return undefined;
+  await context.store
+    .transaction()
+    .execute((trx) => moveCharge(trx, { charge, transition: "reopen", facts: {}, now: Date.now() }));
+  logJson({ level: "warn", msg: "a subscription charge left the chain: due again", chargeId: charge.id, transactionHash: hash });
+  return undefined;
+}
+
+/**
  * Charges the period the chain's clock is in, once: its charge record is created once per
  * (subscription, period index). A failed charge waits for its retry time (chain time); a pending
  * one waits for the index. Balance and allowance are read first, so a charge that would revert is
@@ -290,17 +346,21 @@ async function chargePeriod(context: AppContext, step: Step, subscription: Subsc
   }
 }
 
-/** Records a failed charge with its retry time (chain time), `charge_failed`, and `past_due`; after the last retry, cancels. */
+/**
+ * Records a failed charge with its retry time (chain time), `charge_failed`, and `past_due`; after
+ * the last retry, cancels. Answers the subscription as it is after.
+ */
 async function failCharge(
   context: AppContext,
   subscription: Subscription,
   charge: SubscriptionCharge,
-  failureReason: "insufficient_balance" | "insufficient_allowance",
+  failureReason: "insufficient_balance" | "insufficient_allowance" | "reverted",
   chainNow: number,
-) {
-  // A refusal before sending counts as an attempt (charge-record.ts `fail`), so the schedule moves on.
-  const retryAt = nextRetryAt(chainNow, charge.attempts + 1);
-  await context.store.transaction().execute(async (trx) => {
+): Promise<Subscription | undefined> {
+  // A refusal before sending counts as an attempt (charge-record.ts `fail`); a sent one was counted when sent.
+  const attempts = charge.status === "due" ? charge.attempts + 1 : charge.attempts;
+  const retryAt = nextRetryAt(chainNow, attempts);
+  return context.store.transaction().execute(async (trx) => {
     const now = Date.now();
     const failed = await moveCharge(trx, {
       charge,
@@ -308,7 +368,7 @@ async function failCharge(
       facts: { failureReason, nextRetryAt: retryAt === null ? null : retryAt * 1000 },
       now,
     });
-    if (!failed) return;
+    if (!failed) return undefined;
     let after = (await findSubscription(trx, subscription.id)) as Subscription;
     await recordSubscriptionEvent(trx, {
       subscription: after,
@@ -345,5 +405,6 @@ async function failCharge(
         now,
       });
     }
+    return after;
   });
 }
