@@ -570,3 +570,54 @@ describe("subscriptions: retries run out, and terms end", () => {
     expect((await eventsOf(created.id)).map((event) => event.type).at(-1)).toBe("subscription.ended");
   });
 });
+
+describe("subscriptions: the partner's retry schedule", () => {
+  const DEFAULT = [3_600, 21_600, 86_400, 259_200];
+  const settings = (init: RequestInit & { json?: unknown } = {}) => stack.partnerFetch("/v1/subscriptions/settings", init);
+
+  it("refuses a read-only key and a schedule out of bounds, and changes nothing", async () => {
+    expect(await json<{ retryDelaysSeconds: number[] }>(await settings(), 200)).toEqual({ retryDelaysSeconds: DEFAULT });
+    await expectProblem(
+      await settings({ method: "PUT", headers: withKey(readOnlyKey), json: { retryDelaysSeconds: [600] } }),
+      403,
+      "read_only_key",
+    );
+    for (const retryDelaysSeconds of [[30], [600.5], Array.from({ length: 9 }, () => 600), [31 * DAY]]) {
+      await expectProblem(await settings({ method: "PUT", json: { retryDelaysSeconds } }), 400, "invalid_request");
+    }
+    await expectProblem(
+      await settings({ method: "PUT", headers: withKey(otherPartnerKey), json: { retryDelaysSeconds: "600" } }),
+      400,
+      "invalid_request",
+    );
+    expect(await json<{ retryDelaysSeconds: number[] }>(await settings(), 200)).toEqual({ retryDelaysSeconds: DEFAULT });
+  });
+
+  it("a failed charge is retried on the partner's own schedule, and cancelled after its last retry", async () => {
+    const INDEX = 8;
+    expect(
+      await json<{ retryDelaysSeconds: number[] }>(await settings({ method: "PUT", json: { retryDelaysSeconds: [600] } }), 200),
+    ).toEqual({ retryDelaysSeconds: [600] });
+    // Another partner's schedule is its own.
+    expect(await json<{ retryDelaysSeconds: number[] }>(await settings({ headers: withKey(otherPartnerKey) }), 200)).toEqual({
+      retryDelaysSeconds: DEFAULT,
+    });
+    try {
+      await stack.payUsdc({ from: 0, to: subscriber(INDEX).address, amount: 2n * AMOUNT });
+      const { created } = await activeSubscription(INDEX);
+      await emptyWallet(INDEX);
+      await advanceChain(DAY);
+      const failed = await chargeOf(created.id, 1, (charge) => charge.status === "failed", "second charge failed");
+      const block = await stack.publicClient.getBlock({ blockTag: "latest" });
+      expect(Date.parse(failed.charges.find((charge) => charge.periodIndex === 1)?.nextRetryAt as string)).toBe(
+        (Number(block.timestamp) + 600) * 1000,
+      );
+      await advanceChain(600);
+      const cancelled = await subscriptionIn(created.id, (subscription) => subscription.status === "cancelled", "cancelled");
+      expect(cancelled.cancelledBy).toBe("retries_exhausted");
+      expect(cancelled.charges.find((charge) => charge.periodIndex === 1)).toMatchObject({ attempts: 2, nextRetryAt: null });
+    } finally {
+      await settings({ method: "PUT", json: { retryDelaysSeconds: DEFAULT } });
+    }
+  });
+});

@@ -56,6 +56,12 @@ export function nextChargeAt(terms: { period: number; start: number; end: number
 export const RETRY_DELAYS_SECONDS = [3_600, 6 * 3_600, 24 * 3_600, 72 * 3_600] as const;
 
 /**
+ * Bounds of a partner's own retry schedule: at most eight retries, each from a minute (a local
+ * walk, a test) to 30 days after the failure. An empty schedule cancels at the first failure.
+ */
+export const RETRY_SCHEDULE_LIMITS = { maxRetries: 8, minDelaySeconds: 60, maxDelaySeconds: 30 * 86_400 } as const;
+
+/**
  * When a charge that failed for the `attempts`-th time is tried again (Unix seconds), or null
  * when the retries are spent (`retries_exhausted`).
  */

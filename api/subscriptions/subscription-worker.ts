@@ -26,6 +26,7 @@ import {
 } from "./charge-record.js";
 import { findSubscription, moveSubscription, type Subscription, subscriptionsToFollow } from "./subscription-record.js";
 import { currentPeriodIndex, nextRetryAt, periodStart, shortfallOf } from "./subscription-rules.js";
+import { subscriptionSettingsOf } from "./subscription-settings.js";
 import { recordSubscriptionEvent } from "./subscriptions.js";
 
 export const SUBSCRIPTION_WORKER_NAME = "subscriptions";
@@ -359,7 +360,8 @@ async function failCharge(
 ): Promise<Subscription | undefined> {
   // A refusal before sending counts as an attempt (charge-record.ts `fail`); a sent one was counted when sent.
   const attempts = charge.status === "due" ? charge.attempts + 1 : charge.attempts;
-  const retryAt = nextRetryAt(chainNow, attempts);
+  const { retryDelaysSeconds } = await subscriptionSettingsOf(context.store, subscription.partnerId);
+  const retryAt = nextRetryAt(chainNow, attempts, retryDelaysSeconds);
   return context.store.transaction().execute(async (trx) => {
     const now = Date.now();
     const failed = await moveCharge(trx, {
