@@ -183,6 +183,9 @@ describe("partner operations against the running service", () => {
     expect(listed.data.map((subscription) => subscription.id)).toContain(created.id);
     const cancelled = await client.subscriptions.cancel(created.id);
     expect(cancelled).toMatchObject({ status: "cancelled", cancelledBy: "partner" });
+    expect((await client.subscriptions.settings()).retryDelaysSeconds).toEqual([3_600, 21_600, 86_400, 259_200]);
+    const refused = await rejection(client.subscriptions.updateSettings({ retryDelaysSeconds: [1] }));
+    expect(refused).toMatchObject({ status: 400, code: "invalid_request" });
     const missing = await rejection(client.subscriptions.retrieve("sub_does_not_exist"));
     expect(missing).toMatchObject({ status: 404, code: "not_found" });
     // Compile-time as much as run-time: each type is a member of the generated union.

@@ -53,6 +53,7 @@ import type {
   SettlementEvent,
   Subscription,
   SubscriptionCharge,
+  SubscriptionSettings,
   Transfer,
   WebhookEndpoint,
   WebhookTestResult,
@@ -242,6 +243,11 @@ export function createClient(options: ClientOptions) {
      */
     cancel: (subscriptionId: string, params: CancelSubscriptionParams = {}) =>
       post<Subscription>(path`/v1/subscriptions/${subscriptionId}/cancel`, params),
+    /** The retry schedule of failed charges (seconds of chain time after each failure). */
+    settings: () => get<SubscriptionSettings>("/v1/subscriptions/settings"),
+    /** Replaces the retry schedule; a charge that failed already keeps its retry time. */
+    updateSettings: (params: SubscriptionSettings) =>
+      request<SubscriptionSettings>(transport, { method: "PUT", path: "/v1/subscriptions/settings", body: params }),
   };
 
   const branding = {

@@ -226,6 +226,7 @@ export type CreatedSubscription = ResponseBody<"/v1/subscriptions", "post", 201>
 export type CreateSubscriptionParams = Omit<RequestBody<"/v1/subscriptions", "post">, "amount"> & { amount: bigint | string };
 export type ListSubscriptionsParams = QueryParameters<"/v1/subscriptions", "get">;
 export type CancelSubscriptionParams = RequestBody<"/v1/subscriptions/{id}/cancel", "post">;
+export type SubscriptionSettings = Schemas["SubscriptionSettings"];
 
 // Accounting (docs/accounting.md): ranges, the ledger, reconciliation, order evidence, read-only keys.
 
