@@ -383,6 +383,16 @@ describe("subscriptions: create, authorise, charge, renew, cancel", () => {
       "subscription.cancelled",
     );
     expect((await readSubscription(created.id)).charges).toHaveLength(2);
+    // Nobody can charge it any more: the contract refuses a charge after the cancel.
+    await expect(
+      stack.publicClient.simulateContract({
+        address: stack.local.contracts.subscriptionManager as Address,
+        abi: subscriptionManagerAbi,
+        functionName: "charge",
+        args: [terms.onchainId],
+        account: stack.local.accounts[0]?.address as Address,
+      }),
+    ).rejects.toThrow(/SubscriptionCancelled/);
   });
 });
 
@@ -560,7 +570,9 @@ describe("subscriptions: retries run out, and terms end", () => {
     const INDEX = 7;
     await stack.payUsdc({ from: 0, to: subscriber(INDEX).address, amount: 10n * AMOUNT });
     const now = Number((await stack.publicClient.getBlock({ blockTag: "latest" })).timestamp);
-    const { created } = await activeSubscription(INDEX, { endAt: new Date((now + DAY + DAY / 2) * 1000).toISOString() });
+    const { created, terms } = await activeSubscription(INDEX, {
+      endAt: new Date((now + DAY + DAY / 2) * 1000).toISOString(),
+    });
     await advanceChain(DAY);
     await chargeOf(created.id, 1, (charge) => charge.status === "paid", "second charge paid");
     await advanceChain(DAY);
@@ -568,6 +580,16 @@ describe("subscriptions: retries run out, and terms end", () => {
     expect(ended.charges).toHaveLength(2);
     expect(ended.nextChargeAt).toBeNull();
     expect((await eventsOf(created.id)).map((event) => event.type).at(-1)).toBe("subscription.ended");
+    // Nobody can charge it after `end`: the contract refuses.
+    await expect(
+      stack.publicClient.simulateContract({
+        address: stack.local.contracts.subscriptionManager as Address,
+        abi: subscriptionManagerAbi,
+        functionName: "charge",
+        args: [terms.onchainId],
+        account: stack.local.accounts[0]?.address as Address,
+      }),
+    ).rejects.toThrow(/SubscriptionEnded|TermsEnded/);
   });
 });
 
