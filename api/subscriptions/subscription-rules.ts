@@ -83,3 +83,18 @@ export function shortfallOf(params: {
   if (params.allowance < params.amount) return "insufficient_allowance";
   return undefined;
 }
+
+/**
+ * What becomes of a `pending` charge whose `Charged` the index does not hold, from what the chain
+ * says of its transaction (`undefined`: the node did not answer, so nothing is known): reverted →
+ * the charge fails (`reverted`); no receipt and not in the node's pool (dropped, or reorged away and
+ * not re-included) → `due` again; mined, or still waiting in the pool → wait for the index.
+ */
+export function pendingChargeVerdict(chain: {
+  receipt: "success" | "reverted" | null | undefined;
+  inPool: boolean | undefined;
+}): "wait" | "reverted" | "reopen" {
+  if (chain.receipt === "reverted") return "reverted";
+  if (chain.receipt === null && chain.inPool === false) return "reopen";
+  return "wait";
+}

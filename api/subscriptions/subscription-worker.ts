@@ -25,7 +25,7 @@ import {
   type SubscriptionCharge,
 } from "./charge-record.js";
 import { findSubscription, moveSubscription, type Subscription, subscriptionsToFollow } from "./subscription-record.js";
-import { currentPeriodIndex, nextRetryAt, periodStart, shortfallOf } from "./subscription-rules.js";
+import { currentPeriodIndex, nextRetryAt, pendingChargeVerdict, periodStart, shortfallOf } from "./subscription-rules.js";
 import { subscriptionSettingsOf } from "./subscription-settings.js";
 import { recordSubscriptionEvent } from "./subscriptions.js";
 
@@ -246,17 +246,23 @@ async function followPendingCharge(
   const receipt = await client
     .getTransactionReceipt({ hash })
     .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : undefined));
-  if (receipt === undefined) return undefined;
-  if (receipt?.status === "success") return undefined;
-  if (receipt?.status === "reverted") {
+  // The pool is asked only when there is no receipt: a mined transaction is no question for it.
+  const inPool =
+    receipt === null
+      ? await client
+          .getTransaction({ hash })
+          .then(() => true)
+          .catch((error: unknown) => (error instanceof TransactionNotFoundError ? false : undefined))
+      : undefined;
+  const verdict = pendingChargeVerdict({
+    receipt: receipt === undefined ? undefined : receipt === null ? null : receipt.status,
+    inPool,
+  });
+  if (verdict === "wait") return undefined;
+  if (verdict === "reverted") {
     const chainNow = step.chainNow ?? Number((await client.getBlock({ blockTag: "latest" })).timestamp);
     return failCharge(context, subscription, charge, "reverted", chainNow);
   }
-  const waiting = await client
-    .getTransaction({ hash })
-    .then(() => true)
-    .catch((error: unknown) => (error instanceof TransactionNotFoundError ? false : undefined));
-  if (waiting !== false) return undefined;
   await context.store
     .transaction()
     .execute((trx) => moveCharge(trx, { charge, transition: "reopen", facts: {}, now: Date.now() }));
