@@ -182,6 +182,8 @@ const range = () => `fromBlock=1&toBlock=${toBlock}`;
 
 /** Every ledger kind, as the reconciliation's sums name them (docs/accounting.md). */
 const KINDS = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"];
+/** Every sum of the reconciliation: the kinds above, and subscription charges (test/subscriptions.test.ts makes them). */
+const SUMMED = [...KINDS, "subscription_charge"];
 
 async function ledgerPages(limit: number, apiKey?: string, rangeQuery = range()): Promise<Entry[]> {
   const entries: Entry[] = [];
@@ -461,7 +463,7 @@ describe("books over a real history", () => {
     expect(BigInt(row.closingBalance)).toBe(BigInt(row.openingBalance) + incoming - outgoing);
     expect(BigInt(row.closingBalance)).toBe(balance);
     const all = (await ledgerPages(500)).filter((entry) => entry.paymentAddress.toLowerCase() === paymentAddress());
-    for (const kind of KINDS) {
+    for (const kind of SUMMED) {
       const ledgerSum = all.filter((entry) => entry.kind === kind).reduce((total, entry) => total + BigInt(entry.value), 0n);
       expect(sums[kind], kind).toBe(ledgerSum);
     }
@@ -484,7 +486,7 @@ describe("books over a real history", () => {
     const row = report.data.find((line: { paymentAddress: string }) => line.paymentAddress.toLowerCase() === fundingAddress());
     expect(row).toMatchObject({ role: "funding_address", partnerId: stack.local.partner.id });
     expect(row.sums.reward_claim).toBe("2000000");
-    for (const kind of KINDS.filter((kind) => kind !== "reward_claim")) expect(row.sums[kind], kind).toBe("0");
+    for (const kind of SUMMED.filter((kind) => kind !== "reward_claim")) expect(row.sums[kind], kind).toBe("0");
     const balanceAt = (blockNumber: bigint) =>
       stack.publicClient.readContract({
         address: stack.local.contracts.usdc as Address,
@@ -522,7 +524,7 @@ describe("books over a real history", () => {
       const entries = (await ledgerPages(500, undefined, query)).filter(
         (entry) => entry.paymentAddress.toLowerCase() === paymentAddress(),
       );
-      for (const kind of KINDS) {
+      for (const kind of SUMMED) {
         const ledgerSum = entries
           .filter((entry) => entry.kind === kind)
           .reduce((total, entry) => total + BigInt(entry.value), 0n);
@@ -664,7 +666,7 @@ describe("books over a real history", () => {
       "to_block",
       ...amounts.flatMap((name) => [name, `${name}_usdc`]),
       "reconciled",
-      ...KINDS.flatMap((kind) => [kind, `${kind}_usdc`]),
+      ...SUMMED.flatMap((kind) => [kind, `${kind}_usdc`]),
     ];
     const rows = csvRecords(await response.text(), columns);
     expect(rows).toHaveLength(report.data.length);
@@ -682,7 +684,7 @@ describe("books over a real history", () => {
         difference_usdc: usdc(line.difference),
         reconciled: String(line.reconciled),
       });
-      for (const kind of KINDS) {
+      for (const kind of SUMMED) {
         expect(row[kind], kind).toBe(line.sums[kind]);
         expect(row[`${kind}_usdc`], kind).toBe(usdc(line.sums[kind]));
       }

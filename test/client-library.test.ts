@@ -167,6 +167,39 @@ describe("partner operations against the running service", () => {
     expect(unreachable).toMatchObject({ code: "connection_failed" });
   });
 
+  it("creates, reads, lists and cancels a subscription; its six events are in the event union", async () => {
+    const created = await client.subscriptions.create({
+      externalCustomerId: "cus-lib",
+      productName: "Weekly box",
+      amount: 4_000_000n,
+      interval: "week",
+      idempotencyKey: `sub-${randomUUID()}`,
+    });
+    expect(created).toMatchObject({ status: "awaiting_authorization", amount: "4000000", interval: "week" });
+    expect(created.url).toContain(`/subscribe/${created.id}#st=`);
+    expect(await client.subscriptions.retrieve(created.id)).toMatchObject({ id: created.id, charges: [] });
+    expect(await client.subscriptions.charges(created.id)).toEqual([]);
+    const listed = await client.subscriptions.list({ status: "awaiting_authorization", limit: 100 });
+    expect(listed.data.map((subscription) => subscription.id)).toContain(created.id);
+    const cancelled = await client.subscriptions.cancel(created.id);
+    expect(cancelled).toMatchObject({ status: "cancelled", cancelledBy: "partner" });
+    expect((await client.subscriptions.settings()).retryDelaysSeconds).toEqual([3_600, 21_600, 86_400, 259_200]);
+    const refused = await rejection(client.subscriptions.updateSettings({ retryDelaysSeconds: [1] }));
+    expect(refused).toMatchObject({ status: 400, code: "invalid_request" });
+    const missing = await rejection(client.subscriptions.retrieve("sub_does_not_exist"));
+    expect(missing).toMatchObject({ status: 404, code: "not_found" });
+    // Compile-time as much as run-time: each type is a member of the generated union.
+    const types: SettlementEvent["type"][] = [
+      "subscription.activated",
+      "subscription.charged",
+      "subscription.charge_failed",
+      "subscription.past_due",
+      "subscription.cancelled",
+      "subscription.ended",
+    ];
+    expect(types).toHaveLength(6);
+  });
+
   it("settles a payment, then reads, fulfils and lists it (orders, transfers, payments)", async () => {
     const session = await client.checkout.sessions.create(sessionParams());
     const paid = await stack.payUsdc({

@@ -29,6 +29,7 @@ const OWNERS: Record<string, string> = {
   // Subscriptions (docs/subscriptions.md)
   subscription: "api/subscriptions/subscription-record.ts",
   subscription_charge: "api/subscriptions/charge-record.ts",
+  subscription_settings: "api/subscriptions/subscription-settings.ts",
   // Closed periods of the books (docs/accounting.md)
   closed_period: "api/accounting/period-record.ts",
   closed_period_guard: "api/accounting/period-record.ts",

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type Address, type Hex, parseSignature } from "viem";
+import { type Address, createWalletClient, erc20Abi, type Hex, http, parseSignature } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
@@ -30,7 +30,16 @@ type SubscriptionBody = {
   onchainId: string | null;
   nextChargeAt: string | null;
   cancelledBy: string | null;
-  charges: { id: string; periodIndex: number; status: string; orderId: string | null; transactionHash: string | null }[];
+  charges: {
+    id: string;
+    periodIndex: number;
+    status: string;
+    orderId: string | null;
+    transactionHash: string | null;
+    failureReason: string | null;
+    nextRetryAt: string | null;
+    attempts: number;
+  }[];
 };
 
 beforeAll(async () => {
@@ -46,7 +55,7 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const subscriber = () => privateKeyToAccount(stack.local.accounts[SUBSCRIBER]?.privateKey as Hex);
+const subscriber = (index = SUBSCRIBER) => privateKeyToAccount(stack.local.accounts[index]?.privateKey as Hex);
 const withKey = (apiKey: string) => ({ Authorization: `Bearer ${apiKey}` });
 let keyCounter = 0;
 
@@ -118,16 +127,17 @@ function signable(typedData: TermsAnswer["typedData"]) {
   return { ...typedData, domain, message } as any;
 }
 
-async function authorizeWithPermit(created: SubscriptionBody) {
+async function authorizeWithPermit(created: SubscriptionBody, index = SUBSCRIBER) {
+  const account = subscriber(index);
   const terms = await json<TermsAnswer>(
     await publicPost(`/v1/public/subscriptions/${created.id}/terms`, {
       clientToken: created.clientToken,
-      subscriber: subscriber().address,
+      subscriber: account.address,
     }),
     200,
   );
-  const signature = await subscriber().signTypedData(signable(terms.typedData));
-  const permit = parseSignature(await subscriber().signTypedData(signable(terms.permit.typedData)));
+  const signature = await account.signTypedData(signable(terms.typedData));
+  const permit = parseSignature(await account.signTypedData(signable(terms.permit.typedData)));
   const sent = await json<{ transactionHash: Hex }>(
     await publicPost(`/v1/public/subscriptions/${created.id}/authorize`, {
       clientToken: created.clientToken,
@@ -297,6 +307,62 @@ describe("subscriptions: create, authorise, charge, renew, cancel", () => {
     ).rejects.toThrow(/AlreadyCharged/);
   });
 
+  it("each paid charge is an ordinary order with its payment, filed as subscription_charge; the books still reconcile", async () => {
+    const paid = (await readSubscription(created.id)).charges.filter((charge) => charge.status === "paid");
+    expect(paid).toHaveLength(2);
+    for (const charge of paid) {
+      const order = await json<{
+        status: string;
+        externalOrderId: string;
+        amountPaid: string | null;
+        payment: { transactionHash: string; from: string; to: string } | null;
+      }>(await stack.partnerFetch(`/v1/orders/${charge.orderId}`), 200);
+      expect(order).toMatchObject({
+        status: "paid",
+        externalOrderId: `${created.id}:${charge.periodIndex}`,
+        amountPaid: AMOUNT.toString(),
+      });
+      expect(order.payment?.transactionHash.toLowerCase()).toBe(charge.transactionHash?.toLowerCase());
+      expect(order.payment?.from.toLowerCase()).toBe(subscriber().address.toLowerCase());
+      expect(order.payment?.to.toLowerCase()).toBe(stack.local.partner.paymentAddress.toLowerCase());
+    }
+    const hashes = paid.map((charge) => (charge.transactionHash as string).toLowerCase());
+    const toBlock = await stack.publicClient.getBlockNumber();
+    const range = `fromBlock=1&toBlock=${toBlock}`;
+    const ledger = await json<{ data: { kind: string; transactionHash: string; orderId?: string; value: string }[] }>(
+      await stack.partnerFetch(`/v1/ledger?${range}&limit=500`),
+      200,
+    );
+    const charges = ledger.data.filter((entry) => hashes.includes(entry.transactionHash.toLowerCase()));
+    expect(charges.map((entry) => [entry.kind, entry.orderId, entry.value])).toEqual(
+      paid.map((charge) => ["subscription_charge", charge.orderId, AMOUNT.toString()]),
+    );
+    const report = await json<{
+      data: { paymentAddress: string; reconciled: boolean; chainBalance: string; sums: Record<string, string> }[];
+    }>(await stack.partnerFetch(`/v1/reports/reconciliation?${range}`), 200);
+    const row = report.data.find(
+      (line) => line.paymentAddress.toLowerCase() === stack.local.partner.paymentAddress.toLowerCase(),
+    );
+    const balance = await stack.publicClient.readContract({
+      address: stack.local.contracts.usdc as Address,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [stack.local.partner.paymentAddress as Address],
+      blockNumber: toBlock,
+    });
+    expect(row).toMatchObject({ reconciled: true, chainBalance: balance.toString() });
+    const ledgerSum = ledger.data
+      .filter(
+        (entry) =>
+          entry.kind === "subscription_charge" &&
+          (entry as { paymentAddress?: string }).paymentAddress?.toLowerCase() ===
+            stack.local.partner.paymentAddress.toLowerCase(),
+      )
+      .reduce((total, entry) => total + BigInt(entry.value), 0n);
+    expect(BigInt(row?.sums.subscription_charge ?? "0")).toBe(ledgerSum);
+    expect(ledgerSum).toBeGreaterThanOrEqual(2n * AMOUNT);
+  });
+
   it("the customer cancels on chain: cancelled by the customer, and charging stops", async () => {
     const wallet = stack.wallet(SUBSCRIBER);
     const hash = await wallet.writeContract({
@@ -317,6 +383,16 @@ describe("subscriptions: create, authorise, charge, renew, cancel", () => {
       "subscription.cancelled",
     );
     expect((await readSubscription(created.id)).charges).toHaveLength(2);
+    // Nobody can charge it any more: the contract refuses a charge after the cancel.
+    await expect(
+      stack.publicClient.simulateContract({
+        address: stack.local.contracts.subscriptionManager as Address,
+        abi: subscriptionManagerAbi,
+        functionName: "charge",
+        args: [terms.onchainId],
+        account: stack.local.accounts[0]?.address as Address,
+      }),
+    ).rejects.toThrow(/SubscriptionCancelled/);
   });
 });
 
@@ -341,5 +417,229 @@ describe("subscriptions: the partner cancels off chain", () => {
       409,
       "subscription_not_awaiting_authorization",
     );
+  });
+});
+
+/** Moves the chain's clock (the worker's clock) and mines a block stamped with it. */
+async function advanceChain(seconds: number) {
+  await stack.testClient.increaseTime({ seconds });
+  await stack.testClient.mine({ blocks: 1 });
+}
+
+/** Sends the wallet's whole USDC balance to account 0: its next charges cannot be paid. */
+async function emptyWallet(index: number) {
+  const balance = await usdcBalance(subscriber(index).address);
+  if (balance > 0n) await stack.payUsdc({ from: index, to: stack.local.accounts[0]?.address as Address, amount: balance });
+}
+
+const usdcBalance = (address: Address) =>
+  stack.publicClient.readContract({
+    address: stack.local.contracts.usdc as Address,
+    abi: erc20Abi,
+    functionName: "balanceOf",
+    args: [address],
+  });
+
+const eventsOf = async (subscriptionId: string) =>
+  (await outboxEvents(stack, store)).filter((event) => event.data.subscriptionId === subscriptionId);
+
+/** A new subscription authorised by account `index`, its first period charged and paid. */
+async function activeSubscription(index: number, body: Record<string, unknown> = {}) {
+  const created = await json<SubscriptionBody>(await create({ externalCustomerId: `cus_${index}`, ...body }), 201);
+  const { terms, transactionHash } = await authorizeWithPermit(created, index);
+  await stack.publicClient.waitForTransactionReceipt({ hash: transactionHash, pollingInterval: 50 });
+  await subscriptionIn(created.id, (subscription) => subscription.charges[0]?.status === "paid", "first charge paid");
+  return { created, terms };
+}
+
+const chargeOf = (
+  id: string,
+  periodIndex: number,
+  check: (charge: SubscriptionBody["charges"][number]) => boolean,
+  what: string,
+) =>
+  subscriptionIn(
+    id,
+    (subscription) => {
+      const charge = subscription.charges.find((candidate) => candidate.periodIndex === periodIndex);
+      return charge !== undefined && check(charge);
+    },
+    what,
+  );
+
+describe("subscriptions: a charge the chain did not take", () => {
+  const INDEX = 5;
+
+  beforeAll(async () => {
+    await stack.payUsdc({ from: 0, to: subscriber(INDEX).address, amount: 20n * AMOUNT });
+  });
+
+  it("a charge that reverts fails (reverted), the subscription is past due, retries by the chain's clock and recovers", async () => {
+    const { created } = await activeSubscription(INDEX);
+    const payee = stack.local.accounts[0]?.address as Address;
+    await stack.testClient.setAutomine(false);
+    try {
+      await advanceChain(DAY);
+      await chargeOf(created.id, 1, (charge) => charge.status === "pending", "second charge sent");
+      // The customer empties the wallet in the same block, ahead of the charge (a higher tip is mined
+      // first). Signed here with its gas given: an estimate would run after the pending charge and fail.
+      const customer = createWalletClient({
+        account: subscriber(INDEX),
+        chain: stack.chain,
+        transport: http(stack.local.rpcUrl),
+      });
+      await customer.writeContract({
+        address: stack.local.contracts.usdc as Address,
+        abi: erc20Abi,
+        functionName: "transfer",
+        args: [payee, await usdcBalance(subscriber(INDEX).address)],
+        chain: stack.chain,
+        gas: 100_000n,
+        nonce: await stack.publicClient.getTransactionCount({ address: subscriber(INDEX).address }),
+        maxPriorityFeePerGas: 50_000_000_000n,
+        maxFeePerGas: 100_000_000_000n,
+      });
+      await stack.testClient.mine({ blocks: 1 });
+    } finally {
+      await stack.testClient.setAutomine(true);
+    }
+    const failed = await chargeOf(created.id, 1, (charge) => charge.status === "failed", "second charge failed");
+    const charge = failed.charges.find((candidate) => candidate.periodIndex === 1)!;
+    expect(charge).toMatchObject({ failureReason: "reverted", attempts: 1 });
+    expect(failed.status).toBe("past_due");
+    const block = await stack.publicClient.getBlock({ blockTag: "latest" });
+    expect(Date.parse(charge.nextRetryAt as string)).toBe((Number(block.timestamp) + 3_600) * 1000);
+    const types = (await eventsOf(created.id)).map((event) => event.type);
+    expect(types.slice(-2)).toEqual(["subscription.charge_failed", "subscription.past_due"]);
+
+    // The first retry, an hour later by the chain's clock: still no money, refused before sending.
+    await advanceChain(1_800);
+    expect((await readSubscription(created.id)).charges.find((c) => c.periodIndex === 1)?.attempts).toBe(1);
+    await advanceChain(1_800);
+    const refused = await chargeOf(
+      created.id,
+      1,
+      (candidate) => candidate.status === "failed" && candidate.attempts === 2,
+      "the first retry refused",
+    );
+    expect(refused.charges.find((c) => c.periodIndex === 1)).toMatchObject({ failureReason: "insufficient_balance" });
+    const failures = (await eventsOf(created.id)).filter((event) => event.type === "subscription.charge_failed");
+    expect(failures.at(-1)?.data).toMatchObject({ failureReason: "insufficient_balance", periodIndex: 1 });
+
+    // Money back; the second retry (6 h later) is paid and the subscription is active again.
+    await stack.payUsdc({ from: 0, to: subscriber(INDEX).address, amount: 5n * AMOUNT });
+    await advanceChain(6 * 3_600);
+    const recovered = await chargeOf(created.id, 1, (candidate) => candidate.status === "paid", "the second retry paid");
+    expect(recovered.status).toBe("active");
+    expect((await eventsOf(created.id)).map((event) => event.type).at(-1)).toBe("subscription.charged");
+    await stack.partnerFetch(`/v1/subscriptions/${created.id}/cancel`, { method: "POST", json: {} });
+  }, 120_000);
+});
+
+describe("subscriptions: retries run out, and terms end", () => {
+  it("after the last retry the subscription is cancelled with retries_exhausted", async () => {
+    const INDEX = 6;
+    await stack.payUsdc({ from: 0, to: subscriber(INDEX).address, amount: 2n * AMOUNT });
+    const { created } = await activeSubscription(INDEX, { interval: "week" });
+    await emptyWallet(INDEX);
+    await advanceChain(7 * DAY);
+    const delays = [3_600, 6 * 3_600, 24 * 3_600, 72 * 3_600];
+    for (const [attempt, delay] of delays.entries()) {
+      await chargeOf(
+        created.id,
+        1,
+        (charge) => charge.status === "failed" && charge.attempts === attempt + 1,
+        `attempt ${attempt + 1} failed`,
+      );
+      await advanceChain(delay);
+    }
+    const cancelled = await subscriptionIn(created.id, (subscription) => subscription.status === "cancelled", "cancelled");
+    expect(cancelled.cancelledBy).toBe("retries_exhausted");
+    expect(cancelled.charges.find((charge) => charge.periodIndex === 1)).toMatchObject({
+      status: "failed",
+      attempts: 5,
+      nextRetryAt: null,
+    });
+    const events = await eventsOf(created.id);
+    expect(events.filter((event) => event.type === "subscription.charge_failed")).toHaveLength(5);
+    expect(events.filter((event) => event.type === "subscription.past_due")).toHaveLength(1);
+    expect(events.at(-1)).toMatchObject({ type: "subscription.cancelled", data: { cancelledBy: "retries_exhausted" } });
+  }, 120_000);
+
+  it("ends when the chain's clock reaches the terms' end, with subscription.ended, and charges nothing after", async () => {
+    const INDEX = 7;
+    await stack.payUsdc({ from: 0, to: subscriber(INDEX).address, amount: 10n * AMOUNT });
+    const now = Number((await stack.publicClient.getBlock({ blockTag: "latest" })).timestamp);
+    const { created, terms } = await activeSubscription(INDEX, {
+      endAt: new Date((now + DAY + DAY / 2) * 1000).toISOString(),
+    });
+    await advanceChain(DAY);
+    await chargeOf(created.id, 1, (charge) => charge.status === "paid", "second charge paid");
+    await advanceChain(DAY);
+    const ended = await subscriptionIn(created.id, (subscription) => subscription.status === "ended", "ended");
+    expect(ended.charges).toHaveLength(2);
+    expect(ended.nextChargeAt).toBeNull();
+    expect((await eventsOf(created.id)).map((event) => event.type).at(-1)).toBe("subscription.ended");
+    // Nobody can charge it after `end`: the contract refuses.
+    await expect(
+      stack.publicClient.simulateContract({
+        address: stack.local.contracts.subscriptionManager as Address,
+        abi: subscriptionManagerAbi,
+        functionName: "charge",
+        args: [terms.onchainId],
+        account: stack.local.accounts[0]?.address as Address,
+      }),
+    ).rejects.toThrow(/SubscriptionEnded|TermsEnded/);
+  });
+});
+
+describe("subscriptions: the partner's retry schedule", () => {
+  const DEFAULT = [3_600, 21_600, 86_400, 259_200];
+  const settings = (init: RequestInit & { json?: unknown } = {}) => stack.partnerFetch("/v1/subscriptions/settings", init);
+
+  it("refuses a read-only key and a schedule out of bounds, and changes nothing", async () => {
+    expect(await json<{ retryDelaysSeconds: number[] }>(await settings(), 200)).toEqual({ retryDelaysSeconds: DEFAULT });
+    await expectProblem(
+      await settings({ method: "PUT", headers: withKey(readOnlyKey), json: { retryDelaysSeconds: [600] } }),
+      403,
+      "read_only_key",
+    );
+    for (const retryDelaysSeconds of [[30], [600.5], Array.from({ length: 9 }, () => 600), [31 * DAY]]) {
+      await expectProblem(await settings({ method: "PUT", json: { retryDelaysSeconds } }), 400, "invalid_request");
+    }
+    await expectProblem(
+      await settings({ method: "PUT", headers: withKey(otherPartnerKey), json: { retryDelaysSeconds: "600" } }),
+      400,
+      "invalid_request",
+    );
+    expect(await json<{ retryDelaysSeconds: number[] }>(await settings(), 200)).toEqual({ retryDelaysSeconds: DEFAULT });
+  });
+
+  it("a failed charge is retried on the partner's own schedule, and cancelled after its last retry", async () => {
+    const INDEX = 8;
+    expect(
+      await json<{ retryDelaysSeconds: number[] }>(await settings({ method: "PUT", json: { retryDelaysSeconds: [600] } }), 200),
+    ).toEqual({ retryDelaysSeconds: [600] });
+    // Another partner's schedule is its own.
+    expect(await json<{ retryDelaysSeconds: number[] }>(await settings({ headers: withKey(otherPartnerKey) }), 200)).toEqual({
+      retryDelaysSeconds: DEFAULT,
+    });
+    try {
+      await stack.payUsdc({ from: 0, to: subscriber(INDEX).address, amount: 2n * AMOUNT });
+      const { created } = await activeSubscription(INDEX);
+      await emptyWallet(INDEX);
+      await advanceChain(DAY);
+      const failed = await chargeOf(created.id, 1, (charge) => charge.status === "failed", "second charge failed");
+      const block = await stack.publicClient.getBlock({ blockTag: "latest" });
+      expect(Date.parse(failed.charges.find((charge) => charge.periodIndex === 1)?.nextRetryAt as string)).toBe(
+        (Number(block.timestamp) + 600) * 1000,
+      );
+      await advanceChain(600);
+      const cancelled = await subscriptionIn(created.id, (subscription) => subscription.status === "cancelled", "cancelled");
+      expect(cancelled.cancelledBy).toBe("retries_exhausted");
+      expect(cancelled.charges.find((charge) => charge.periodIndex === 1)).toMatchObject({ attempts: 2, nextRetryAt: null });
+    } finally {
+      await settings({ method: "PUT", json: { retryDelaysSeconds: DEFAULT } });
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { type Address, type Hex, isAddressEqual } from "viem";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
+import { SUBSCRIPTION_CHARGE_RESOLUTION } from "../payments/payment-record.js";
 import type { PaymentStatus } from "../store/database.js";
 
 /**
@@ -16,6 +17,9 @@ export const LEDGER_KINDS = [
   "refund",
   "unmatched_out",
   "reward_claim",
+  // Issue 44: a subscription's charge, paid from the subscriber's wallet by the manager's
+  // `transferFrom` and settled by the subscription worker as its charge's order.
+  "subscription_charge",
   // Issue 40: a 0-USDC transfer (or a `transferFrom` of 0 naming any wallet as payer) moves
   // nothing; anyone sends one for the gas. It is never a payment, whichever way it went.
   "zero_value",
@@ -30,7 +34,7 @@ export type SumKind = Exclude<LedgerKind, "zero_value">;
 export const SUM_KINDS = LEDGER_KINDS.filter((kind): kind is SumKind => kind !== "zero_value");
 
 /** What the settlement worker recorded for an incoming transfer (payment-record.ts). */
-export type PaymentFact = { status: PaymentStatus; reason: string | null; orderId: string | null };
+export type PaymentFact = { status: PaymentStatus; reason: string | null; resolution?: string | null; orderId: string | null };
 /**
  * What the refunds record made of an outgoing transfer (api/refunds/outgoing-transfer-record.ts), with the
  * matched refund's order and reason code when there is one.
@@ -101,6 +105,8 @@ export function classifyIncoming(payment: PaymentFact | undefined): Classificati
   if (payment === undefined) return { kind: "unmatched_in", reason: "not_yet_processed" };
   switch (payment.status) {
     case "settled":
+      if (payment.resolution === SUBSCRIPTION_CHARGE_RESOLUTION) return { kind: "subscription_charge", ...order };
+      return { kind: "settled", ...order };
     case "attached":
       // An unresolved payment attached to an order later is a settlement too (its reason is kept for the record).
       return { kind: "settled", ...order };

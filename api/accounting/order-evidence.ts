@@ -7,7 +7,7 @@ import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder, type Order, ordersCreatedBetween } from "../orders/order-record.js";
 import { eventDeliveries } from "../outbox/deliveries.js";
 import { eventsOfOrder } from "../outbox/events.js";
-import { type Payment, paymentsOfOrder } from "../payments/payment-record.js";
+import { type Payment, paymentsOfOrder, SUBSCRIPTION_CHARGE_RESOLUTION } from "../payments/payment-record.js";
 import { orderRefunds } from "../refunds/refund-record.js";
 import { viewRefund } from "../refunds/refunds.js";
 import { rewardsOfOrders } from "../rewards/reward-record.js";
@@ -32,6 +32,12 @@ function matchingRule(payment: Payment): { rule: string; description: string } {
     return {
       rule: "attached_by_hand",
       description: `Credited by hand after it matched no session exactly (${payment.resolution ?? "attached"}).`,
+    };
+  if (payment.status === "settled" && payment.resolution === SUBSCRIPTION_CHARGE_RESOLUTION)
+    return {
+      rule: "subscription_charge",
+      description:
+        "The subscription manager's charge of one period: its Charged log and the USDC transfer of exactly the subscription's amount from the subscriber to the payee, in one transaction, indexed with the network's confirmations.",
     };
   if (payment.status === "settled" || payment.status === "pending")
     return {

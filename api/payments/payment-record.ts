@@ -36,6 +36,13 @@ export type Payment = {
   updatedAt: number;
 };
 
+/**
+ * The resolution of a payment the subscription worker recorded for a paid charge
+ * (api/subscriptions/charge-order.ts): settled like a matched payment, filed in the
+ * books as `subscription_charge` (api/accounting/ledger-rules.ts).
+ */
+export const SUBSCRIPTION_CHARGE_RESOLUTION = "subscription_charge";
+
 /** The store holds hashes as the index wrote them: lower-case 0x-hex. */
 const hexOf = (value: string): Hex => value as Hex;
 

@@ -5,7 +5,13 @@ import { NETWORK_NAMES } from "../config/networks.js";
 import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
-import { MIN_CUSTOM_PERIOD_SECONDS, NAMED_INTERVALS, type NamedInterval } from "../subscriptions/subscription-rules.js";
+import {
+  MIN_CUSTOM_PERIOD_SECONDS,
+  NAMED_INTERVALS,
+  type NamedInterval,
+  RETRY_SCHEDULE_LIMITS,
+} from "../subscriptions/subscription-rules.js";
+import { subscriptionSettingsOf, writeSubscriptionSettings } from "../subscriptions/subscription-settings.js";
 import {
   cancelSubscription,
   createSubscription,
@@ -175,47 +181,96 @@ const cancelRoute = declareRoute({
   },
 });
 
+const SubscriptionSettingsSchema = z
+  .object({
+    retryDelaysSeconds: z
+      .array(z.number().int().min(RETRY_SCHEDULE_LIMITS.minDelaySeconds).max(RETRY_SCHEDULE_LIMITS.maxDelaySeconds))
+      .max(RETRY_SCHEDULE_LIMITS.maxRetries)
+      .openapi({
+        description:
+          "Seconds of chain time after a failed charge before each retry (default [3600, 21600, 86400, 259200]); after the last, the subscription is cancelled (`retries_exhausted`)",
+        example: [3_600, 21_600, 86_400, 259_200],
+      }),
+  })
+  .strict()
+  .openapi("SubscriptionSettings");
+
+const settingsReadRoute = declareRoute({
+  method: "get",
+  path: "/settings",
+  summary: "Your subscription settings: the retry schedule of failed charges",
+  security: CALLERS.partnerRead,
+  responses: {
+    200: { description: "The settings", content: { "application/json": { schema: SubscriptionSettingsSchema } } },
+  },
+});
+
+const settingsWriteRoute = declareRoute({
+  method: "put",
+  path: "/settings",
+  summary: "Set the retry schedule of failed charges (a charge that failed already keeps its retry time)",
+  security: CALLERS.partnerAdminChange,
+  request: { body: { required: true, content: { "application/json": { schema: SubscriptionSettingsSchema } } } },
+  responses: {
+    200: { description: "The settings", content: { "application/json": { schema: SubscriptionSettingsSchema } } },
+    ...errorResponses("invalid_request"),
+  },
+});
+
 /** The partner's subscriptions (`/v1/subscriptions`, and `/api/partner/subscriptions` for the console). */
 export function subscriptionRoutes(context: AppContext) {
-  return new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
-    .openapi(createRoute_, async (c) => {
-      const body = c.req.valid("json");
-      const created = await createSubscription(context, {
-        partnerId: c.get("partner").id,
-        externalCustomerId: body.externalCustomerId,
-        productName: body.productName,
-        amount: BigInt(body.amount),
-        interval: body.interval,
-        network: body.network,
-        startAt: body.startAt === undefined ? undefined : Date.parse(body.startAt),
-        endAt: body.endAt === undefined ? undefined : Date.parse(body.endAt),
-        metadata: body.metadata,
-        successUrl: body.successUrl,
-        cancelUrl: body.cancelUrl,
-        idempotencyKey: body.idempotencyKey,
-        requestHash: requestHash(body),
-      });
-      const baseUrl = context.settings.publicBaseUrl ?? new URL(c.req.url).origin;
-      const view = await viewSubscription(context.store, created.subscription, { baseUrl, clientToken: created.clientToken });
-      return c.json(view, created.replayed ? 200 : 201);
-    })
-    .openapi(listRoute, async (c) =>
-      c.json(await listSubscriptions(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
-    )
-    .openapi(readRoute, async (c) => {
-      const subscription = await partnerSubscription(context.store, {
-        partnerId: c.get("partner").id,
-        id: c.req.valid("param").id,
-      });
-      return c.json(await viewSubscription(context.store, subscription), 200);
-    })
-    .openapi(cancelRoute, async (c) => {
-      const body = c.req.header("content-type")?.includes("application/json") ? c.req.valid("json") : undefined;
-      const subscription = await cancelSubscription(context, {
-        partnerId: c.get("partner").id,
-        id: c.req.valid("param").id,
-        atPeriodEnd: body?.atPeriodEnd ?? false,
-      });
-      return c.json(await viewSubscription(context.store, subscription), 200);
-    });
+  return (
+    new OpenAPIHono<AppEnv & { Variables: PartnerVariables }>()
+      .openapi(createRoute_, async (c) => {
+        const body = c.req.valid("json");
+        const created = await createSubscription(context, {
+          partnerId: c.get("partner").id,
+          externalCustomerId: body.externalCustomerId,
+          productName: body.productName,
+          amount: BigInt(body.amount),
+          interval: body.interval,
+          network: body.network,
+          startAt: body.startAt === undefined ? undefined : Date.parse(body.startAt),
+          endAt: body.endAt === undefined ? undefined : Date.parse(body.endAt),
+          metadata: body.metadata,
+          successUrl: body.successUrl,
+          cancelUrl: body.cancelUrl,
+          idempotencyKey: body.idempotencyKey,
+          requestHash: requestHash(body),
+        });
+        const baseUrl = context.settings.publicBaseUrl ?? new URL(c.req.url).origin;
+        const view = await viewSubscription(context.store, created.subscription, { baseUrl, clientToken: created.clientToken });
+        return c.json(view, created.replayed ? 200 : 201);
+      })
+      // Before `/{id}`: `settings` is no subscription id.
+      .openapi(settingsReadRoute, async (c) => c.json(await subscriptionSettingsOf(context.store, c.get("partner").id), 200))
+      .openapi(settingsWriteRoute, async (c) => {
+        const partnerId = c.get("partner").id;
+        await writeSubscriptionSettings(context.store, {
+          partnerId,
+          retryDelaysSeconds: c.req.valid("json").retryDelaysSeconds,
+          now: Date.now(),
+        });
+        return c.json(await subscriptionSettingsOf(context.store, partnerId), 200);
+      })
+      .openapi(listRoute, async (c) =>
+        c.json(await listSubscriptions(context.store, { ...c.req.valid("query"), partnerId: c.get("partner").id }), 200),
+      )
+      .openapi(readRoute, async (c) => {
+        const subscription = await partnerSubscription(context.store, {
+          partnerId: c.get("partner").id,
+          id: c.req.valid("param").id,
+        });
+        return c.json(await viewSubscription(context.store, subscription), 200);
+      })
+      .openapi(cancelRoute, async (c) => {
+        const body = c.req.header("content-type")?.includes("application/json") ? c.req.valid("json") : undefined;
+        const subscription = await cancelSubscription(context, {
+          partnerId: c.get("partner").id,
+          id: c.req.valid("param").id,
+          atPeriodEnd: body?.atPeriodEnd ?? false,
+        });
+        return c.json(await viewSubscription(context.store, subscription), 200);
+      })
+  );
 }

@@ -7,6 +7,15 @@
 export interface SubscriptionTables {
   subscription: SubscriptionTable;
   subscription_charge: SubscriptionChargeTable;
+  subscription_settings: SubscriptionSettingsTable;
+}
+
+/** A partner's retry schedule (migration 0022); no row: the default one. */
+export interface SubscriptionSettingsTable {
+  partner_id: string;
+  /** JSON array of delays in seconds of chain time, one per retry. */
+  retry_delays_json: string;
+  updated_at: number;
 }
 
 export type SubscriptionStatus = "awaiting_authorization" | "active" | "past_due" | "cancelled" | "ended" | "expired";

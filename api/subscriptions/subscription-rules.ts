@@ -56,6 +56,12 @@ export function nextChargeAt(terms: { period: number; start: number; end: number
 export const RETRY_DELAYS_SECONDS = [3_600, 6 * 3_600, 24 * 3_600, 72 * 3_600] as const;
 
 /**
+ * Bounds of a partner's own retry schedule: at most eight retries, each from a minute (a local
+ * walk, a test) to 30 days after the failure. An empty schedule cancels at the first failure.
+ */
+export const RETRY_SCHEDULE_LIMITS = { maxRetries: 8, minDelaySeconds: 60, maxDelaySeconds: 30 * 86_400 } as const;
+
+/**
  * When a charge that failed for the `attempts`-th time is tried again (Unix seconds), or null
  * when the retries are spent (`retries_exhausted`).
  */
@@ -76,4 +82,19 @@ export function shortfallOf(params: {
   if (params.balance < params.amount) return "insufficient_balance";
   if (params.allowance < params.amount) return "insufficient_allowance";
   return undefined;
+}
+
+/**
+ * What becomes of a `pending` charge whose `Charged` the index does not hold, from what the chain
+ * says of its transaction (`undefined`: the node did not answer, so nothing is known): reverted →
+ * the charge fails (`reverted`); no receipt and not in the node's pool (dropped, or reorged away and
+ * not re-included) → `due` again; mined, or still waiting in the pool → wait for the index.
+ */
+export function pendingChargeVerdict(chain: {
+  receipt: "success" | "reverted" | null | undefined;
+  inPool: boolean | undefined;
+}): "wait" | "reverted" | "reopen" {
+  if (chain.receipt === "reverted") return "reverted";
+  if (chain.receipt === null && chain.inPool === false) return "reopen";
+  return "wait";
 }

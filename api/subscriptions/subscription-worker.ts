@@ -1,4 +1,12 @@
-import { type Address, encodeFunctionData, erc20Abi, type Hex, isAddressEqual } from "viem";
+import {
+  type Address,
+  encodeFunctionData,
+  erc20Abi,
+  type Hex,
+  isAddressEqual,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+} from "viem";
 import { subscriptionManagerAbi } from "../../contracts/generated/SubscriptionManager.js";
 import type { AppContext } from "../app-context.js";
 import type { NetworkConfig } from "../config/networks.js";
@@ -6,8 +14,8 @@ import { RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.j
 import { isConfirmed } from "../indexed/confirmations.js";
 import type { IndexedSubscriptionFacts } from "../indexed/indexed-chain.js";
 import { logJson } from "../logging/redact.js";
-import { findOrCreateOrder } from "../orders/order-record.js";
 import type { Worker } from "../workers/run-worker.js";
+import { creditChargeOrder } from "./charge-order.js";
 import {
   chargesOfSubscription,
   ensureCharge,
@@ -17,7 +25,8 @@ import {
   type SubscriptionCharge,
 } from "./charge-record.js";
 import { findSubscription, moveSubscription, type Subscription, subscriptionsToFollow } from "./subscription-record.js";
-import { currentPeriodIndex, nextRetryAt, periodStart, shortfallOf } from "./subscription-rules.js";
+import { currentPeriodIndex, nextRetryAt, pendingChargeVerdict, periodStart, shortfallOf } from "./subscription-rules.js";
+import { subscriptionSettingsOf } from "./subscription-settings.js";
 import { recordSubscriptionEvent } from "./subscriptions.js";
 
 export const SUBSCRIPTION_WORKER_NAME = "subscriptions";
@@ -100,7 +109,12 @@ async function follow(context: AppContext, step: Step) {
   const open = step.charges.filter((charge) => charge.subscriptionId === subscription.id);
   for (const charge of open) {
     const paid = await payIfCharged(context, step, subscription, charge);
-    if (paid !== undefined) subscription = paid;
+    if (paid !== undefined) {
+      subscription = paid;
+      continue;
+    }
+    const after = await followPendingCharge(context, step, subscription, charge);
+    if (after !== undefined) subscription = after;
   }
   if (subscription.status !== "active" && subscription.status !== "past_due") return;
   if (step.chainNow === undefined || subscription.termsStart === null || subscription.termsEnd === null) return;
@@ -144,7 +158,7 @@ async function transition(
 /**
  * A charge is paid when its `Charged` log and the USDC `Transfer` of its transaction from the
  * subscriber to the payee, of exactly its amount, have the network's confirmations. It then gets
- * its order, in the same transaction as its `subscription.charged`.
+ * its order with its payment (charge-order.ts), in the same transaction as its `subscription.charged`.
  */
 async function payIfCharged(context: AppContext, step: Step, subscription: Subscription, charge: SubscriptionCharge) {
   const onchainId = subscription.onchainId?.toLowerCase();
@@ -165,9 +179,11 @@ async function payIfCharged(context: AppContext, step: Step, subscription: Subsc
     if (current === undefined || current.status === "paid") return undefined;
     // A failed charge waits for its retry (`due` again) before the chain's payment of it is taken.
     if (current.status === "failed") return undefined;
-    const order = await findOrCreateOrder(trx, {
-      partnerId: subscription.partnerId,
-      externalOrderId: `${subscription.id}:${charge.periodIndex}`,
+    const order = await creditChargeOrder(trx, {
+      subscription,
+      charge: current,
+      transfer,
+      network: step.network,
       now,
     });
     const paid = await moveCharge(trx, {
@@ -203,6 +219,55 @@ async function payIfCharged(context: AppContext, step: Step, subscription: Subsc
     });
     return after;
   });
+}
+
+/**
+ * A pending charge whose `Charged` the index does not hold (not yet, or no longer: a reorg took
+ * its unconfirmed block) is looked up on the chain, as the settlement worker looks up a pending
+ * payment: a reverted transaction fails the charge (`reverted`, retried on the schedule); one the
+ * chain no longer knows (dropped, or reorged away and not re-included) puts the charge back to
+ * `due`, so this period is charged again; one mined, or still waiting in the node's pool, waits
+ * for the index. A node that does not answer changes nothing. Answers the subscription when it
+ * changed.
+ */
+async function followPendingCharge(
+  context: AppContext,
+  step: Step,
+  subscription: Subscription,
+  charge: SubscriptionCharge,
+): Promise<Subscription | undefined> {
+  if (charge.status !== "pending" || charge.transactionHash === null) return undefined;
+  const onchainId = subscription.onchainId?.toLowerCase();
+  if (step.facts.charged.some((fact) => fact.subscriptionId === onchainId && fact.periodIndex === charge.periodIndex))
+    return undefined;
+  const client = context.rpc.get(subscription.chainId);
+  if (client === undefined) return undefined;
+  const hash = charge.transactionHash;
+  const receipt = await client
+    .getTransactionReceipt({ hash })
+    .catch((error: unknown) => (error instanceof TransactionReceiptNotFoundError ? null : undefined));
+  // The pool is asked only when there is no receipt: a mined transaction is no question for it.
+  const inPool =
+    receipt === null
+      ? await client
+          .getTransaction({ hash })
+          .then(() => true)
+          .catch((error: unknown) => (error instanceof TransactionNotFoundError ? false : undefined))
+      : undefined;
+  const verdict = pendingChargeVerdict({
+    receipt: receipt === undefined ? undefined : receipt === null ? null : receipt.status,
+    inPool,
+  });
+  if (verdict === "wait") return undefined;
+  if (verdict === "reverted") {
+    const chainNow = step.chainNow ?? Number((await client.getBlock({ blockTag: "latest" })).timestamp);
+    return failCharge(context, subscription, charge, "reverted", chainNow);
+  }
+  await context.store
+    .transaction()
+    .execute((trx) => moveCharge(trx, { charge, transition: "reopen", facts: {}, now: Date.now() }));
+  logJson({ level: "warn", msg: "a subscription charge left the chain: due again", chargeId: charge.id, transactionHash: hash });
+  return undefined;
 }
 
 /**
@@ -288,17 +353,22 @@ async function chargePeriod(context: AppContext, step: Step, subscription: Subsc
   }
 }
 
-/** Records a failed charge with its retry time (chain time), `charge_failed`, and `past_due`; after the last retry, cancels. */
+/**
+ * Records a failed charge with its retry time (chain time), `charge_failed`, and `past_due`; after
+ * the last retry, cancels. Answers the subscription as it is after.
+ */
 async function failCharge(
   context: AppContext,
   subscription: Subscription,
   charge: SubscriptionCharge,
-  failureReason: "insufficient_balance" | "insufficient_allowance",
+  failureReason: "insufficient_balance" | "insufficient_allowance" | "reverted",
   chainNow: number,
-) {
-  // A refusal before sending counts as an attempt (charge-record.ts `fail`), so the schedule moves on.
-  const retryAt = nextRetryAt(chainNow, charge.attempts + 1);
-  await context.store.transaction().execute(async (trx) => {
+): Promise<Subscription | undefined> {
+  // A refusal before sending counts as an attempt (charge-record.ts `fail`); a sent one was counted when sent.
+  const attempts = charge.status === "due" ? charge.attempts + 1 : charge.attempts;
+  const { retryDelaysSeconds } = await subscriptionSettingsOf(context.store, subscription.partnerId);
+  const retryAt = nextRetryAt(chainNow, attempts, retryDelaysSeconds);
+  return context.store.transaction().execute(async (trx) => {
     const now = Date.now();
     const failed = await moveCharge(trx, {
       charge,
@@ -306,7 +376,7 @@ async function failCharge(
       facts: { failureReason, nextRetryAt: retryAt === null ? null : retryAt * 1000 },
       now,
     });
-    if (!failed) return;
+    if (!failed) return undefined;
     let after = (await findSubscription(trx, subscription.id)) as Subscription;
     await recordSubscriptionEvent(trx, {
       subscription: after,
@@ -343,5 +413,6 @@ async function failCharge(
         now,
       });
     }
+    return after;
   });
 }

@@ -6,11 +6,14 @@ import type {
   AttachPaymentParams,
   Branding,
   BrandingUpdate,
+  CancelSubscriptionParams,
   CheckoutSession,
   CreateCheckoutSessionParams,
   CreatedCheckoutSession,
+  CreatedSubscription,
   CreatedWebhookEndpoint,
   CreateRefundParams,
+  CreateSubscriptionParams,
   CreateWebhookEndpointParams,
   FulfilOrderParams,
   GrantRewardParams,
@@ -23,6 +26,7 @@ import type {
   ListPaymentsParams,
   ListRefundsParams,
   ListRewardsParams,
+  ListSubscriptionsParams,
   ListTransfersParams,
   NewReadOnlyKey,
   Order,
@@ -47,6 +51,9 @@ import type {
   RewardSettingsUpdate,
   RotatedWebhookSecret,
   SettlementEvent,
+  Subscription,
+  SubscriptionCharge,
+  SubscriptionSettings,
   Transfer,
   WebhookEndpoint,
   WebhookTestResult,
@@ -212,6 +219,37 @@ export function createClient(options: ClientOptions) {
     qrSvg: (refundId: string) => requestText(transport, { path: path`/v1/refunds/${refundId}/qr`, accept: "image/svg+xml" }),
   };
 
+  const subscriptions = {
+    /**
+     * Creates a subscription awaiting the customer's signature (or answers the original one for a
+     * repeated idempotency key). Send the customer to `url`; every period's charge is settled from
+     * the chain and becomes an order (`subscription.charged` names it).
+     */
+    create: (params: CreateSubscriptionParams) =>
+      post<CreatedSubscription>("/v1/subscriptions", { ...params, amount: baseUnitsString(params.amount, "amount") }),
+    /** One subscription with its charges. */
+    retrieve: (subscriptionId: string) => get<Subscription>(path`/v1/subscriptions/${subscriptionId}`),
+    /** Your subscriptions, newest first; `status` narrows. */
+    list: (params: ListSubscriptionsParams = {}) => get<Page<Subscription>>("/v1/subscriptions", params),
+    async *iterate(params: Omit<ListSubscriptionsParams, "cursor"> = {}): AsyncGenerator<Subscription> {
+      yield* paginate(await subscriptions.list(params), (cursor) => subscriptions.list({ ...params, cursor }));
+    },
+    /** A subscription's charges, one per period, oldest first (each paid one names its order). */
+    charges: async (subscriptionId: string): Promise<SubscriptionCharge[]> =>
+      (await subscriptions.retrieve(subscriptionId)).charges,
+    /**
+     * Stops charging (off chain: the customer's registration stays on the chain, the service
+     * sends no more charges); `atPeriodEnd` lets the period paid for run out first.
+     */
+    cancel: (subscriptionId: string, params: CancelSubscriptionParams = {}) =>
+      post<Subscription>(path`/v1/subscriptions/${subscriptionId}/cancel`, params),
+    /** The retry schedule of failed charges (seconds of chain time after each failure). */
+    settings: () => get<SubscriptionSettings>("/v1/subscriptions/settings"),
+    /** Replaces the retry schedule; a charge that failed already keeps its retry time. */
+    updateSettings: (params: SubscriptionSettings) =>
+      request<SubscriptionSettings>(transport, { method: "PUT", path: "/v1/subscriptions/settings", body: params }),
+  };
+
   const branding = {
     retrieve: () => get<Branding>("/v1/branding"),
     update: (params: BrandingUpdate) => request<Branding>(transport, { method: "PATCH", path: "/v1/branding", body: params }),
@@ -323,6 +361,7 @@ export function createClient(options: ClientOptions) {
     transfers,
     payments,
     refunds,
+    subscriptions,
     branding,
     rewards,
     ledger,

@@ -216,6 +216,17 @@ export type RefundAuthorizationRequest = ResponseBody<"/v1/refunds/{id}/authoriz
 /** The signed authorization: `authorization` (the request's `message`), `signature`, and the domain's chain. */
 export type RelayRefundAuthorizationParams = RequestBody<"/v1/refunds/{id}/authorization", "post">;
 export type RelayedRefund = ResponseBody<"/v1/refunds/{id}/authorization", "post">;
+// Subscriptions (docs/subscriptions.md)
+export type Subscription = Schemas["Subscription"];
+export type SubscriptionStatus = Subscription["status"];
+export type SubscriptionCharge = Subscription["charges"][number];
+/** The creation answer: hand `url` (or `id` and `clientToken`) to the customer; `clientToken` is in this answer only. */
+export type CreatedSubscription = ResponseBody<"/v1/subscriptions", "post", 201>;
+/** `amount` (each period, base units) is a bigint or an integer string; it is sent as a string. */
+export type CreateSubscriptionParams = Omit<RequestBody<"/v1/subscriptions", "post">, "amount"> & { amount: bigint | string };
+export type ListSubscriptionsParams = QueryParameters<"/v1/subscriptions", "get">;
+export type CancelSubscriptionParams = RequestBody<"/v1/subscriptions/{id}/cancel", "post">;
+export type SubscriptionSettings = Schemas["SubscriptionSettings"];
 
 // Accounting (docs/accounting.md): ranges, the ledger, reconciliation, order evidence, read-only keys.
 

@@ -62,6 +62,10 @@ describe("ledger classification", () => {
       kind: "unmatched_in",
       reason: "wrong_payer",
     });
+    expect(classifyIncoming({ status: "settled", reason: null, resolution: "subscription_charge", orderId: "ord_3" })).toEqual({
+      kind: "subscription_charge",
+      orderId: "ord_3",
+    });
     expect(classifyIncoming({ status: "pending", reason: null, orderId: null }).reason).toBe("awaiting_confirmations");
     expect(classifyIncoming({ status: "reorged", reason: null, orderId: null }).reason).toBe("reorged");
   });

@@ -3,6 +3,7 @@ import {
   currentPeriodIndex,
   nextChargeAt,
   nextRetryAt,
+  pendingChargeVerdict,
   periodOf,
   permitValueOf,
   shortfallOf,
@@ -47,5 +48,15 @@ describe("subscription rules", () => {
     expect(shortfallOf({ amount: 10n, balance: 9n, allowance: 0n })).toBe("insufficient_balance");
     expect(shortfallOf({ amount: 10n, balance: 10n, allowance: 9n })).toBe("insufficient_allowance");
     expect(shortfallOf({ amount: 10n, balance: 10n, allowance: 10n })).toBeUndefined();
+  });
+
+  it("a pending charge the index does not hold: reverted fails, gone from the chain is due again, anything else waits", () => {
+    expect(pendingChargeVerdict({ receipt: "reverted", inPool: undefined })).toBe("reverted");
+    expect(pendingChargeVerdict({ receipt: null, inPool: false })).toBe("reopen");
+    // Still in the pool, mined (the index will show it), or the node silent: nothing is known to change.
+    expect(pendingChargeVerdict({ receipt: null, inPool: true })).toBe("wait");
+    expect(pendingChargeVerdict({ receipt: "success", inPool: undefined })).toBe("wait");
+    expect(pendingChargeVerdict({ receipt: undefined, inPool: undefined })).toBe("wait");
+    expect(pendingChargeVerdict({ receipt: null, inPool: undefined })).toBe("wait");
   });
 });

@@ -846,6 +846,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/subscriptions/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your subscription settings: the retry schedule of failed charges */
+        get: operations["getV1SubscriptionsSettings"];
+        /** Set the retry schedule of failed charges (a charge that failed already keeps its retry time) */
+        put: operations["putV1SubscriptionsSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/subscriptions/{id}": {
         parameters: {
             query?: never;
@@ -1781,6 +1799,24 @@ export interface paths {
         put?: never;
         /** Create a subscription the customer authorises once from any wallet (SPEC 18) */
         post: operations["postApiPartnerSubscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/partner/subscriptions/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your subscription settings: the retry schedule of failed charges */
+        get: operations["getApiPartnerSubscriptionsSettings"];
+        /** Set the retry schedule of failed charges (a charge that failed already keeps its retry time) */
+        put: operations["putApiPartnerSubscriptionsSettings"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5020,7 +5056,7 @@ export interface components {
         };
         LedgerEntry: {
             /** @enum {string} */
-            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "zero_value";
+            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "subscription_charge" | "zero_value";
             reason?: string;
             chainId: number;
             blockNumber: string;
@@ -5087,6 +5123,7 @@ export interface components {
                     refund: string;
                     unmatched_out: string;
                     reward_claim: string;
+                    subscription_charge: string;
                 };
             }[];
         };
@@ -5183,6 +5220,18 @@ export interface components {
             attempts: number;
             paidAt: string | null;
             createdAt: string;
+        };
+        SubscriptionSettings: {
+            /**
+             * @description Seconds of chain time after a failed charge before each retry (default [3600, 21600, 86400, 259200]); after the last, the subscription is cancelled (`retries_exhausted`)
+             * @example [
+             *       3600,
+             *       21600,
+             *       86400,
+             *       259200
+             *     ]
+             */
+            retryDelaysSeconds: number[];
         };
         PublicCheckoutSession: {
             id: string;
@@ -12244,6 +12293,194 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "subscriptions_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getV1SubscriptionsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    putV1SubscriptionsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionSettings"];
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
@@ -19832,6 +20069,194 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"] & {
                         /** @enum {string} */
                         code?: "subscriptions_unavailable" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    getApiPartnerSubscriptionsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` (see the problem catalogue) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
+                    };
+                };
+            };
+        };
+    };
+    putApiPartnerSubscriptionsSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionSettings"];
+            };
+        };
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubscriptionSettings"];
+                };
+            };
+            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated" | "wrong_portal";
+                    };
+                };
+            };
+            /** @description Not allowed: `wrong_portal`, `portal_not_allowed`, `forbidden`, `read_only_key` (see the problem catalogue) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "wrong_portal" | "portal_not_allowed" | "forbidden" | "read_only_key";
+                    };
+                };
+            };
+            /** @description Too large: `payload_too_large` (see the problem catalogue) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description Internal error: `internal_error` (see the problem catalogue) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                    };
+                };
+            };
+            /** @description Unavailable for now: `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "store_unavailable" | "rpc_unavailable" | "index_not_ready";
                     };
                 };
             };
