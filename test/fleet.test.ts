@@ -332,7 +332,8 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
               block: String((await stack.publicClient.getTransactionReceipt({ hash })).blockNumber),
             })),
         );
-        return missing.length === 0 ? true : ((lastMissing = missing), undefined);
+        lastMissing = missing;
+        return missing.length === 0 ? true : undefined;
       },
       { timeoutMs: 60_000, what: `${label}: every payment in the index` },
     ).catch((error: Error) => {
@@ -415,6 +416,9 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
     let reads = 0;
     // A client looping on reads through the replicas in service (a load balancer's view).
     const reference = await createSessionOn(replicaFor(0));
+    const began = Date.now();
+    const steps: string[] = [];
+    const step = (name: string) => steps.push(`${name} +${Date.now() - began} ms`);
     const reader = (async () => {
       for (let n = 0; loading; n++) {
         const replica = replicaFor(n);
@@ -457,6 +461,7 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
         timeoutMs: 60_000,
         what: "a payment settled under the old build",
       });
+      step("new indexer started");
       // Step 2: the new build's indexer on a schema of its own, the same views schema, another port.
       nextIndexer = await startPonder({
         root: PROJECT_ROOT,
@@ -464,6 +469,7 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
         env: { ...stack.serviceEnv, DATABASE_SCHEMA: "settlement_v2" },
         readyTimeoutMs: 180_000,
       });
+      step("new indexer /ready");
       // Step 3: at its /ready the views read the new build.
       expect(await schemaBehindViews(indexUrl, VIEWS_SCHEMA)).toBe("settlement_v2");
       // Step 4: each replica out of the balancer, stopped, started again on its port, back in.
@@ -471,9 +477,11 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
         const old = await drainFirstReplica();
         await old.stop();
         replicas.push(await startReplica(old.port));
+        step(`replica ${round + 1} replaced`);
       }
       // Step 5: the old indexer stops; the new one's workers take the lease.
       await stack.stopService();
+      step("old indexer stopped");
       const settledSoFar = paid.filter((payment) => payment.settledAt !== undefined).length;
       await waitFor(
         async () => (paid.filter((payment) => payment.settledAt !== undefined).length > settledSoFar ? true : undefined),
@@ -490,10 +498,12 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
       paid.map((payment) => payment.hash),
     );
     const latencies = paid.map((payment) => payment.settledAt! - payment.minedAt);
+    const slowest = paid[latencies.indexOf(Math.max(...latencies))]!;
+    step("end");
     const settledTimes = paid.map((payment) => payment.settledAt!).sort((a, b) => a - b);
     const gaps = settledTimes.slice(1).map((time, index) => time - settledTimes[index]!);
     console.log(
-      `fleet deploy under load: ${reads} reads, ${fiveHundreds.length} 5xx; ${paid.length} payments settled; longest mined→settled ${Math.max(...latencies)} ms, longest gap between two settlements ${Math.max(0, ...gaps)} ms`,
+      `fleet deploy under load: ${reads} reads, ${fiveHundreds.length} 5xx; ${paid.length} payments settled; longest mined→settled ${Math.max(...latencies)} ms, longest gap between two settlements ${Math.max(0, ...gaps)} ms; the slowest mined at +${slowest.minedAt - began} ms; steps: ${steps.join(", ")}`,
     );
   }, 480_000);
 });
