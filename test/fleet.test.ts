@@ -410,6 +410,50 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
     expect(stack.serviceRestarts(), stack.ponder.output().slice(-3000)).toBe(restartsBefore);
   }, 240_000);
 
+  it("keeps a transfer whose block's COMMIT was cut (the indexer's connection ended at commit, as in a Postgres restart): it is in the index and settles", async () => {
+    const session = await createSessionOn(replicaFor(0));
+    // Once, while the indexer commits the block holding this payment, its own connection is
+    // ended (a deferred trigger runs at COMMIT; a sequence is not rolled back with it).
+    await query(
+      indexUrl,
+      `create sequence public.fleet_commit_fault;
+       create function public.fleet_cut_commit() returns trigger language plpgsql as $$
+       begin
+         if new.value = ${BigInt(session.payment.amount)} and nextval('public.fleet_commit_fault') = 1 then
+           perform pg_terminate_backend(pg_backend_pid());
+         end if;
+         return null;
+       end $$;
+       create constraint trigger fleet_cut_commit after insert or update on settlement_v1.usdc_transfer
+         deferrable initially deferred for each row execute function public.fleet_cut_commit();`,
+    );
+    try {
+      const paid = await stack.payUsdc({ from: 6, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
+      await waitFor(
+        async () =>
+          (await query(indexUrl, "select is_called from public.fleet_commit_fault"))[0]!.is_called === true ? true : undefined,
+        { what: "the indexer's commit of the payment's block cut once" },
+      );
+      await waitFor(
+        async () => {
+          const rows = await query(
+            indexUrl,
+            `select 1 from ${VIEWS_SCHEMA}.usdc_transfer where transaction_hash = '${paid.hash}'`,
+          );
+          return rows.length === 1 ? true : undefined;
+        },
+        { what: "the payment in the index after its block was indexed again" },
+      );
+      await waitAllSettled([session], "the payment settled");
+      await expectSettledOnceAndDelivered([session], [paid.hash]);
+    } finally {
+      await query(
+        indexUrl,
+        `drop trigger fleet_cut_commit on settlement_v1.usdc_transfer; drop function public.fleet_cut_commit(); drop sequence public.fleet_commit_fault;`,
+      );
+    }
+  }, 180_000);
+
   it("deploys a new build under load as docs/deploy.md says: no 5xx to a client reading throughout, no payment left unsettled", async () => {
     let loading = true;
     const fiveHundreds: string[] = [];
