@@ -1,5 +1,6 @@
 import { DEFAULT_RPC_DELAY_MS } from "./rpc-delay-proxy.js";
 import type { BooksResult } from "./scenarios/books.js";
+import type { FleetResult } from "./scenarios/fleet.js";
 import type { GaslessResult } from "./scenarios/gasless-payment.js";
 import type { HashSubmissionResult } from "./scenarios/hash-submission.js";
 import type { IndexerResult } from "./scenarios/indexer.js";
@@ -42,7 +43,7 @@ export const config = {
   serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
   /** Ponder's index on a throw-away PostgreSQL server (DATABASE_URL) instead of embedded PGlite. */
   postgresIndex: process.env.BENCH_POSTGRES === "1",
-  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,subscriptions,indexer").split(",").map((name) => name.trim()),
+  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,subscriptions,indexer,fleet").split(",").map((name) => name.trim()),
 };
 
 export type BenchResults = {
@@ -61,6 +62,8 @@ export type BenchResults = {
   subscriptionCharges?: SubscriptionChargesResult;
   /** Issue 27: reconciliation and the full-period CSV export over 100,000 indexed transfers (BENCH_ONLY=books). */
   books?: BooksResult;
+  /** Issue 42: the production shape, an indexer and one API replica on Postgres (BENCH_ONLY includes fleet). */
+  fleet?: FleetResult;
   /** Issue 30's goals, one entry each, beside the figure before it. */
   goals?: Goal[];
   errors: { scenario: string; message: string }[];

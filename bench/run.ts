@@ -6,6 +6,7 @@ import { performance } from "node:perf_hooks";
 import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { type BenchResults, config } from "./results.js";
 import { measureBooks } from "./scenarios/books.js";
+import { measureFleet } from "./scenarios/fleet.js";
 import { measureGaslessPayment } from "./scenarios/gasless-payment.js";
 import { measureHashSubmission } from "./scenarios/hash-submission.js";
 import { measureIndexer } from "./scenarios/indexer.js";
@@ -213,6 +214,22 @@ async function main(): Promise<number> {
         gapBlocks: config.gapBlocks,
         timeoutMs: config.indexerTimeoutMs,
         memory,
+        log,
+      });
+    });
+  }
+
+  if (config.only.includes("fleet")) {
+    await scenario("fleet", async () => {
+      log("fleet (Postgres, one indexer, one ponder serve replica)");
+      results.fleet = await measureFleet({
+        blockTimeS: config.blockTimeS,
+        confirmations: config.confirmations,
+        purchases: config.purchases,
+        payRatePerS: config.payRatePerS,
+        concurrencies: config.concurrencies,
+        durationS: config.durationS,
+        serviceEnv: config.serviceEnv,
         log,
       });
     });

@@ -61,6 +61,11 @@ export type LocalStack = {
   /** Environment the service runs with (tests restart it with the same). */
   serviceEnv: NodeJS.ProcessEnv;
   restartService: (extraEnv?: NodeJS.ProcessEnv) => Promise<PonderProcess>;
+  /**
+   * Ends the service with `signal` (SIGKILL: a crash) and leaves it down until
+   * `restartService()`: a test can then ask the rest of a fleet while the indexer is away.
+   */
+  stopService: (signal?: NodeJS.Signals) => Promise<void>;
   /** How many times the service exited on its own and was started again. */
   serviceRestarts: () => number;
   stop: () => Promise<void>;
@@ -291,6 +296,12 @@ export async function startLocalStack(options: {
         ponder = await start();
         supervise(ponder);
         return ponder;
+      },
+      async stopService(signal = "SIGTERM") {
+        generation++;
+        await restarting?.catch(() => undefined);
+        stoppedOnPurpose.add(ponder);
+        await ponder.stop(signal);
       },
       serviceRestarts: () => restarts,
       async stop() {

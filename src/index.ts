@@ -13,23 +13,26 @@ import {
 // Matching, settlement and everything partners see happen outside `src/`.
 
 // One handler for both directions (`USDC` is money in, `USDCOut` money out of a payment address).
+// An upsert of the same row, not `onConflictDoNothing`: when the COMMIT of a block fails (its
+// connection ended, as in a Postgres restart), Ponder 0.16.10 runs the block again with its
+// indexing cache still holding the rows of the failed attempt, so an insert that does nothing on
+// a cached row would be skipped and the transfer never written (test/fleet.test.ts). An update of
+// a cached row is flushed as `INSERT … ON CONFLICT DO UPDATE`, which writes it again.
 const recordTransfer = async ({ event, context }: IndexingFunctionArgs<"USDC:Transfer">) => {
-  await context.db
-    .insert(usdcTransfer)
-    .values({
-      transactionHash: event.transaction.hash,
-      logIndex: event.log.logIndex,
-      chainId: context.chain.id,
-      token: event.log.address,
-      from: event.args.from,
-      to: event.args.to,
-      value: event.args.value,
-      blockNumber: event.block.number,
-      blockHash: event.block.hash,
-      blockTimestamp: event.block.timestamp,
-      transactionIndex: event.transaction.transactionIndex,
-    })
-    .onConflictDoNothing();
+  const row = {
+    transactionHash: event.transaction.hash,
+    logIndex: event.log.logIndex,
+    chainId: context.chain.id,
+    token: event.log.address,
+    from: event.args.from,
+    to: event.args.to,
+    value: event.args.value,
+    blockNumber: event.block.number,
+    blockHash: event.block.hash,
+    blockTimestamp: event.block.timestamp,
+    transactionIndex: event.transaction.transactionIndex,
+  };
+  await context.db.insert(usdcTransfer).values(row).onConflictDoUpdate(row);
 };
 ponder.on("USDC:Transfer", recordTransfer);
 ponder.on("USDCOut:Transfer", recordTransfer);

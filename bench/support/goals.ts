@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import type { BenchResults, Goal } from "../results.js";
+import type { LoadResult } from "./load.js";
 import { PROJECT_ROOT } from "./processes.js";
 
 const MiB = 2 ** 20;
@@ -145,6 +146,7 @@ export function goalsOf(results: BenchResults): Goal[] {
       baseline: null,
       met: null,
     },
+    ...fleetGoals(results),
     {
       figure: "npm install on a fresh clone (BENCH_INSTALL_S, not measured by the bench)",
       goal: "< 90 s, no engine warning on Node 20",
@@ -162,4 +164,82 @@ export function goalsOf(results: BenchResults): Goal[] {
       met: size === null ? null : size * 1.048576 < 500,
     },
   ];
+}
+
+/**
+ * Issue 42's fleet figures (BENCH_ONLY includes fleet). Each carries as its baseline today's
+ * one-process figure from the same run where the bench has one (the development stack's hash
+ * submission, its settlement overhead), else null.
+ */
+function fleetGoals(results: BenchResults): Goal[] {
+  const fleet = results.fleet;
+  const at = (loads: LoadResult[] | undefined, connections: number) => loads?.find((load) => load.connections === connections);
+  const p99At16 = (loads: LoadResult[] | undefined) => at(loads, 16)?.latency.p99 ?? null;
+  const rpsAt64 = (loads: LoadResult[] | undefined) => at(loads, 64)?.rps ?? null;
+  const ofBare = (loads: LoadResult[] | undefined) => {
+    const rps = rpsAt64(loads);
+    const bare = fleet?.bareRoute.rps;
+    return rps === null || bare === undefined || bare === 0 ? null : Math.round((rps / bare) * 100);
+  };
+  const oneProcess = results.hashSubmission?.service;
+  const routes: [string, LoadResult[] | undefined, LoadResult[] | undefined][] = [
+    ["hash submission", fleet?.hashSubmission, oneProcess],
+    ["status poll", fleet?.statusPoll, undefined],
+    ["session look-up", fleet?.sessionLookup, undefined],
+    ["order look-up", fleet?.orderLookup, undefined],
+  ];
+  const goals: Goal[] = routes.flatMap(([name, loads, today]) => [
+    {
+      figure: `fleet: ${name} p99 c=16 (replica)`,
+      goal: "< 20 ms",
+      value: p99At16(loads),
+      unit: "ms",
+      baseline: p99At16(today),
+      met: below(p99At16(loads), 20),
+    },
+    {
+      figure: `fleet: ${name} answers/s c=64 (replica)`,
+      goal: "≥ 3,000/s",
+      value: rpsAt64(loads),
+      unit: "/s",
+      baseline: rpsAt64(today),
+      met: rpsAt64(loads) === null ? null : rpsAt64(loads)! >= 3_000,
+    },
+    {
+      figure: `fleet: ${name} c=64 ÷ the bare route (GET /status) on the same replica`,
+      goal: "≥ 80 %",
+      value: ofBare(loads),
+      unit: "%",
+      baseline: null,
+      met: ofBare(loads) === null ? null : ofBare(loads)! >= 80,
+    },
+  ]);
+  const overheadP50 = fleet?.settlement.overhead.p50 ?? null;
+  goals.push(
+    {
+      figure: "fleet: confirming block → purchase.settled received, p50",
+      goal: "< 35 ms",
+      value: overheadP50,
+      unit: "ms",
+      baseline: results.latency?.overhead.p50 ?? null,
+      met: below(overheadP50, 35),
+    },
+    {
+      figure: "fleet: peak RSS of the indexer (settlement and loads, not a backfill)",
+      goal: "< 512 MiB",
+      value: mib(fleet?.peakRssBytes.indexer),
+      unit: "MiB",
+      baseline: null,
+      met: below(mib(fleet?.peakRssBytes.indexer), 512),
+    },
+    {
+      figure: "fleet: peak RSS of the replica under load",
+      goal: "< 512 MiB",
+      value: mib(fleet?.peakRssBytes.replica),
+      unit: "MiB",
+      baseline: null,
+      met: below(mib(fleet?.peakRssBytes.replica), 512),
+    },
+  );
+  return goals;
 }
