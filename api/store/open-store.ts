@@ -26,6 +26,7 @@ import * as m0018 from "./migrations/0018_refund_ready_block.js";
 import * as m0019 from "./migrations/0019_zero_value_movements.js";
 import * as m0020 from "./migrations/0020_closed_periods.js";
 import * as m0021 from "./migrations/0021_subscriptions.js";
+import * as m0022 from "./migrations/0022_adjustment_evidence.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   "0019_zero_value_movements": m0019,
   "0020_closed_periods": m0020,
   "0021_subscriptions": m0021,
+  "0022_adjustment_evidence": m0022,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
