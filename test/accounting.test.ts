@@ -132,6 +132,10 @@ const LEDGER_CSV_COLUMNS = [
   "refund_id",
   "reward_id",
   "metadata",
+  "period_id",
+  "entry_kind",
+  "balance_effect",
+  "balance_effect_usdc",
 ];
 const ORDER_CSV_COLUMNS = [
   "id",
@@ -183,7 +187,7 @@ const range = () => `fromBlock=1&toBlock=${toBlock}`;
 /** Every ledger kind, as the reconciliation's sums name them (docs/accounting.md). */
 const KINDS = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out", "reward_claim"];
 /** Every sum of the reconciliation: the kinds above, and subscription charges (test/subscriptions.test.ts makes them). */
-const SUMMED = [...KINDS, "subscription_charge"];
+const SUMMED = [...KINDS, "subscription_charge", "adjustment"];
 
 async function ledgerPages(limit: number, apiKey?: string, rangeQuery = range()): Promise<Entry[]> {
   const entries: Entry[] = [];
@@ -564,6 +568,11 @@ describe("books over a real history", () => {
         refund_id: entry.refundId ?? "",
         reward_id: entry.rewardId ?? "",
         metadata: entry.metadata === undefined ? "" : JSON.stringify(entry.metadata),
+        // Adjustment columns: empty on every row but an `adjustment` (none before a period is closed).
+        period_id: "",
+        entry_kind: "",
+        balance_effect: "",
+        balance_effect_usdc: "",
       });
       // Against the chain: the block (hash and time) and the Transfer log the row names.
       const block = await stack.publicClient.getBlock({ blockNumber: BigInt(row.block_number as string) });
@@ -1036,13 +1045,119 @@ describe("closed periods (SPEC 17.1)", () => {
     expect(
       nextRead.adjustmentsReported.map((adjustment: { transactionHash: string }) => adjustment.transactionHash).sort(),
     ).toEqual([goneHash.toLowerCase(), lateHash.toLowerCase()].sort());
-    // The accounting identity across the boundary: next opening = closed closing + adjustments.
-    const row = (answer: { data: { paymentAddress: string; openingBalance: string; closingBalance: string }[] }) =>
-      answer.data.find((line) => line.paymentAddress.toLowerCase() === paymentAddress()) as {
-        openingBalance: string;
-        closingBalance: string;
-      };
-    expect(BigInt(row(next.reconciliation).openingBalance)).toBe(BigInt(row(first.reconciliation).closingBalance) + 1_000_000n);
+    // The accounting identity across the boundary: the next period opens at the closed one's
+    // closing balance, and its `adjustment` sum (the adjustments' balance effects) brings it to the chain's.
+    type Row = {
+      paymentAddress: string;
+      openingBalance: string;
+      closingBalance: string;
+      reconciled: boolean;
+      sums: Record<string, string>;
+    };
+    const row = (answer: { data: Row[] }) =>
+      answer.data.find((line) => line.paymentAddress.toLowerCase() === paymentAddress()) as Row;
+    expect(row(next.reconciliation).openingBalance).toBe(row(first.reconciliation).closingBalance);
+    expect(row(next.reconciliation).sums.adjustment).toBe("1000000");
+    expect(row(next.reconciliation).reconciled).toBe(true);
+    const nextRange = `fromBlock=${periodEnd + 1n}&toBlock=${nextEnd}`;
+    const nextNow = row(await json(await stack.partnerFetch(`/v1/reports/reconciliation?${nextRange}`)));
+    expect(nextNow).toMatchObject({ openingBalance: row(first.reconciliation).closingBalance, reconciled: true });
+    expect(nextNow.sums.adjustment).toBe("1000000");
+    const balance = await stack.publicClient.readContract({
+      address: stack.local.contracts.usdc as Address,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [stack.local.partner.paymentAddress as Address],
+      blockNumber: nextEnd,
+    });
+    expect(BigInt(nextNow.closingBalance)).toBe(balance);
+
+    // The next period's ledger opens with the adjustments as rows (JSON and CSV, the same in the
+    // closed file): kind `adjustment`, the closed period's id, the change as reason, the balance effect.
+    // The reorg mined the late transfer into the block number that held the dropped one.
+    const lateBlock = await stack.publicClient.getBlock({ blockNumber: goneBlock });
+    const closedRow = csvRecords(bytes, LEDGER_CSV_COLUMNS).find(
+      (cells) => cells.transaction_hash === goneHash.toLowerCase(),
+    ) as Record<string, string>;
+    const expectedRows = [
+      { hash: goneHash, reason: "removed", from: stack.wallet(4).account!.address, value: "2000000", effect: "-2000000" },
+      { hash: lateHash, reason: "added", from: late.account!.address, value: "3000000", effect: "3000000" },
+    ];
+    const jsonRows = (await json(await stack.partnerFetch(`/v1/ledger?${nextRange}`))).data.filter(
+      (entry: Entry) => entry.kind === "adjustment",
+    );
+    const csvRows = csvRecords(
+      await (await stack.partnerFetch(`/v1/ledger?${nextRange}`, { headers: { Accept: "text/csv" } })).text(),
+      LEDGER_CSV_COLUMNS,
+    ).filter((cells) => cells.kind === "adjustment");
+    const filedRows = csvRecords(
+      await (await stack.partnerFetch(`/v1/reports/periods/${next.id}/ledger`)).text(),
+      LEDGER_CSV_COLUMNS,
+    ).filter((cells) => cells.kind === "adjustment");
+    expect(filedRows).toEqual(csvRows);
+    expect(csvRows).toHaveLength(2);
+    expect(jsonRows).toHaveLength(2);
+    for (const wanted of expectedRows) {
+      const cells = csvRows.find((candidate) => candidate.transaction_hash === wanted.hash.toLowerCase());
+      expect(cells, wanted.reason).toMatchObject({
+        kind: "adjustment",
+        reason: wanted.reason,
+        period_id: closed.id,
+        entry_kind: "unmatched_in",
+        chain_id: String(stack.chain.id),
+        block_number: String(goneBlock),
+        from: wanted.from,
+        to: stack.local.partner.paymentAddress,
+        value: wanted.value,
+        value_usdc: usdc(wanted.value),
+        balance_effect: wanted.effect,
+        balance_effect_usdc: usdc(wanted.effect),
+        payment_address: stack.local.partner.paymentAddress,
+      });
+      // The removed transfer's evidence is its row in the closed file; the added one's, its block now.
+      if (wanted.reason === "added")
+        expect(cells).toMatchObject({
+          block_hash: lateBlock.hash,
+          block_time: new Date(Number(lateBlock.timestamp) * 1000).toISOString(),
+        });
+      else expect(cells).toMatchObject({ block_hash: closedRow.block_hash, block_time: closedRow.block_time });
+      const entry = jsonRows.find((candidate: Entry) => candidate.transactionHash === wanted.hash.toLowerCase());
+      expect(entry).toMatchObject({
+        kind: "adjustment",
+        reason: wanted.reason,
+        periodId: closed.id,
+        balanceEffect: wanted.effect,
+      });
+    }
+    // They open the ledger; summing their balance effects gives the reconciliation's `adjustment` sum.
+    const firstRows = csvRecords(
+      await (await stack.partnerFetch(`/v1/ledger?${nextRange}`, { headers: { Accept: "text/csv" } })).text(),
+      LEDGER_CSV_COLUMNS,
+    ).slice(0, 2);
+    expect(firstRows.map((cells) => cells.kind)).toEqual(["adjustment", "adjustment"]);
+    expect(csvRows.reduce((total, cells) => total + BigInt(cells.balance_effect as string), 0n)).toBe(
+      BigInt(nextNow.sums.adjustment as string),
+    );
+    // Paged one entry at a time, the JSON ledger gives the same rows in the same order as the CSV.
+    const paged: Entry[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { data: Entry[]; nextCursor: string | null } = await json(
+        await stack.partnerFetch(`/v1/ledger?${nextRange}&limit=1${cursor === null ? "" : `&cursor=${cursor}`}`),
+      );
+      paged.push(...page.data);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    const whole = csvRecords(
+      await (await stack.partnerFetch(`/v1/ledger?${nextRange}`, { headers: { Accept: "text/csv" } })).text(),
+      LEDGER_CSV_COLUMNS,
+    );
+    expect(paged.map((entry) => `${entry.kind}:${entry.transactionHash}:${entry.logIndex}`)).toEqual(
+      whole.map((cells) => `${cells.kind}:${cells.transaction_hash}:${cells.log_index}`),
+    );
+    // A range that holds the closed period holds the facts themselves, not adjustments of it.
+    const across = await json(await stack.partnerFetch(`/v1/ledger?fromBlock=${periodStart}&toBlock=${nextEnd}&limit=500`));
+    expect(across.data.filter((entry: Entry) => entry.kind === "adjustment")).toEqual([]);
     expect(await (await stack.partnerFetch(`/v1/reports/periods/${closed.id}/ledger`)).text()).toBe(bytes);
   });
 

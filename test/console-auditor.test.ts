@@ -25,7 +25,7 @@ const CUSTOMER_ACCOUNT = 2;
 const LEDGER_HEADER =
   "kind,reason,chain_id,block_number,block_time,block_hash,transaction_hash,log_index,from,to,value,value_usdc,payment_address,order_id,external_order_id,refund_id,reward_id,metadata";
 const RECONCILIATION_HEADER =
-  "chain_id,partner_id,payment_address,role,from_block,to_block,opening_balance,opening_balance_usdc,closing_balance,closing_balance_usdc,chain_balance,chain_balance_usdc,difference,difference_usdc,reconciled,settled,settled_usdc,underpaid,underpaid_usdc,overpaid,overpaid_usdc,late,late_usdc,unmatched_in,unmatched_in_usdc,refund,refund_usdc,unmatched_out,unmatched_out_usdc,reward_claim,reward_claim_usdc,subscription_charge,subscription_charge_usdc";
+  "chain_id,partner_id,payment_address,role,from_block,to_block,opening_balance,opening_balance_usdc,closing_balance,closing_balance_usdc,chain_balance,chain_balance_usdc,difference,difference_usdc,reconciled,settled,settled_usdc,underpaid,underpaid_usdc,overpaid,overpaid_usdc,late,late_usdc,unmatched_in,unmatched_in_usdc,refund,refund_usdc,unmatched_out,unmatched_out_usdc,reward_claim,reward_claim_usdc,subscription_charge,subscription_charge_usdc,adjustment,adjustment_usdc";
 const ORDERS_HEADER =
   "id,external_order_id,status,network,chain_id,total_price,total_price_usdc,amount_paid,amount_paid_usdc,amount_refunded,amount_refunded_usdc,refund_status,transaction_hash,log_index,block_number,payer,payment_address,created_at,updated_at,metadata";
 

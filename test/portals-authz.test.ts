@@ -84,7 +84,6 @@ const ACCESS: Record<string, Access> = {
   "GET /api/admin/audit-log": "admin",
   "GET /api/admin/payments": "admin",
   "POST /api/admin/payments/{chainId}/{transactionHash}/{logIndex}/attach": "admin",
-  "POST /api/admin/payments/{chainId}/{transactionHash}/{logIndex}/refund": "admin",
   // Local mode only (the test stack runs in local mode): sign in with a test account (docs/console.md).
   "GET /api/local/test-accounts": "public",
   "POST /api/{role}/auth/test-account": "public",

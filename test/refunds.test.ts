@@ -366,6 +366,25 @@ describe("an overpaid unresolved payment", () => {
       refund: { status: "awaiting_destination", amount: "1234567", note: "customer asked" },
     });
     expect(body.refund.customerUrl).toContain(`/refund/${body.refund.id}#rt=`);
+
+    // Selected by the service by payment (`paymentId=`, the refund's own name of it), in any letter case, CSV too.
+    const byPayment = async (paymentId: string, init?: RequestInit) =>
+      stack.partnerFetch(`/v1/refunds?paymentId=${encodeURIComponent(paymentId)}`, init);
+    const ofPart = await (await byPayment(`${stack.local.chainId}:${paid.hash.toUpperCase().replace("0X", "0x")}:0`)).json();
+    expect(ofPart.data.map((row: { id: string }) => row.id)).toEqual([part.id]);
+    const ofStray = await (await byPayment(`${stack.local.chainId}:${stray.hash}:0`)).json();
+    expect(ofStray.data.map((row: { id: string }) => row.id)).toEqual([body.refund.id]);
+    expect((await (await byPayment(`${stack.local.chainId}:${stray.hash}:1`)).json()).data).toEqual([]);
+    const csv = await (await byPayment(`${stack.local.chainId}:${paid.hash}:0`, { headers: { Accept: "text/csv" } })).text();
+    expect(csv.trim().split("\r\n")).toHaveLength(2);
+    expect(csv).toContain(part.id);
+    // Another partner's filter finds nothing of it; a malformed id is refused, changing nothing.
+    const other = await byPayment(`${stack.local.chainId}:${paid.hash}:0`, {
+      headers: { Authorization: `Bearer ${otherPartnerKey}` },
+    });
+    expect((await other.json()).data).toEqual([]);
+    for (const bad of [`${paid.hash}:0`, `${stack.local.chainId}:0x12:0`, `${stack.local.chainId}:${paid.hash}:x`])
+      await expectProblem(await byPayment(bad), 400, "invalid_request");
   });
 });
 

@@ -29,8 +29,15 @@ import { ledgerCsvCells } from "./reports.js";
  * the block where it was found (the next open one until that is closed).
  */
 
-/** An entry as kept at closing: [transactionHash, logIndex, paymentAddress, kind, value, blockHash, leg]. */
-export type KeptEntry = [string, number, string, string, string, string, 0 | 1];
+/**
+ * An entry as kept at closing: [transactionHash, logIndex, paymentAddress, kind, value,
+ * blockHash, leg, blockNumber, blockTimestamp, from, to]. The last four are the evidence an
+ * adjustment row shows once the transfer is gone (a reorg); periods closed before they
+ * were kept have the first seven only.
+ */
+export type KeptEntry =
+  | [string, number, string, string, string, string, 0 | 1]
+  | [string, number, string, string, string, string, 0 | 1, string, string, string, string];
 
 const entryKey = (entry: KeptEntry) => `${entry[0].toLowerCase()}:${entry[1]}:${entry[2].toLowerCase()}:${entry[6]}`;
 
@@ -39,9 +46,10 @@ async function ledgerSnapshot(context: AppContext, params: { partnerId: string; 
   const { addresses, funders } = await booksInView(context, { partnerId: params.partnerId }, params.range.chainId);
   let text = csvLine(LEDGER_COLUMNS);
   const entries: KeptEntry[] = [];
-  for await (const page of ledgerPages(context, { range: params.range, addresses, funders })) {
+  for await (const page of ledgerPages(context, { partnerId: params.partnerId, range: params.range, addresses, funders })) {
     text += page.map((entry) => csvLine(ledgerCsvCells(entry))).join("");
-    for (const entry of page)
+    // An adjustment row reports a fact of an earlier period: it is no entry of this range to compare later.
+    for (const entry of page.filter((row) => row.adjustment === undefined))
       entries.push([
         entry.transactionHash.toLowerCase(),
         entry.logIndex,
@@ -50,6 +58,10 @@ async function ledgerSnapshot(context: AppContext, params: { partnerId: string; 
         entry.value.toString(),
         entry.blockHash.toLowerCase(),
         entry.leg,
+        entry.blockNumber.toString(),
+        entry.blockTimestamp.toString(),
+        entry.from.toLowerCase(),
+        entry.to.toLowerCase(),
       ]);
   }
   return { text, entries };
@@ -74,6 +86,9 @@ export async function closePeriod(context: AppContext, params: { partnerId: stri
   const scope = { partnerId: params.partnerId, chainId: range.chainId, fromBlock: range.fromBlock, toBlock: range.toBlock };
   // Refused before the books are read; checked again under the closing turn below.
   await refuseOverlap(context, scope);
+  // What earlier periods' facts changed is found first, so the rows this range reports are in its ledger as closed.
+  for (const earlier of await periodsOfPartner(context.store, params.partnerId))
+    if (earlier.chainId === range.chainId && earlier.toBlock < range.fromBlock) await detectAdjustments(context, earlier);
   const snapshot = await ledgerSnapshot(context, { partnerId: params.partnerId, range });
   const reconciliation = await reconcile(context, { scope: { partnerId: params.partnerId }, range });
   const period: ClosedPeriod = {
@@ -119,6 +134,9 @@ async function refuseOverlap(
  * differs as adjustments (each found once: its first detection stays).
  */
 export async function detectAdjustments(context: AppContext, period: ClosedPeriod, now = Date.now()): Promise<void> {
+  const closed = (await periodsOfPartner(context.store, period.partnerId)).filter(
+    (other) => other.chainId === period.chainId && other.id !== period.id,
+  );
   const network = context.networks.find((candidate) => candidate.chainId === period.chainId);
   const head = (await context.indexed.heads()).get(period.chainId)?.blockNumber;
   if (network === undefined || head === undefined) return;
@@ -132,8 +150,11 @@ export async function detectAdjustments(context: AppContext, period: ClosedPerio
   };
   const kept = JSON.parse(period.entriesJson) as KeptEntry[];
   const { entries: current } = await ledgerSnapshot(context, { partnerId: period.partnerId, range });
-  // Found now, reported in the period holding the block after the closed one at the earliest.
-  const detectedBlock = head > period.toBlock ? head : period.toBlock + 1n;
+  // Found now, reported in the period holding the block after the closed one at the earliest,
+  // and never in one already closed (its ledger is filed without it): past any that holds the block.
+  let detectedBlock = head > period.toBlock ? head : period.toBlock + 1n;
+  for (let holder = closedHolding(closed, detectedBlock); holder !== undefined; holder = closedHolding(closed, detectedBlock))
+    detectedBlock = holder.toBlock + 1n;
   const adjustment = (change: PeriodAdjustment["change"], entry: KeptEntry, effect: bigint): PeriodAdjustment => ({
     periodId: period.id,
     change,
@@ -146,10 +167,25 @@ export async function detectAdjustments(context: AppContext, period: ClosedPerio
     balanceEffect: effect,
     detectedAt: now,
     detectedBlock,
+    ...(entry.length === 11
+      ? {
+          evidence: {
+            blockNumber: BigInt(entry[7]),
+            blockHash: entry[5],
+            blockTimestamp: BigInt(entry[8]),
+            from: entry[9],
+            to: entry[10],
+            leg: entry[6],
+          },
+        }
+      : {}),
   });
   for (const { change, entry, effect } of entryChanges(kept, current))
     await keepAdjustment(context.store, adjustment(change, entry, effect));
 }
+
+const closedHolding = (periods: readonly ClosedPeriod[], block: bigint) =>
+  periods.find((other) => other.fromBlock <= block && block <= other.toBlock);
 
 /**
  * What differs between a closed range's entries as kept and as they are now (pure):

@@ -101,6 +101,11 @@ export const LEDGER_COLUMNS = [
   "refund_id",
   "reward_id",
   "metadata",
+  // An `adjustment` row's closed period, the kind its fact had, and what it changes of the balance.
+  "period_id",
+  "entry_kind",
+  "balance_effect",
+  "balance_effect_usdc",
 ] as const;
 
 const withTwin = <name extends string>(name: name) => [name, `${name}_usdc` as const] as const;

@@ -23,6 +23,7 @@ export const LEDGER_KINDS = [
   // Issue 40: a 0-USDC transfer (or a `transferFrom` of 0 naming any wallet as payer) moves
   // nothing; anyone sends one for the gas. It is never a payment, whichever way it went.
   "zero_value",
+  "adjustment", // a later fact touching a closed period, reported in the next one's ledger (SPEC 17.1)
 ] as const;
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
 

@@ -7,13 +7,21 @@ import { rewardFundersOnChain, rewardsByOnchainIds } from "../rewards/reward-rec
 import { checksum } from "../values/checksum-address.js";
 import { gatherLedgerFacts, type OrderDetails, orderDetailsOf } from "./ledger-facts.js";
 import { fundingClaimEntry, type LedgerEntry, ledgerEntriesOf } from "./ledger-rules.js";
+import { adjustmentsReportedIn } from "./period-record.js";
 import type { ResolvedRange } from "./range.js";
 
 /** Whose books: one partner's payment addresses, or every partner's (an auditor). */
 export type BooksScope = { partnerId: string | undefined };
 
-/** A ledger entry with what an accountant files it under: its order's external id and metadata, when it has an order. */
-export type BookEntry = LedgerEntry & Partial<OrderDetails>;
+/**
+ * A ledger entry with what an accountant files it under: its order's external id and
+ * metadata, when it has an order; and, on an `adjustment` row, the closed period's fact it
+ * reports (`ordinal`: its place among the range's adjustments, which come first).
+ */
+export type BookEntry = LedgerEntry &
+  Partial<OrderDetails> & {
+    adjustment?: { ordinal: number; periodId: string; entryKind: string; balanceEffect: bigint };
+  };
 
 /** A ledger entry on the wire (SPEC 17): amounts and blocks as decimal strings, addresses EIP-55, optional ids only when set. */
 export type LedgerEntryView = {
@@ -34,6 +42,9 @@ export type LedgerEntryView = {
   refundId?: string;
   rewardId?: string;
   metadata?: Record<string, string>;
+  periodId?: string;
+  entryKind?: string;
+  balanceEffect?: string;
 };
 
 /** A block's timestamp (seconds) as ISO 8601 UTC. */
@@ -58,6 +69,13 @@ export function ledgerEntryView(entry: BookEntry): LedgerEntryView {
     ...(entry.refundId === undefined ? {} : { refundId: entry.refundId }),
     ...(entry.rewardId === undefined ? {} : { rewardId: entry.rewardId }),
     ...(entry.metadata === undefined ? {} : { metadata: entry.metadata }),
+    ...(entry.adjustment === undefined
+      ? {}
+      : {
+          periodId: entry.adjustment.periodId,
+          entryKind: entry.adjustment.entryKind,
+          balanceEffect: entry.adjustment.balanceEffect.toString(),
+        }),
   };
 }
 
@@ -111,6 +129,62 @@ const inChainOrder = (a: Position, b: Position) =>
   a.blockNumber !== b.blockNumber ? (a.blockNumber < b.blockNumber ? -1 : 1) : a.logIndex - b.logIndex || a.leg - b.leg;
 
 type Position = { blockNumber: bigint; logIndex: number; leg: 0 | 1 };
+/** Where a page ended: after the adjustment of this ordinal (they come first), or after a transfer's leg. */
+type PagePosition = { adjustment: number } | Position;
+
+/**
+ * The range's adjustment rows (SPEC 17.1): what was found since a period closed before
+ * the range, at a block of the range, for an address in view. They open the range's
+ * ledger, as what the earlier books are corrected by; `value` is the transfer's, and
+ * `balanceEffect` what it changes of the address's balance (the reconciliation sums it).
+ */
+export async function adjustmentEntries(
+  context: Pick<AppContext, "store">,
+  params: { partnerId: string | undefined; range: ResolvedRange; inView: (address: string) => boolean },
+): Promise<BookEntry[]> {
+  const { range } = params;
+  if (range.fromBlock > range.toBlock) return [];
+  const found = await adjustmentsReportedIn(context.store, {
+    partnerId: params.partnerId,
+    chainId: range.chainId,
+    fromBlock: range.fromBlock,
+    toBlock: range.toBlock,
+  });
+  return found
+    .filter((adjustment) => params.inView(adjustment.paymentAddress))
+    .map((adjustment, ordinal) => {
+      // Found before the evidence was kept (migration 0022): the block it was found at, the address on both sides.
+      const evidence = adjustment.evidence ?? {
+        blockNumber: adjustment.detectedBlock,
+        blockHash: "0x",
+        blockTimestamp: BigInt(Math.floor(adjustment.detectedAt / 1000)),
+        from: adjustment.paymentAddress,
+        to: adjustment.paymentAddress,
+        leg: adjustment.balanceEffect < 0n ? (0 as const) : (1 as const),
+      };
+      return {
+        kind: "adjustment" as const,
+        reason: adjustment.change,
+        chainId: adjustment.chainId,
+        blockNumber: evidence.blockNumber,
+        blockHash: evidence.blockHash as `0x${string}`,
+        blockTimestamp: evidence.blockTimestamp,
+        transactionHash: adjustment.transactionHash as `0x${string}`,
+        logIndex: adjustment.logIndex,
+        from: evidence.from as `0x${string}`,
+        to: evidence.to as `0x${string}`,
+        value: adjustment.value,
+        paymentAddress: adjustment.paymentAddress as `0x${string}`,
+        leg: evidence.leg,
+        adjustment: {
+          ordinal,
+          periodId: adjustment.periodId,
+          entryKind: adjustment.entryKind,
+          balanceEffect: adjustment.balanceEffect,
+        },
+      };
+    });
+}
 
 const after = (entry: Position, position: Position) =>
   entry.blockNumber !== position.blockNumber
@@ -126,6 +200,30 @@ const after = (entry: Position, position: Position) =>
  * `take + 1` transfers then always give `take` entries when that many remain.
  */
 async function entriesAfter(
+  context: Pick<AppContext, "store" | "indexed">,
+  params: {
+    partnerId: string | undefined;
+    range: ResolvedRange;
+    addresses: ReadonlySet<string>;
+    funders: ReadonlySet<string>;
+    position: PagePosition | undefined;
+    take: number;
+  },
+): Promise<BookEntry[]> {
+  const { position } = params;
+  if (position !== undefined && !("adjustment" in position)) return transferEntriesAfter(context, { ...params, position });
+  const inView = (address: string) => params.addresses.has(address.toLowerCase()) || params.funders.has(address.toLowerCase());
+  const adjustments = (await adjustmentEntries(context, { partnerId: params.partnerId, range: params.range, inView }))
+    .filter((entry) => position === undefined || (entry.adjustment?.ordinal ?? -1) > position.adjustment)
+    .slice(0, params.take);
+  if (adjustments.length === params.take) return adjustments;
+  return [
+    ...adjustments,
+    ...(await transferEntriesAfter(context, { ...params, position: undefined, take: params.take - adjustments.length })),
+  ];
+}
+
+async function transferEntriesAfter(
   context: Pick<AppContext, "store" | "indexed">,
   params: {
     range: ResolvedRange;
@@ -179,14 +277,22 @@ async function entriesAfter(
   return entries.map((entry) => ({ ...entry, ...(entry.orderId === undefined ? {} : orders.get(entry.orderId)) }));
 }
 
-const LedgerCursor = z.object({
-  b: z
-    .string()
-    .regex(/^\d{1,19}$/)
-    .refine((value) => BigInt(value) <= 2n ** 63n - 1n),
-  l: z.number().int().min(0).max(2_147_483_647),
-  g: z.union([z.literal(0), z.literal(1)]),
-});
+const LedgerCursor = z.union([
+  z.object({
+    b: z
+      .string()
+      .regex(/^\d{1,19}$/)
+      .refine((value) => BigInt(value) <= 2n ** 63n - 1n),
+    l: z.number().int().min(0).max(2_147_483_647),
+    g: z.union([z.literal(0), z.literal(1)]),
+  }),
+  z.object({ a: z.number().int().min(0).max(2_147_483_647) }),
+]);
+
+const positionOf = (entry: BookEntry): PagePosition =>
+  entry.adjustment === undefined
+    ? { blockNumber: entry.blockNumber, logIndex: entry.logIndex, leg: entry.leg }
+    : { adjustment: entry.adjustment.ordinal };
 
 /** `GET /v1/ledger`: one page of the range's entries, keyset-paged on (block, log index, leg). */
 export async function ledgerPage(
@@ -198,13 +304,22 @@ export async function ledgerPage(
     cursor: params.cursor,
     limit: params.limit,
     key: LedgerCursor,
-    keyOf: (entry: BookEntry) => ({ b: entry.blockNumber.toString(), l: entry.logIndex, g: entry.leg }),
+    keyOf: (entry: BookEntry) =>
+      entry.adjustment === undefined
+        ? { b: entry.blockNumber.toString(), l: entry.logIndex, g: entry.leg }
+        : { a: entry.adjustment.ordinal },
     fetch: (key, take) =>
       entriesAfter(context, {
+        partnerId: params.scope.partnerId,
         range: params.range,
         addresses,
         funders,
-        position: key === undefined ? undefined : { blockNumber: BigInt(key.b), logIndex: key.l, leg: key.g },
+        position:
+          key === undefined
+            ? undefined
+            : "a" in key
+              ? { adjustment: key.a }
+              : { blockNumber: BigInt(key.b), logIndex: key.l, leg: key.g },
         take,
       }),
     view: (entries) => entries.map(ledgerEntryView),
@@ -214,12 +329,19 @@ export async function ledgerPage(
 /** Every entry of the range, a page at a time (exports and the reconciliation: nothing holds the whole range). */
 export async function* ledgerPages(
   context: Pick<AppContext, "store" | "indexed">,
-  params: { range: ResolvedRange; addresses: ReadonlySet<string>; funders: ReadonlySet<string>; pageSize?: number },
+  params: {
+    partnerId: string | undefined;
+    range: ResolvedRange;
+    addresses: ReadonlySet<string>;
+    funders: ReadonlySet<string>;
+    pageSize?: number;
+  },
 ): AsyncGenerator<BookEntry[]> {
   const take = params.pageSize ?? 1000;
-  let position: Position | undefined;
+  let position: PagePosition | undefined;
   for (;;) {
     const entries = await entriesAfter(context, {
+      partnerId: params.partnerId,
       range: params.range,
       addresses: params.addresses,
       funders: params.funders,
@@ -228,7 +350,6 @@ export async function* ledgerPages(
     });
     if (entries.length > 0) yield entries;
     if (entries.length < take) return;
-    const last = entries.at(-1) as BookEntry;
-    position = { blockNumber: last.blockNumber, logIndex: last.logIndex, leg: last.leg };
+    position = positionOf(entries.at(-1) as BookEntry);
   }
 }

@@ -34,9 +34,54 @@ export type PeriodAdjustment = {
   balanceEffect: bigint;
   detectedAt: number;
   detectedBlock: bigint;
+  /** The transfer's block, addresses and leg; absent on adjustments found before migration 0022 kept them. */
+  evidence?: AdjustmentEvidence;
+};
+
+export type AdjustmentEvidence = {
+  blockNumber: bigint;
+  blockHash: string;
+  blockTimestamp: bigint;
+  from: string;
+  to: string;
+  leg: 0 | 1;
 };
 
 type PeriodRow = Database["closed_period"];
+type AdjustmentRow = Database["period_adjustment"];
+
+function toAdjustment(row: AdjustmentRow): PeriodAdjustment {
+  const evidence: AdjustmentEvidence | undefined =
+    row.block_number === null ||
+    row.block_hash === null ||
+    row.block_time === null ||
+    row.from_address === null ||
+    row.to_address === null ||
+    row.leg === null
+      ? undefined
+      : {
+          blockNumber: BigInt(row.block_number),
+          blockHash: row.block_hash,
+          blockTimestamp: BigInt(row.block_time),
+          from: row.from_address,
+          to: row.to_address,
+          leg: Number(row.leg) === 1 ? 1 : 0,
+        };
+  return {
+    periodId: row.period_id,
+    change: row.change as PeriodAdjustment["change"],
+    chainId: Number(row.chain_id),
+    transactionHash: row.transaction_hash,
+    logIndex: Number(row.log_index),
+    paymentAddress: row.payment_address,
+    entryKind: row.entry_kind,
+    value: BigInt(row.value),
+    balanceEffect: BigInt(row.balance_effect),
+    detectedAt: Number(row.detected_at),
+    detectedBlock: BigInt(row.detected_block),
+    ...(evidence === undefined ? {} : { evidence }),
+  };
+}
 
 function toPeriod(row: PeriodRow): ClosedPeriod {
   return {
@@ -150,6 +195,12 @@ export async function keepAdjustment(db: Kysely<Database>, adjustment: PeriodAdj
       balance_effect: adjustment.balanceEffect.toString(),
       detected_at: adjustment.detectedAt,
       detected_block: Number(adjustment.detectedBlock),
+      block_number: adjustment.evidence === undefined ? null : Number(adjustment.evidence.blockNumber),
+      block_hash: adjustment.evidence?.blockHash.toLowerCase() ?? null,
+      block_time: adjustment.evidence === undefined ? null : Number(adjustment.evidence.blockTimestamp),
+      from_address: adjustment.evidence?.from.toLowerCase() ?? null,
+      to_address: adjustment.evidence?.to.toLowerCase() ?? null,
+      leg: adjustment.evidence?.leg ?? null,
     })
     .onConflict((oc) => oc.doNothing())
     .execute();
@@ -166,23 +217,42 @@ export async function adjustmentsOfPeriods(db: Kysely<Database>, periodIds: read
     .orderBy("transaction_hash")
     .orderBy("log_index")
     .execute();
-  return rows.map((row) => ({
-    periodId: row.period_id,
-    change: row.change as PeriodAdjustment["change"],
-    chainId: Number(row.chain_id),
-    transactionHash: row.transaction_hash,
-    logIndex: Number(row.log_index),
-    paymentAddress: row.payment_address,
-    entryKind: row.entry_kind,
-    value: BigInt(row.value),
-    balanceEffect: BigInt(row.balance_effect),
-    detectedAt: Number(row.detected_at),
-    detectedBlock: BigInt(row.detected_block),
-  }));
+  return rows.map(toAdjustment);
 }
 
 /** Every closed period of every partner, oldest first (the adjustment worker's pass). */
 export async function allPeriods(db: Kysely<Database>): Promise<ClosedPeriod[]> {
   const rows = await db.selectFrom("closed_period").selectAll().orderBy("closed_at").orderBy("id").execute();
   return rows.map(toPeriod);
+}
+
+/**
+ * The adjustments a range of the books reports (SPEC 17.1): found at a block of the
+ * range, of a period closed before the range starts (a range that holds the closed
+ * period holds the fact itself). Oldest fact first, then as found. `partnerId`
+ * undefined: every partner's (an auditor's books).
+ */
+export async function adjustmentsReportedIn(
+  db: Kysely<Database>,
+  params: { partnerId: string | undefined; chainId: number; fromBlock: bigint; toBlock: bigint },
+): Promise<(PeriodAdjustment & { partnerId: string })[]> {
+  let query = db
+    .selectFrom("period_adjustment")
+    .innerJoin("closed_period", "closed_period.id", "period_adjustment.period_id")
+    .selectAll("period_adjustment")
+    .select("closed_period.partner_id")
+    .where("period_adjustment.chain_id", "=", params.chainId)
+    .where("closed_period.to_block", "<", Number(params.fromBlock))
+    .where("period_adjustment.detected_block", ">=", Number(params.fromBlock))
+    .where("period_adjustment.detected_block", "<=", Number(params.toBlock));
+  if (params.partnerId !== undefined) query = query.where("closed_period.partner_id", "=", params.partnerId);
+  const rows = await query
+    .orderBy("closed_period.from_block")
+    .orderBy("period_adjustment.detected_at")
+    .orderBy("period_adjustment.transaction_hash")
+    .orderBy("period_adjustment.log_index")
+    .orderBy("period_adjustment.payment_address")
+    .orderBy("period_adjustment.change")
+    .execute();
+  return rows.map((row) => ({ ...toAdjustment(row), partnerId: row.partner_id }));
 }

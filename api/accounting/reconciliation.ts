@@ -3,7 +3,7 @@ import type { NetworkConfig } from "../config/networks.js";
 import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import { checksum } from "../values/checksum-address.js";
 import { chainBalancesAt } from "./chain-balances.js";
-import { type BooksScope, booksInView } from "./ledger.js";
+import { adjustmentEntries, type BooksScope, booksInView } from "./ledger.js";
 import { emptySums, SUM_KINDS, type SumKind } from "./ledger-rules.js";
 import { keepOpeningBalance, openingBalancesOf } from "./opening-balances.js";
 import type { ResolvedRange } from "./range.js";
@@ -111,9 +111,22 @@ export async function reconcile(
     addresses: [...addresses, ...funders],
     blockNumber: range.toBlock,
   });
+  // The adjustments this range reports (earlier closed periods' later facts) are in the
+  // index's opening balance already: the opening is the balance as those closed books
+  // left it, and `sums.adjustment` carries the difference, so the closing is unchanged.
+  const adjusted = new Map<string, bigint>();
+  for (const entry of await adjustmentEntries(context, {
+    partnerId: params.scope.partnerId,
+    range,
+    inView: (address) => view.addresses.has(address) || view.funders.has(address),
+  })) {
+    const address = entry.paymentAddress.toLowerCase();
+    adjusted.set(address, (adjusted.get(address) ?? 0n) + (entry.adjustment?.balanceEffect ?? 0n));
+  }
   const rows = view.owners.map(({ address, partnerId, role }) => {
-    const openingBalance = opening.get(address) ?? 0n;
-    const closingBalance = openingBalance + (sums.get(address)?.moved ?? 0n);
+    const adjustment = adjusted.get(address) ?? 0n;
+    const openingBalance = (opening.get(address) ?? 0n) - adjustment;
+    const closingBalance = openingBalance + adjustment + (sums.get(address)?.moved ?? 0n);
     const chainBalance = chain.get(address) ?? 0n;
     return {
       chainId: range.chainId,
@@ -125,7 +138,7 @@ export async function reconcile(
       chainBalance,
       difference: chainBalance - closingBalance,
       reconciled: chainBalance === closingBalance,
-      sums: sums.get(address)?.sums ?? emptySums(),
+      sums: { ...(sums.get(address)?.sums ?? emptySums()), adjustment },
     };
   });
   return { fromBlock: range.fromBlock, toBlock: range.toBlock, rows };

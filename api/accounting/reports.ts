@@ -33,7 +33,11 @@ export async function ledgerReport(
 export async function ledgerCsv(context: AppContext, params: { scope: BooksScope; query: RangeQuery }) {
   const range = await rangeOf(context, params.query);
   const { addresses, funders } = await booksInView(context, params.scope, range.chainId);
-  return csvStream(LEDGER_COLUMNS, ledgerPages(context, { range, addresses, funders }), ledgerCsvCells);
+  return csvStream(
+    LEDGER_COLUMNS,
+    ledgerPages(context, { partnerId: params.scope.partnerId, range, addresses, funders }),
+    ledgerCsvCells,
+  );
 }
 
 /** One ledger row's cells, in LEDGER_COLUMNS' order. */
@@ -57,6 +61,9 @@ export function ledgerCsvCells(entry: BookEntry): CsvValue[] {
     entry.refundId,
     entry.rewardId,
     entry.metadata === undefined ? undefined : JSON.stringify(entry.metadata),
+    entry.adjustment?.periodId,
+    entry.adjustment?.entryKind,
+    ...withUsdc(entry.adjustment?.balanceEffect),
   ];
 }
 
@@ -134,7 +141,7 @@ export async function ordersCsv(context: AppContext, params: { scope: BooksScope
 /** `GET /v1/refunds` as CSV: every refund the filters select, newest first as the JSON pages list them, one row each. */
 export function refundsCsv(
   context: Pick<AppContext, "store">,
-  params: { partnerId: string; orderId?: string; status?: RefundStatus },
+  params: { partnerId: string; orderId?: string; paymentId?: string; status?: RefundStatus },
 ) {
   async function* pages() {
     let cursor: string | undefined;

@@ -367,7 +367,7 @@ export async function pendingRefunds(db: Kysely<Database>, params: { chainId: nu
 }
 
 /**
- * A partner's refunds, newest first, after `after` when given, filtered by order and status;
+ * A partner's refunds, newest first, after `after` when given, filtered by order, payment and status;
  * `take` rows at most.
  */
 export async function refundsPage(
@@ -375,6 +375,7 @@ export async function refundsPage(
   params: {
     partnerId: string;
     orderId?: string;
+    payment?: PaymentRef;
     status?: RefundStatus;
     after?: { createdAt: number; id: string };
     take: number;
@@ -382,6 +383,11 @@ export async function refundsPage(
 ): Promise<Refund[]> {
   let select = db.selectFrom("refund").selectAll().where("partner_id", "=", params.partnerId);
   if (params.orderId !== undefined) select = select.where("order_id", "=", params.orderId);
+  if (params.payment !== undefined)
+    select = select
+      .where("payment_chain_id", "=", params.payment.chainId)
+      .where("payment_transaction_hash", "=", params.payment.transactionHash.toLowerCase())
+      .where("payment_log_index", "=", params.payment.logIndex);
   if (params.status !== undefined) select = select.where("status", "=", params.status);
   const after = params.after;
   if (after !== undefined) {

@@ -448,9 +448,17 @@ export async function viewRefund(db: Kysely<Database>, refund: Refund, customerU
 const cursorSchema = z.object({ t: z.number().int(), i: z.string().max(100) });
 
 /** A partner's refunds, newest first, by order and status (`GET /v1/refunds`). */
+/** A payment's id as the API writes it (`<chainId>:<transactionHash>:<logIndex>`, the refund's `paymentId`), its parts. */
+export const PAYMENT_ID = /^(\d{1,10}):(0x[0-9a-fA-F]{64}):(\d{1,10})$/;
+
+function paymentOfId(paymentId: string): PaymentRef {
+  const [, chainId, transactionHash, logIndex] = PAYMENT_ID.exec(paymentId) ?? [];
+  return { chainId: Number(chainId), transactionHash: (transactionHash ?? "0x") as `0x${string}`, logIndex: Number(logIndex) };
+}
+
 export async function listRefunds(
   db: Kysely<Database>,
-  params: { partnerId: string; orderId?: string; status?: RefundStatus; cursor?: string; limit: number },
+  params: { partnerId: string; orderId?: string; paymentId?: string; status?: RefundStatus; cursor?: string; limit: number },
 ) {
   return keysetPage({
     cursor: params.cursor,
@@ -460,6 +468,7 @@ export async function listRefunds(
       refundsPage(db, {
         partnerId: params.partnerId,
         orderId: params.orderId,
+        payment: params.paymentId === undefined ? undefined : paymentOfId(params.paymentId),
         status: params.status,
         after: after === undefined ? undefined : { createdAt: after.t, id: after.i },
         take,

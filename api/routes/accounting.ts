@@ -48,6 +48,15 @@ export const LedgerEntrySchema = z
     refundId: z.string().optional(),
     rewardId: z.string().optional(),
     metadata: z.record(z.string(), z.string()).optional().openapi({ description: "The order's metadata" }),
+    periodId: z
+      .string()
+      .optional()
+      .openapi({ description: "`adjustment` rows: the closed period whose range the fact touches (`reason` is its change)" }),
+    entryKind: z.string().optional().openapi({ description: "`adjustment` rows: the ledger kind of the fact it reports" }),
+    balanceEffect: z
+      .string()
+      .optional()
+      .openapi({ description: "`adjustment` rows: signed base units, what it changes of the address's balance" }),
   })
   .openapi("LedgerEntry");
 

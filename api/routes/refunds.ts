@@ -15,6 +15,7 @@ import {
   cancelRefund,
   createRefund,
   listRefunds,
+  PAYMENT_ID,
   partnerRefund,
   refundInstructions,
   refundPageUrl,
@@ -127,6 +128,10 @@ const listRoute = declareRoute({
   request: {
     query: z.object({
       orderId: z.string().max(100).optional(),
+      paymentId: z.string().regex(PAYMENT_ID).optional().openapi({
+        description:
+          "Refunds of one payment: `<chainId>:<transactionHash>:<logIndex>` (an unresolved one's, or an order's payment)",
+      }),
       status: z.enum(REFUND_STATUSES).optional(),
       cursor: z.string().max(500).optional(),
       limit: z.coerce.number().int().min(1).max(500).default(100),

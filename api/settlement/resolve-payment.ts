@@ -120,8 +120,8 @@ export async function attachPayment(
 }
 
 /**
- * Records that an unresolved payment is to be sent back (by its partner, or an
- * administrator): it becomes a refund of all of it, waiting for the customer's
+ * Records that an unresolved payment is to be sent back (by its partner: the admin
+ * console no longer refunds): it becomes a refund of all of it, waiting for the customer's
  * destination (docs/refunds.md); the service never moves money.
  */
 export async function markPaymentForRefund(

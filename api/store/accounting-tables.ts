@@ -53,6 +53,15 @@ export interface PeriodAdjustmentTable {
   detected_at: number | string;
   /** The indexed head when it was found: the adjustment belongs to the period holding this block. */
   detected_block: number | string;
+  /** The transfer's evidence (migration 0022; null on adjustments found before it): its block now, or at closing when `removed`. */
+  block_number: number | string | null;
+  block_hash: string | null;
+  /** The block's timestamp, seconds. */
+  block_time: number | string | null;
+  from_address: string | null;
+  to_address: string | null;
+  /** 0: money out of `payment_address`; 1: money in. */
+  leg: number | null;
 }
 
 /** A platform auditor's key: reads every partner (each GET narrows with `partnerId=`), writes nothing. */

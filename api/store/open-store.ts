@@ -27,6 +27,7 @@ import * as m0019 from "./migrations/0019_zero_value_movements.js";
 import * as m0020 from "./migrations/0020_closed_periods.js";
 import * as m0021 from "./migrations/0021_subscriptions.js";
 import * as m0022 from "./migrations/0022_subscription_settings.js";
+import * as m0023 from "./migrations/0023_adjustment_evidence.js";
 import { BoundedSqliteDialect, POSTGRES_TIMEOUTS, SQLITE_BUSY_SLICE_MS } from "./store-availability.js";
 
 export type Store = Kysely<Database>;
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   "0020_closed_periods": m0020,
   "0021_subscriptions": m0021,
   "0022_subscription_settings": m0022,
+  "0023_adjustment_evidence": m0023,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -4,7 +4,7 @@ import type { AppContext } from "../../app-context.js";
 import { appendAudit, type PortalActor } from "../../audit/audit-log.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
 import { listPayments, PAYMENT_STATUSES } from "../../settlement/list-payments.js";
-import { attachPaymentToOrder, markPaymentForRefund } from "../../settlement/resolve-payment.js";
+import { attachPaymentToOrder } from "../../settlement/resolve-payment.js";
 import type { PortalVariables } from "../../sign-in/portal-auth.js";
 import type { AppEnv } from "../app-env.js";
 import { PaymentSchema } from "../payments.js";
@@ -23,7 +23,12 @@ const PaymentParam = z.object({
     .openapi({ param: { required: true }, type: "integer", minimum: 0 }),
 });
 
-/** `/api/admin/payments`: every partner's payments, and the hand resolution of unresolved ones. */
+/**
+ * `/api/admin/payments`: every partner's payments, and attaching an unresolved one to its
+ * order by hand. No refund: a refund is the partner's (SPEC 15: its reason, its destination,
+ * its customer's link, sent from its own payment address, cancelled by it), so the operator
+ * points the partner to its payment's page instead (docs/console.md).
+ */
 export function adminPaymentRoutes(context: AppContext) {
   const route = <config extends Parameters<typeof createRoute>[0]>(config: config) =>
     declareRoute({ ...config, tags: ["Admin portal"], security: CALLERS.admin });
@@ -74,28 +79,6 @@ export function adminPaymentRoutes(context: AppContext) {
           alsoInTransaction: audit(actorOf(c), "payment.attach", key, body),
         });
         return c.json({ status: "attached" as const }, 200);
-      },
-    )
-    .openapi(
-      route({
-        method: "post",
-        path: "/{chainId}/{transactionHash}/{logIndex}/refund",
-        summary: "Mark an unresolved payment for refund",
-        request: {
-          params: PaymentParam,
-          body: { ...jsonBody(z.object({ note: z.string().max(500).optional() })), required: false },
-        },
-        responses: { 200: jsonResponse("Marked", z.object({ status: z.literal("refund_requested") })), ...problemResponses },
-      }),
-      async (c) => {
-        const key = c.req.valid("param");
-        const body = c.req.valid("json") ?? {};
-        await markPaymentForRefund(context, {
-          ...key,
-          ...body,
-          alsoInTransaction: audit(actorOf(c), "payment.refund", key, body),
-        });
-        return c.json({ status: "refund_requested" as const }, 200);
       },
     );
 }

@@ -471,7 +471,8 @@ function Payments() {
     <section aria-labelledby="h-payments">
       <h1 id="h-payments">Unresolved payments</h1>
       <p className="hint">
-        Transfers to a payment address that matched no session exactly. Attach one to an order, or mark it for refund.
+        Transfers to a payment address that matched no session exactly. Attach one to an order; a refund is the partner's, from
+        the payment's page in its console.
       </p>
       <ProblemBox error={action.error} />
       <ListState list={list} what="payments" />
@@ -508,13 +509,6 @@ function Payments() {
                   }
                 >
                   Attach
-                </button>
-                <button
-                  type="button"
-                  className="danger"
-                  onClick={() => action.mutate({ path: `/api/admin/payments/${key}/refund`, json: {} })}
-                >
-                  Mark for refund
                 </button>
               </td>
             </tr>

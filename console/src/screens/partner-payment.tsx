@@ -34,21 +34,19 @@ export function PaymentPage({
     queryKey: ["partner-payment", key],
     queryFn: () => api<Payment>(`/api/partner/payments/${key}`, { token }),
   });
-  // The refunds list has no filter by payment: its newest page holds a payment's recent refunds.
-  const refunds = usePagedList<RefundRow>(["partner-refunds", "recent"], "/api/partner/refunds?limit=100");
+  // The service selects this payment's refunds (`paymentId=`, the refund's own name of its payment).
+  const paymentId = `${chainId}:${transactionHash}:${logIndex}`;
+  const refunds = usePagedList<RefundRow>(
+    ["partner-refunds", "payment", paymentId],
+    `/api/partner/refunds?limit=100&paymentId=${encodeURIComponent(paymentId)}`,
+  );
   const refresh = useCallback(() => {
     void queryClient.invalidateQueries({ queryKey: ["partner-payment", key] });
     void queryClient.invalidateQueries({ queryKey: ["partner-refunds"] });
     void queryClient.invalidateQueries({ queryKey: ["partner-payments"] });
   }, [queryClient, key]);
   const data = payment.data;
-  const own = refunds.rows.filter(
-    (row) =>
-      data !== undefined &&
-      row.payment.chainId === data.chainId &&
-      row.payment.transactionHash.toLowerCase() === data.transactionHash.toLowerCase() &&
-      row.payment.logIndex === data.logIndex,
-  );
+  const own = refunds.rows;
   useFollowInFlight(own, refresh);
   return (
     <section aria-labelledby="h-payment">
@@ -114,7 +112,7 @@ export function PaymentPage({
   );
 }
 
-/** The payment less its refunds that are not cancelled (the list's newest page; the service checks the exact sum). */
+/** The payment less its refunds that are not cancelled (the first 100 of them; the service checks the exact sum). */
 function remainingOf(amount: string, refunds: readonly RefundRow[]): string {
   const left = refunds.reduce((sum, row) => (row.status === "cancelled" ? sum : sum - BigInt(row.amount)), BigInt(amount));
   return (left > 0n ? left : 0n).toString();
