@@ -6,9 +6,9 @@ import type { TransitionTable } from "../store/transition-table.js";
 /**
  * The one writer of `relayed_authorization`: an EIP-3009 authorization the relayer
  * sends for a checkout. Born `queued` (`insertAuthorization`, one live per session);
- * every later change is one of `RELAY_TRANSITIONS`, a guarded UPDATE on the status.
+ * every later change is one of `relayTransitions`, a guarded UPDATE on the status.
  */
-export const RELAY_TRANSITIONS = {
+export const relayTransitions = {
   submit: { from: ["queued"], to: "submitted", guard: "the relayer sent its transaction" },
   replace: { from: ["submitted"], to: "submitted", guard: "unmined past the replacement delay: same nonce, higher fee" },
   mine: { from: ["submitted"], to: "mined", guard: "a receipt of one of its transactions, status success" },
@@ -20,7 +20,7 @@ export const RELAY_TRANSITIONS = {
   },
 } as const satisfies TransitionTable<RelayStatus>;
 
-const fromStates = (name: keyof typeof RELAY_TRANSITIONS) => [...RELAY_TRANSITIONS[name].from] as RelayStatus[];
+const fromStates = (name: keyof typeof relayTransitions) => [...relayTransitions[name].from] as RelayStatus[];
 
 /** Stores a new authorization; the table's unique keys refuse a second live one per session or a reused nonce. */
 export async function insertAuthorization(store: Store, row: RelayedAuthorizationTable): Promise<void> {
@@ -54,7 +54,7 @@ export async function markReceipt(store: Store, id: string, receipt: Transaction
   await store
     .updateTable("relayed_authorization")
     .set({
-      status: RELAY_TRANSITIONS[receipt.status === "success" ? "mine" : "revert"].to,
+      status: relayTransitions[receipt.status === "success" ? "mine" : "revert"].to,
       transaction_hash: receipt.transactionHash.toLowerCase(),
       gas_used: receipt.gasUsed.toString(),
       effective_gas_price: receipt.effectiveGasPrice.toString(),
@@ -95,7 +95,7 @@ export async function recordRelayFailure(context: { store: Store }, id: string, 
   await context.store
     .updateTable("relayed_authorization")
     .set({
-      status: RELAY_TRANSITIONS.fail.to,
+      status: relayTransitions.fail.to,
       live_session_id: null,
       failure_code: code,
       failure_detail: detail,

@@ -4,7 +4,7 @@ import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { OutgoingTransferStatus, OutgoingTransferTable } from "../store/refund-tables.js";
-import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { type InputField, planMove, type TransitionTable } from "../store/transition-table.js";
 import { checksum } from "../values/checksum-address.js";
 
 /**
@@ -59,12 +59,25 @@ export function toOutgoingTransfer(row: OutgoingTransferRow): OutgoingTransfer {
 /** An outgoing transfer's legal status changes (it is born `matched` or `unmatched`). */
 export const outgoingTransferTransitions = {
   /** A ready refund it completes (SPEC 15's rule), found when it was recorded or later. */
-  match: { from: ["unmatched"], to: "matched", guard: "refund_id IS NULL" },
+  match: {
+    from: ["unmatched"],
+    to: "matched",
+    guard: "refund_id IS NULL",
+    set: (input: { refundId: string }) => ({ refund_id: input.refundId }),
+  },
   /** It left the index and the chain; its refund, if any, waits again. */
-  reorg: { from: ["matched", "unmatched"], to: "reorged" },
+  reorg: { from: ["matched", "unmatched"], to: "reorged", set: () => ({ refund_id: null }) },
   /** Back in the index (possibly in another block): matched again from scratch. */
-  restore: { from: ["reorged"], to: "unmatched" },
-} as const satisfies TransitionTable<OutgoingTransferStatus>;
+  restore: {
+    from: ["reorged"],
+    to: "unmatched",
+    guard: "back in the index, in the block it is mined in now",
+    set: (input: { block: { number: bigint; hash: Hex } }) => ({
+      block_number: Number(input.block.number),
+      block_hash: input.block.hash.toLowerCase(),
+    }),
+  },
+} as const satisfies TransitionTable<OutgoingTransferStatus, string, OutgoingTransferTable>;
 
 export type OutgoingTransferTransition = keyof typeof outgoingTransferTransitions;
 
@@ -138,35 +151,26 @@ export async function recordedOutgoingKeys(
  * Applies `transition`: `match` links the refund, `reorg` forgets the link and
  * `restore` takes the block it is mined in now. Answers false when the row moved meanwhile.
  */
-export async function moveOutgoingTransfer(
+export async function moveOutgoingTransfer<name extends OutgoingTransferTransition>(
   trx: Kysely<Database>,
   params: {
     transfer: TransferKey & { status: OutgoingTransferStatus };
-    transition: OutgoingTransferTransition;
+    transition: name;
     now: number;
-    refundId?: string;
-    block?: { number: bigint; hash: Hex };
-  },
+  } & InputField<(typeof outgoingTransferTransitions)[name]>,
 ): Promise<boolean> {
   assertInTransaction(trx, "outgoing_transfer");
-  const rule = ruleFor<OutgoingTransferStatus, OutgoingTransferTransition>(
+  const move = planMove<OutgoingTransferStatus, OutgoingTransferTransition, OutgoingTransferTable>(
     "outgoing_transfer",
     outgoingTransferTransitions,
     params.transition,
-    params.transfer.status,
+    { current: params.transfer.status, input: params.input, now: params.now },
   );
+  if (move.refused !== undefined) return false;
   const k = keyOf(params.transfer);
   let update = trx
     .updateTable("outgoing_transfer")
-    .set({
-      status: rule.to,
-      updated_at: params.now,
-      ...(params.transition === "match" ? { refund_id: params.refundId ?? null } : {}),
-      ...(params.transition === "reorg" ? { refund_id: null } : {}),
-      ...(params.block === undefined
-        ? {}
-        : { block_number: Number(params.block.number), block_hash: params.block.hash.toLowerCase() }),
-    })
+    .set({ ...move.set, status: move.to, updated_at: params.now })
     .where("chain_id", "=", k.chainId)
     .where("transaction_hash", "=", k.transactionHash)
     .where("log_index", "=", k.logIndex)

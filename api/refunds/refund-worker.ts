@@ -239,8 +239,8 @@ async function matchOutgoingTransfer(
     blockNumber: outgoing.blockNumber,
     blockHash: outgoing.blockHash,
   };
-  if (!(await moveRefund(trx, { refund, transition: "see_transfer", now, transfer }))) return false;
-  if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "match", now, refundId: refund.id }))) {
+  if (!(await moveRefund(trx, { refund, transition: "see_transfer", now, input: transfer }))) return false;
+  if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "match", now, input: { refundId: refund.id } }))) {
     throw new Error(`outgoing transfer ${outgoing.transactionHash}:${outgoing.logIndex} changed while matched`);
   }
   const pending: Refund = { ...refund, status: "pending", transfer, updatedAt: now };
@@ -359,7 +359,7 @@ async function watchOutgoing(context: AppContext, network: NetworkConfig, head: 
     const now = Date.now();
     const restored = await context.store.transaction().execute(async (trx) => {
       const block = { number: back.blockNumber, hash: back.blockHash };
-      if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "restore", now, block }))) return false;
+      if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "restore", now, input: { block } }))) return false;
       const current = await findOutgoingTransfer(trx, outgoing);
       if (current !== undefined) await matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
       return true;

@@ -375,7 +375,8 @@ export async function setRefundDestination(
     if (network === undefined) throw problems.invalidRequest("The refund's network is not enabled.");
     const destination = getAddress(params.destination);
     await checkDestination(trx, { destination, network, serviceAddresses: serviceAddresses(context) });
-    if (!(await moveRefund(trx, { refund, transition: "set_destination", now, destination, readyBlock }))) throw locked();
+    if (!(await moveRefund(trx, { refund, transition: "set_destination", now, input: { destination, readyBlock } })))
+      throw locked();
     const ready: Refund = { ...refund, status: "ready", destination, readyAt: now, readyBlock, updatedAt: now };
     await recordRefundEvent(trx, { refund: ready, type: "refund.ready", now });
     return ready;
