@@ -3,6 +3,7 @@ import type { Address, Hex } from "viem";
 import type { Database, PaymentStatus, PaymentTable } from "../store/database.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
 import { checksum } from "../values/checksum-address.js";
+import { type LogKey, logKey } from "../values/log-key.js";
 
 /**
  * The payment record: one row per indexed transfer to a payment address, keyed by
@@ -227,7 +228,7 @@ export async function sessionSawTransfer(db: Kysely<Database>, sessionId: string
 export async function recordedKeys(
   db: Kysely<Database>,
   params: { chainId: number; transactionHashes: string[] },
-): Promise<Set<string>> {
+): Promise<Set<LogKey>> {
   if (params.transactionHashes.length === 0) return new Set();
   const known = await db
     .selectFrom("payment")
@@ -235,7 +236,9 @@ export async function recordedKeys(
     .where("chain_id", "=", params.chainId)
     .where("transaction_hash", "in", params.transactionHashes)
     .execute();
-  return new Set(known.map((row) => `${row.transaction_hash}:${row.log_index}`));
+  return new Set(
+    known.map((row) => logKey({ chainId: params.chainId, transactionHash: row.transaction_hash, logIndex: row.log_index })),
+  );
 }
 
 export async function pendingPayments(db: Kysely<Database>, params: { chainId: number; limit: number }): Promise<Payment[]> {
@@ -432,11 +435,11 @@ export async function paymentsPage(
 export type PaymentWithOrder = Payment & { orderId: string | null };
 
 /**
- * The payments recorded for these transfers, keyed `${chainId}:${lower-case tx}:${logIndex}`
+ * The payments recorded for these transfers, keyed by their `LogKey` (api/values/log-key.ts)
  * (the ledger's facts, api/accounting/ledger-facts.ts); a transfer never recorded is absent.
  */
-export async function paymentsByKeys(db: Kysely<Database>, keys: readonly PaymentKey[]): Promise<Map<string, PaymentWithOrder>> {
-  const found = new Map<string, PaymentWithOrder>();
+export async function paymentsByKeys(db: Kysely<Database>, keys: readonly PaymentKey[]): Promise<Map<LogKey, PaymentWithOrder>> {
+  const found = new Map<LogKey, PaymentWithOrder>();
   const hashesByChain = new Map<number, Set<string>>();
   for (const key of keys) {
     const hashes = hashesByChain.get(key.chainId) ?? new Set<string>();
@@ -457,7 +460,7 @@ export async function paymentsByKeys(db: Kysely<Database>, keys: readonly Paymen
         .execute();
       for (const row of rows) {
         const payment = toPayment(row);
-        found.set(`${payment.chainId}:${payment.transactionHash}:${payment.logIndex}`, { ...payment, orderId: row.order_id });
+        found.set(logKey(payment), { ...payment, orderId: row.order_id });
       }
     }
   }

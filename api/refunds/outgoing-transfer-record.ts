@@ -6,6 +6,7 @@ import type { Database } from "../store/database.js";
 import type { OutgoingTransferStatus, OutgoingTransferTable } from "../store/refund-tables.js";
 import { type InputField, planMove, type TransitionTable } from "../store/transition-table.js";
 import { checksum } from "../values/checksum-address.js";
+import { type LogKey, logKey } from "../values/log-key.js";
 
 /**
  * The outgoing-transfer record: every canonical-USDC transfer out of a watched payment
@@ -132,11 +133,11 @@ export async function findOutgoingTransfer(db: Kysely<Database>, key: TransferKe
   return row === undefined ? undefined : toOutgoingTransfer(row);
 }
 
-/** Of these transfers of one chain, the keys (`<tx hash>:<log index>`) already recorded. */
+/** Of these transfers of one chain, the keys already recorded. */
 export async function recordedOutgoingKeys(
   db: Kysely<Database>,
   params: { chainId: number; transactionHashes: string[] },
-): Promise<Set<string>> {
+): Promise<Set<LogKey>> {
   if (params.transactionHashes.length === 0) return new Set();
   const rows = await db
     .selectFrom("outgoing_transfer")
@@ -144,7 +145,9 @@ export async function recordedOutgoingKeys(
     .where("chain_id", "=", params.chainId)
     .where("transaction_hash", "in", [...new Set(params.transactionHashes.map((hash) => hash.toLowerCase()))])
     .execute();
-  return new Set(rows.map((row) => `${row.transaction_hash}:${row.log_index}`));
+  return new Set(
+    rows.map((row) => logKey({ chainId: params.chainId, transactionHash: row.transaction_hash, logIndex: row.log_index })),
+  );
 }
 
 /**
@@ -231,24 +234,24 @@ export async function reorgedOutgoingTransfers(
 
 /**
  * For the ledger: how each outgoing transfer named was recorded, keyed by
- * `${chainId}:${lowercase tx hash}:${logIndex}`. A key the record does not hold (not
+ * its `LogKey` (api/values/log-key.ts). A key the record does not hold (not
  * indexed yet, or not from a payment address) is absent from the answer. A reorged
  * transfer answers `unmatched` with no refund: it moved no money on the chain as it is now.
  */
 export async function outgoingTransfersByKeys(
   db: Kysely<Database>,
   keys: { chainId: number; transactionHash: Hex; logIndex: number }[],
-): Promise<Map<string, { status: "matched" | "unmatched"; refundId: string | null }>> {
-  const answer = new Map<string, { status: "matched" | "unmatched"; refundId: string | null }>();
+): Promise<Map<LogKey, { status: "matched" | "unmatched"; refundId: string | null }>> {
+  const answer = new Map<LogKey, { status: "matched" | "unmatched"; refundId: string | null }>();
   if (keys.length === 0) return answer;
-  const wanted = new Set(keys.map((key) => `${key.chainId}:${key.transactionHash.toLowerCase()}:${key.logIndex}`));
+  const wanted = new Set(keys.map((key) => logKey(key)));
   const rows = await db
     .selectFrom("outgoing_transfer")
     .select(["chain_id", "transaction_hash", "log_index", "status", "refund_id"])
     .where("transaction_hash", "in", [...new Set(keys.map((key) => key.transactionHash.toLowerCase()))])
     .execute();
   for (const row of rows) {
-    const key = `${row.chain_id}:${row.transaction_hash}:${row.log_index}`;
+    const key = logKey({ chainId: row.chain_id, transactionHash: row.transaction_hash, logIndex: row.log_index });
     if (!wanted.has(key)) continue;
     answer.set(
       key,

@@ -5,6 +5,7 @@ import type { Database } from "../store/database.js";
 import type { RefundReason, RefundStatus, RefundTable } from "../store/refund-tables.js";
 import { type InputField, planMove, type TransitionTable } from "../store/transition-table.js";
 import { checksum } from "../values/checksum-address.js";
+import { logKey } from "../values/log-key.js";
 
 /**
  * The refund record (SPEC 15, docs/refunds.md): every query of `refund` and of its
@@ -178,9 +179,6 @@ export const refundTransitions = {
 type SeenTransfer = { transactionHash: Hex; logIndex: number; blockNumber: bigint; blockHash: Hex };
 
 export type RefundTransition = keyof typeof refundTransitions;
-
-export const paymentKeyOf = (payment: PaymentRef) =>
-  `${payment.chainId}:${payment.transactionHash.toLowerCase()}:${payment.logIndex}`;
 
 export async function findRefund(db: Kysely<Database>, refundId: string): Promise<Refund | undefined> {
   const row = await db.selectFrom("refund").selectAll().where("id", "=", refundId).executeTakeFirst();
@@ -433,7 +431,7 @@ export async function changeCommittedRefunds(
   params: { payment: PaymentRef; paid: bigint; delta: bigint; now: number },
 ): Promise<{ before: bigint } | undefined> {
   assertInTransaction(trx, "refund_allowance");
-  const key = paymentKeyOf(params.payment);
+  const key = logKey(params.payment);
   for (let attempt = 0; attempt < ALLOWANCE_ATTEMPTS; attempt++) {
     const current = await committedOf(trx, key);
     const before = current?.committed ?? 0n;
@@ -466,7 +464,7 @@ export async function markFullyRefunded(trx: Kysely<Database>, params: { payment
   const result = await trx
     .updateTable("refund_allowance")
     .set({ fully_refunded_at: params.now, updated_at: params.now })
-    .where("payment_key", "=", paymentKeyOf(params.payment))
+    .where("payment_key", "=", logKey(params.payment))
     .where("fully_refunded_at", "is", null)
     .executeTakeFirst();
   return result.numUpdatedRows === 1n;
@@ -476,7 +474,7 @@ export async function markFullyRefunded(trx: Kysely<Database>, params: { payment
 export async function fullyRefundedOrderIds(db: Kysely<Database>, orderIds: readonly string[]): Promise<Set<string>> {
   const refunds = await orderRefunds(db, orderIds);
   const orderOfKey = new Map<string, string>();
-  for (const [orderId, list] of refunds) for (const refund of list) orderOfKey.set(paymentKeyOf(refund.payment), orderId);
+  for (const [orderId, list] of refunds) for (const refund of list) orderOfKey.set(logKey(refund.payment), orderId);
   if (orderOfKey.size === 0) return new Set();
   const rows = await db
     .selectFrom("refund_allowance")
