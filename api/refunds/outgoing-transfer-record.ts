@@ -4,6 +4,7 @@ import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { OutgoingTransferStatus, OutgoingTransferTable } from "../store/refund-tables.js";
+import { type StoredTransfer, storedTransferColumns, toStoredTransfer } from "../store/stored-transfer.js";
 import { type InputField, planMove, type TransitionTable } from "../store/transition-table.js";
 import { checksum } from "../values/checksum-address.js";
 import { type LogKey, logKey } from "../values/log-key.js";
@@ -16,40 +17,20 @@ import { type LogKey, logKey } from "../values/log-key.js";
  */
 export type OutgoingTransferRow = OutgoingTransferTable;
 
-export type OutgoingTransfer = {
-  chainId: number;
-  transactionHash: Hex;
-  logIndex: number;
+export type OutgoingTransfer = StoredTransfer & {
   partnerId: string | null;
   tokenAddress: Address;
-  from: Address;
-  to: Address;
-  amount: bigint;
-  blockNumber: bigint;
-  blockHash: Hex;
-  /** The block's timestamp, epoch milliseconds. */
-  minedAt: number;
   status: OutgoingTransferStatus;
   refundId: string | null;
   createdAt: number;
   updatedAt: number;
 };
 
-const hexOf = (value: string): Hex => value as Hex;
-
 export function toOutgoingTransfer(row: OutgoingTransferRow): OutgoingTransfer {
   return {
-    chainId: Number(row.chain_id),
-    transactionHash: hexOf(row.transaction_hash),
-    logIndex: Number(row.log_index),
+    ...toStoredTransfer(row),
     partnerId: row.partner_id,
     tokenAddress: checksum(row.token_address),
-    from: checksum(row.from_address),
-    to: checksum(row.to_address),
-    amount: BigInt(row.amount),
-    blockNumber: BigInt(row.block_number),
-    blockHash: hexOf(row.block_hash),
-    minedAt: Number(row.block_timestamp) * 1000,
     status: row.status,
     refundId: row.refund_id,
     createdAt: Number(row.created_at),
@@ -100,17 +81,13 @@ export async function insertOutgoingTransfer(
   const result = await trx
     .insertInto("outgoing_transfer")
     .values({
-      chain_id: transfer.chainId,
-      transaction_hash: transfer.transactionHash.toLowerCase(),
-      log_index: transfer.logIndex,
+      ...storedTransferColumns({
+        ...transfer,
+        amount: transfer.value,
+        minedAt: Number(transfer.blockTimestamp) * 1000,
+      }),
       partner_id: params.partnerId,
       token_address: transfer.token.toLowerCase(),
-      from_address: transfer.from.toLowerCase(),
-      to_address: transfer.to.toLowerCase(),
-      amount: transfer.value.toString(),
-      block_number: Number(transfer.blockNumber),
-      block_hash: transfer.blockHash.toLowerCase(),
-      block_timestamp: Number(transfer.blockTimestamp),
       status: "unmatched",
       refund_id: null,
       created_at: params.now,
