@@ -121,7 +121,6 @@ const NOT_YET_MOVED = new Set([
   "api/subscriptions/subscriptions.ts payment_address",
   "api/gasless/gasless-view.ts relayed_authorization",
   "api/gasless/relay-worker.ts relayed_authorization",
-  "api/gasless/submit-authorization.ts relayed_authorization",
   "api/outbox/record-event.ts webhook_endpoint",
   "cli/commands.ts webhook_endpoint",
   "api/workers/heartbeats.ts worker_heartbeat",

@@ -22,6 +22,31 @@ export const relayTransitions = {
 
 const fromStates = (name: keyof typeof relayTransitions) => [...relayTransitions[name].from] as RelayStatus[];
 
+/** The authorization a payer signed with this nonce for this token, if one was ever submitted (the unique key of a replay). */
+export async function authorizationOfPayerNonce(
+  store: Store,
+  key: { chainId: number; token: string; from: string; nonce: Hex },
+): Promise<RelayedAuthorizationTable | undefined> {
+  return store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("chain_id", "=", key.chainId)
+    .where("token_address", "=", key.token.toLowerCase())
+    .where("from_address", "=", key.from.toLowerCase())
+    .where("nonce", "=", key.nonce.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** Whether a session holds a live authorization (queued, submitted or mined). */
+export async function sessionHasLiveAuthorization(store: Store, sessionId: string): Promise<boolean> {
+  const live = await store
+    .selectFrom("relayed_authorization")
+    .select("id")
+    .where("live_session_id", "=", sessionId)
+    .executeTakeFirst();
+  return live !== undefined;
+}
+
 /** Stores a new authorization; the table's unique keys refuse a second live one per session or a reused nonce. */
 export async function insertAuthorization(store: Store, row: RelayedAuthorizationTable): Promise<void> {
   await store.insertInto("relayed_authorization").values(row).execute();

@@ -8,7 +8,13 @@ import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { type AuthorizationSubmission, assertAuthorizationOnChain, assertAuthorizationTerms } from "./authorization-checks.js";
 import type { TransferAuthorization } from "./eip3009.js";
 import { assertRelayAllowed, assertRelayedAmount, isRelayLimitRefusal } from "./relay-charges.js";
-import { insertAuthorization, markSubmitted, recordRelayFailure } from "./relayed-authorization-record.js";
+import {
+  authorizationOfPayerNonce,
+  insertAuthorization,
+  markSubmitted,
+  recordRelayFailure,
+  sessionHasLiveAuthorization,
+} from "./relayed-authorization-record.js";
 import { RelayFailure, relayerOf, sendAuthorization } from "./relayer.js";
 
 export type RelayAnswer = {
@@ -43,14 +49,12 @@ export async function submitAuthorization(
   const token = session.tokenAddress;
 
   // Replaying the very authorization this session already holds answers what it got.
-  const previous = await context.store
-    .selectFrom("relayed_authorization")
-    .selectAll()
-    .where("chain_id", "=", session.chainId)
-    .where("token_address", "=", session.tokenAddress.toLowerCase())
-    .where("from_address", "=", authorization.from.toLowerCase())
-    .where("nonce", "=", authorization.nonce.toLowerCase())
-    .executeTakeFirst();
+  const previous = await authorizationOfPayerNonce(context.store, {
+    chainId: session.chainId,
+    token: session.tokenAddress,
+    from: authorization.from,
+    nonce: authorization.nonce,
+  });
   if (previous !== undefined) {
     if (
       previous.session_id === session.id &&
@@ -189,12 +193,7 @@ async function storeAuthorization(
     await insertAuthorization(context.store, row);
   } catch (error) {
     // Either unique key: this session already has a live authorization, or this one was stored meanwhile.
-    const live = await context.store
-      .selectFrom("relayed_authorization")
-      .select("id")
-      .where("live_session_id", "=", session.id)
-      .executeTakeFirst();
-    if (live !== undefined) {
+    if (await sessionHasLiveAuthorization(context.store, session.id)) {
       throw refused("authorization_in_progress", "A gasless payment of this checkout is already under way.", 409);
     }
     if (/unique|duplicate/i.test(String(error))) {
