@@ -1,9 +1,8 @@
 import { getAddress, type Hex, zeroAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  CERTIFICATE_TRANSITIONS,
   type CertificateTransitionName,
-  certificateMayMove,
+  certificateTransitions,
   createCertificate,
   findCertificate,
   type SeenMint,
@@ -11,6 +10,7 @@ import {
 } from "../api/certificates/certificate-record.js";
 import type { CertificateStatus } from "../api/store/database.js";
 import type { Store } from "../api/store/open-store.js";
+import { allows } from "../api/store/transition-table.js";
 import { seedOrder, unitStore } from "./support/unit-store.js";
 
 // Fast unit tests of the certificate record: its transition table, and the guarded
@@ -66,19 +66,19 @@ afterAll(async () => close());
 
 describe("the certificate transition table", () => {
   it("lists exactly the legal moves", () => {
-    expect(Object.keys(CERTIFICATE_TRANSITIONS).sort()).toEqual(Object.keys(LEGAL).sort());
+    expect(Object.keys(certificateTransitions).sort()).toEqual(Object.keys(LEGAL).sort());
     for (const name of Object.keys(LEGAL) as CertificateTransitionName[]) {
-      expect(CERTIFICATE_TRANSITIONS[name].to).toBe(TARGET[name]);
+      expect(certificateTransitions[name].to).toBe(TARGET[name]);
       for (const status of STATUSES)
-        expect(certificateMayMove(status, name), `${name} from ${status}`).toBe(LEGAL[name].includes(status));
+        expect(allows(certificateTransitions, name, status), `${name} from ${status}`).toBe(LEGAL[name].includes(status));
     }
   });
 
   it("guards on confirmations: a shallow mint is seen, never confirmed; a final one is confirmed, never merely seen", () => {
-    expect(CERTIFICATE_TRANSITIONS.seeMint.guard(mint(2))).toBeUndefined();
-    expect(CERTIFICATE_TRANSITIONS.seeMint.guard(mint(3))).toMatch(/final/);
-    expect(CERTIFICATE_TRANSITIONS.confirmMint.guard(mint(2))).toBe("the mint has 2 of 3 confirmations");
-    expect(CERTIFICATE_TRANSITIONS.confirmMint.guard(mint(3))).toBeUndefined();
+    expect(certificateTransitions.seeMint.refuse(mint(2))).toBeUndefined();
+    expect(certificateTransitions.seeMint.refuse(mint(3))).toMatch(/final/);
+    expect(certificateTransitions.confirmMint.refuse(mint(2))).toBe("the mint has 2 of 3 confirmations");
+    expect(certificateTransitions.confirmMint.refuse(mint(3))).toBeUndefined();
   });
 });
 

@@ -3,9 +3,8 @@ import {
   type AttemptResult,
   cancelEndpointDeliveries,
   claimDueDeliveries,
-  DELIVERY_TRANSITIONS,
   type DeliveryTransitionName,
-  deliveryMayMove,
+  deliveryTransitions,
   enqueueDeliveries,
   findDelivery,
   listDeliveries,
@@ -15,6 +14,7 @@ import {
   requeueDelivery,
 } from "../api/outbox/deliveries.js";
 import type { Store } from "../api/store/open-store.js";
+import { allows } from "../api/store/transition-table.js";
 import type { WebhookDeliveryStatus } from "../api/store/webhook-tables.js";
 import { unitStore } from "./support/unit-store.js";
 
@@ -99,16 +99,16 @@ afterAll(async () => close());
 
 describe("the webhook delivery transition table", () => {
   it("lists exactly the legal moves", () => {
-    expect(Object.keys(DELIVERY_TRANSITIONS).sort()).toEqual(Object.keys(LEGAL).sort());
+    expect(Object.keys(deliveryTransitions).sort()).toEqual(Object.keys(LEGAL).sort());
     for (const name of Object.keys(LEGAL) as DeliveryTransitionName[]) {
       for (const status of STATUSES)
-        expect(deliveryMayMove(status, name), `${name} from ${status}`).toBe(LEGAL[name].includes(status));
+        expect(allows(deliveryTransitions, name, status), `${name} from ${status}`).toBe(LEGAL[name].includes(status));
     }
-    expect(DELIVERY_TRANSITIONS.deliver.to).toBe("delivered");
-    expect(DELIVERY_TRANSITIONS.retry.to).toBe("pending");
-    expect(DELIVERY_TRANSITIONS.fail.to).toBe("failed");
-    expect(DELIVERY_TRANSITIONS.cancel.to).toBe("cancelled");
-    expect(DELIVERY_TRANSITIONS.redeliver.to).toBe("pending");
+    expect(deliveryTransitions.deliver.to).toBe("delivered");
+    expect(deliveryTransitions.retry.to).toBe("pending");
+    expect(deliveryTransitions.fail.to).toBe("failed");
+    expect(deliveryTransitions.cancel.to).toBe("cancelled");
+    expect(deliveryTransitions.redeliver.to).toBe("pending");
   });
 
   it("leads every attempt to exactly one move", () => {
@@ -133,7 +133,7 @@ describe("the webhook delivery transition table", () => {
         for (const finishedAt of [0, 19_999, 20_000, 50_000]) {
           const input = result({ ok, endpointDeleted, finishedAt });
           const allowed = (["deliver", "retry", "fail", "cancel"] as const).filter(
-            (name) => DELIVERY_TRANSITIONS[name].guard(input) === undefined,
+            (name) => deliveryTransitions[name].refuse(input) === undefined,
           );
           expect(allowed, JSON.stringify(input)).toHaveLength(1);
         }

@@ -3,21 +3,63 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-// Each record that moves money or rights has one module that owns its SQL
-// (docs/architecture.md, "Conventions of the record modules"). A grep over the
-// source, no service needed: any other module that names one of these tables in a
-// query builder is reading or writing around its record.
+// Who may query a table (docs/architecture.md, "Conventions of the record modules"). The rule,
+// for every table of the store (every table of `Database`, api/store/*-tables.ts):
+//
+//   1. The table has ONE owning module, listed in OWNERS below; a new table fails this test
+//      until it is given one.
+//   2. Only the owner writes it (`insertInto`, `updateTable`, `deleteFrom`).
+//   3. Only the owner reads it (`selectFrom`, any join). Every other module, in api/, src/,
+//      cli/ and local/ alike, calls the owner's exported functions.
+//   4. The one exception: a record module whose rows are about its own record may join (or
+//      read) a neighbour's table in the same query (a payment with its session's order). Such a
+//      reader is listed in READERS beside the table, with why; nothing else goes there.
+//
+// NOT_YET_MOVED lists the reads this rule found when it was widened to every table (issue 41)
+// and that are still to be moved to their owner: debt, not permission. The test fails on any
+// read not listed, and on a listed read that is gone (so the list only shrinks).
+// A grep over the source, no service needed.
 
 const PROJECT_ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-/** Table → the one module that may query it. */
+/** Table → the one module that owns its SQL. */
 const OWNERS: Record<string, string> = {
+  // Checkout (docs/architecture.md)
   checkout_session: "api/checkout/session-record.ts",
+  client_token: "api/checkout/client-tokens.ts",
+  idempotency_record: "api/checkout/idempotency.ts",
+  amount_reservation: "api/checkout/amount-reference.ts",
+  session_presentation: "api/checkout/hosted-options.ts",
   orders: "api/orders/order-record.ts",
   payment: "api/payments/payment-record.ts",
-  rwa_purchase: "api/purchases/purchase-record.ts",
-  certificate: "api/certificates/certificate-record.ts",
+  worker_cursor: "api/settlement/settlement-worker.ts",
+  // Partners
+  partner: "api/partners/api-keys.ts",
+  api_key: "api/partners/api-keys.ts",
+  auditor_key: "api/partners/api-keys.ts",
+  payment_address: "api/partners/payment-addresses.ts",
+  partner_branding: "api/partners/branding.ts",
+  partner_member: "api/partners/members.ts",
+  // Outbox
+  event: "api/outbox/record-event.ts",
+  webhook_endpoint: "api/outbox/webhook-endpoints.ts",
   webhook_delivery: "api/outbox/deliveries.ts",
+  webhook_delivery_attempt: "api/outbox/deliveries.ts",
+  // RWA portals
+  rwa_purchase: "api/purchases/purchase-record.ts",
+  offering_position: "api/purchases/reservations.ts",
+  offering: "api/offerings/offerings.ts",
+  issuer: "api/compliance/issuers.ts",
+  investor_eligibility: "api/compliance/eligibility.ts",
+  certificate: "api/certificates/certificate-record.ts",
+  audit_log: "api/audit/audit-log.ts",
+  portal_challenge: "api/sign-in/siwe-challenge.ts",
+  portal_session: "api/sign-in/portal-sessions.ts",
+  // Gasless relaying
+  relayed_authorization: "api/gasless/relayed-authorization-record.ts",
+  relayer_charge: "api/gasless/relay-charges.ts",
+  relayer_lease: "api/gasless/relayer.ts",
+  // Rewards
   reward: "api/rewards/reward-record.ts",
   reward_settings: "api/rewards/reward-settings.ts",
   reward_funding_challenge: "api/rewards/funding-proof.ts",
@@ -30,59 +72,132 @@ const OWNERS: Record<string, string> = {
   subscription: "api/subscriptions/subscription-record.ts",
   subscription_charge: "api/subscriptions/charge-record.ts",
   subscription_settings: "api/subscriptions/subscription-settings.ts",
-  // Closed periods of the books (docs/accounting.md)
+  // The books (docs/accounting.md)
   closed_period: "api/accounting/period-record.ts",
   closed_period_guard: "api/accounting/period-record.ts",
   period_adjustment: "api/accounting/period-record.ts",
+  opening_balance: "api/accounting/opening-balances.ts",
+  reconciliation_check: "api/accounting/reconciliation-checks.ts",
+  // The service itself
+  indexer_start: "api/config/startup.ts",
+  worker_heartbeat: "api/workers/run-worker.ts",
 };
 
-/** A read may join another record's table when its rows are about its own record; writes stay with the owner. */
+/** Table → record modules that join it into a query about their own record (rule 4), and why. */
+const READERS: Record<string, Record<string, string>> = {
+  checkout_session: {
+    "api/payments/payment-record.ts": "a payment with its session (and its order): the reorg watch, the list, the accounting",
+    "api/purchases/purchase-record.ts": "a purchase with its session's status: unpaid holds, release candidates",
+  },
+  orders: { "api/payments/payment-record.ts": "a payment with its session's order (reorgedPayments)" },
+  client_token: { "api/checkout/session-record.ts": "the session a client token opens (sessionOfClientToken)" },
+  offering: { "api/purchases/purchase-record.ts": "purchases with their offering: holder register, sold-out totals" },
+  issuer: { "api/purchases/purchase-record.ts": "purchases with their offering's issuer: an issuer's holder register" },
+  investor_eligibility: { "api/purchases/purchase-record.ts": "purchases with their investor's eligibility: unverified units" },
+  event: { "api/outbox/deliveries.ts": "a delivery with the event it carries (claiming, the partner's list)" },
+  webhook_endpoint: { "api/outbox/deliveries.ts": "a delivery with its endpoint's URL and secret (claiming, the list)" },
+};
+
+/** `file table` reads found when the rule was widened, still to be moved to the owner. Only shrinks. */
+const NOT_YET_MOVED = new Set([
+  "api/partners/partner-admin.ts api_key",
+  "cli/commands.ts api_key",
+  "local/local-stack.ts api_key",
+  "api/partners/branding.ts partner",
+  "api/partners/members.ts partner",
+  "api/partners/partner-admin.ts partner",
+  "cli/commands.ts partner",
+  "local/local-stack.ts partner",
+  "api/accounting/service-identity.ts auditor_key",
+  "api/outbox/events.ts event",
+  "api/purchases/reservations.ts investor_eligibility",
+  "api/offerings/offerings.ts issuer",
+  "api/partners/partner-admin.ts issuer",
+  "api/sign-in/portal-access.ts issuer",
+  "api/purchases/purchases.ts offering",
+  "api/purchases/reservations.ts offering",
+  "api/checkout/create-session.ts payment_address",
+  "api/compliance/issuers.ts payment_address",
+  "api/config/startup.ts payment_address",
+  "api/subscriptions/subscriptions.ts payment_address",
+  "api/gasless/gasless-view.ts relayed_authorization",
+  "api/gasless/relay-worker.ts relayed_authorization",
+  "api/outbox/record-event.ts webhook_endpoint",
+  "cli/commands.ts webhook_endpoint",
+  "api/workers/heartbeats.ts worker_heartbeat",
+]);
+
 const WRITES = /\.(updateTable|insertInto|deleteFrom|replaceInto|mergeInto)\s*\(\s*["'`]([a-z_]+)/g;
 const READS = /\.(selectFrom|innerJoin|leftJoin|rightJoin|fullJoin)\s*\(\s*["'`]([a-z_]+)/g;
 
+/** Every table of `Database`: the members of the interfaces in api/store that list tables. */
+function storeTables(): string[] {
+  const dir = join(PROJECT_ROOT, "api", "store");
+  const tables: string[] = [];
+  for (const name of readdirSync(dir).filter((file) => file.endsWith(".ts"))) {
+    const source = readFileSync(join(dir, name), "utf8");
+    for (const block of source.matchAll(/export interface (?:Database|\w+Tables)\b[^{]*\{([^}]*)\}/g)) {
+      for (const member of (block[1] as string).matchAll(/^\s+([a-z_]+): \w+;/gm)) tables.push(member[1] as string);
+    }
+  }
+  return tables.sort();
+}
+
 function sources(dir: string): string[] {
   return readdirSync(join(PROJECT_ROOT, dir), { recursive: true, encoding: "utf8" })
-    .filter((name) => name.endsWith(".ts") && !name.includes("migrations"))
+    .filter((name) => /\.tsx?$/.test(name) && !name.includes("migrations"))
     .map((name) => join(dir, name));
 }
 
-/** `file:line: verb table` for every query of an owned table outside the modules allowed to run it. */
-function findings(file: string, source: string): string[] {
-  const found: string[] = [];
-  const records = new Set(Object.values(OWNERS));
+/** `file table` for every read, and `file:line: verb table` for every write, outside what the rule allows. */
+function findings(file: string, source: string): { writes: string[]; reads: string[] } {
+  const writes: string[] = [];
+  const reads = new Set<string>();
   source.split("\n").forEach((line, index) => {
     for (const match of line.matchAll(WRITES)) {
       const table = match[2] as string;
-      if (OWNERS[table] !== undefined && OWNERS[table] !== file) found.push(`${file}:${index + 1}: ${match[1]} ${table}`);
+      if (OWNERS[table] !== file) writes.push(`${file}:${index + 1}: ${match[1]} ${table}`);
     }
     for (const match of line.matchAll(READS)) {
       const table = match[2] as string;
-      const owner = OWNERS[table];
-      // A join about a record lives in that record's module: the owner, or another record module joining it in.
-      const allowed = match[1] === "selectFrom" ? owner === file : records.has(file);
-      if (owner !== undefined && !allowed) found.push(`${file}:${index + 1}: ${match[1]} ${table}`);
+      if (OWNERS[table] !== file && READERS[table]?.[file] === undefined) reads.add(`${file} ${table}`);
     }
   });
-  return found;
+  return { writes, reads: [...reads] };
 }
 
-describe("each money record owns its SQL", () => {
-  it("recognises reads, joins and writes of an owned table, and nothing else", () => {
-    expect(findings("api/x.ts", 'await trx.updateTable("checkout_session").set(row)')).toHaveLength(1);
-    expect(findings("api/x.ts", 'store.selectFrom("payment as p").innerJoin("orders", "orders.id", "p.order_id")')).toHaveLength(
-      2,
+describe("each table's SQL lives in its one owning module", () => {
+  it("recognises reads, joins and writes outside the owner, and nothing else", () => {
+    expect(findings("api/x.ts", 'await trx.updateTable("checkout_session").set(row)').writes).toHaveLength(1);
+    expect(findings("api/x.ts", 'store.selectFrom("payment as p").innerJoin("orders", "orders.id", "p.order_id")').reads).toEqual(
+      ["api/x.ts payment", "api/x.ts orders"],
     );
-    expect(findings("api/x.ts", 'trx.insertInto("event").values(row)')).toEqual([]);
-    expect(
-      findings("api/checkout/session-record.ts", 'trx.selectFrom("checkout_session").innerJoin("orders", "a", "b")'),
-    ).toEqual([]);
-    expect(findings("api/checkout/session-record.ts", 'trx.updateTable("orders").set(row)')).toHaveLength(1);
+    expect(findings("api/outbox/record-event.ts", 'trx.insertInto("event").values(row)')).toEqual({ writes: [], reads: [] });
+    expect(findings("api/payments/payment-record.ts", 'db.selectFrom("payment").innerJoin("orders", "a", "b")').reads).toEqual(
+      [],
+    );
+    expect(findings("api/payments/payment-record.ts", 'trx.updateTable("orders").set(row)').writes).toHaveLength(1);
+    expect(findings("cli/x.ts", 'db.selectFrom("partner").selectAll()').reads).toEqual(["cli/x.ts partner"]);
   });
 
-  it("finds no query of a record's table outside its record module", () => {
-    const files = [...sources("api"), ...sources("src")];
+  it("gives every table of the store one owner, and names no table the store lacks", () => {
+    const tables = storeTables();
+    expect(tables.length).toBeGreaterThan(40);
+    expect(Object.keys(OWNERS).sort()).toEqual(tables);
+    for (const [table, readers] of Object.entries(READERS)) {
+      expect(tables, table).toContain(table);
+      for (const reader of Object.keys(readers)) expect(reader, `${table} reader`).not.toBe(OWNERS[table]);
+    }
+  });
+
+  it("finds no write outside the owner, and no read outside the owner and its listed readers (api, src, cli, local)", () => {
+    const files = [...sources("api"), ...sources("src"), ...sources("cli"), ...sources("local")];
     expect(files.length).toBeGreaterThan(50);
-    const found = files.flatMap((file) => findings(file, readFileSync(join(PROJECT_ROOT, file), "utf8")));
-    expect(found).toEqual([]);
+    const all = files.map((file) => findings(file, readFileSync(join(PROJECT_ROOT, file), "utf8")));
+    expect(all.flatMap((found) => found.writes)).toEqual([]);
+    const reads = all.flatMap((found) => found.reads);
+    expect(reads.filter((read) => !NOT_YET_MOVED.has(read))).toEqual([]);
+    // A read moved to its owner leaves the list too.
+    expect([...NOT_YET_MOVED].filter((read) => !reads.includes(read))).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { outgoingTransfersByKeys } from "../api/refunds/outgoing-transfer-record.js";
 import { openSqliteStore, type Store } from "../api/store/open-store.js";
+import { logKey } from "../api/values/log-key.js";
 import { createClient } from "../client/src/index.js";
 import { loadOrCreateLocalSecrets, localRelayerAccount } from "../local/local-secrets.js";
 import {
@@ -145,13 +146,12 @@ async function refundState() {
 
 /** Waits until the refund worker recorded this outgoing transfer, and answers how. */
 async function outgoingRecord(hash: Hex) {
-  const key = `${stack.local.chainId}:${hash.toLowerCase()}:`;
   return waitFor(
     async () => {
       const receipt = await stack.publicClient.getTransactionReceipt({ hash });
       const logIndex = receipt.logs[0]?.logIndex ?? 0;
       const found = await outgoingTransfersByKeys(store, [{ chainId: stack.local.chainId, transactionHash: hash, logIndex }]);
-      return found.get(`${key}${logIndex}`);
+      return found.get(logKey({ chainId: stack.local.chainId, transactionHash: hash, logIndex }));
     },
     { what: `outgoing transfer ${hash} recorded` },
   );

@@ -8,11 +8,8 @@ import { paymentsByKeys } from "../payments/payment-record.js";
 import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
 import { refundsByIds } from "../refunds/refund-record.js";
 import { rewardsByOnchainIds } from "../rewards/reward-record.js";
+import { logKey } from "../values/log-key.js";
 import type { OutgoingFact, PaymentFact, RewardClaimFact, TransferFacts } from "./ledger-rules.js";
-
-/** `${chainId}:${lower-case tx}:${logIndex}`: how facts are keyed (the refunds record keys its matches the same way). */
-export const transferKey = (transfer: Pick<IndexedTransfer, "chainId" | "transactionHash" | "logIndex">) =>
-  `${transfer.chainId}:${transfer.transactionHash.toLowerCase()}:${transfer.logIndex}`;
 
 const transactionKey = (transfer: Pick<IndexedTransfer, "chainId" | "transactionHash">) =>
   `${transfer.chainId}:${transfer.transactionHash.toLowerCase()}`;
@@ -51,8 +48,8 @@ export async function gatherLedgerFacts(
   const claims = await rewardClaimsOf(context, outgoing);
 
   return (transfer) => ({
-    payment: payments.get(transferKey(transfer)),
-    outgoing: matches.get(transferKey(transfer)),
+    payment: payments.get(logKey(transfer)),
+    outgoing: matches.get(logKey(transfer)),
     rewardClaims: claims.get(transactionKey(transfer)),
   });
 }

@@ -2,11 +2,12 @@ import type { Kysely } from "kysely";
 import { type Address, getAddress, type Hex } from "viem";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { CertificateStatus, CertificateTable, Database } from "../store/database.js";
+import { type InputOf, planMove, type TransitionTable } from "../store/transition-table.js";
 
 /**
  * The certificate record: the only module that reads or writes the `certificate`
  * table. Rows become `Certificate` (checksummed addresses, `bigint` chain numbers,
- * epoch milliseconds); every state change is one of `CERTIFICATE_TRANSITIONS`,
+ * epoch milliseconds); every state change is one of `certificateTransitions`,
  * applied by one guarded UPDATE inside the caller's transaction, so two workers or
  * a worker and a claim cannot both move the same certificate.
  */
@@ -49,59 +50,46 @@ export function toCertificate(row: CertificateTable): Certificate {
 /** A mint the index saw, with how deep its block is. */
 export type SeenMint = { transactionHash: Hex; blockNumber: bigint; buyer: Address; confirmations: number; required: number };
 
-type CertificateTransition<input> = {
-  from: readonly CertificateStatus[];
-  to: CertificateStatus;
-  /** Why the move is refused with this input, or undefined when it is allowed (pure: no store, no clock). */
-  guard: (input: input) => string | undefined;
-  /** The columns the move sets besides `status` and `updated_at`. */
-  set: (input: input, now: number) => Partial<CertificateTable>;
-};
-
 /**
  * Every legal move of a certificate. A certificate is created `awaiting_wallet`
  * when its order settles (`createCertificate`); anything not listed here is illegal.
  */
-export const CERTIFICATE_TRANSITIONS = {
+export const certificateTransitions = {
   /** The buyer asks for a voucher; asking again (other wallet, expired voucher) issues a new one until a mint is seen. */
   issueVoucher: {
     from: ["awaiting_wallet", "voucher_issued"],
     to: "voucher_issued",
-    guard: () => undefined,
+    guard: "none (a new voucher until a mint is seen)",
     set: (input: { buyer: Address; deadlineSeconds: bigint }) => ({
       buyer: input.buyer.toLowerCase(),
       voucher_deadline: Number(input.deadlineSeconds),
     }),
-  } satisfies CertificateTransition<{ buyer: Address; deadlineSeconds: bigint }>,
+  },
   /** The index shows the mint, not yet deep enough to count. */
   seeMint: {
     from: ["voucher_issued"],
     to: "pending",
-    guard: (mint: SeenMint) => (mint.confirmations >= mint.required ? "the mint is final: confirm it instead" : undefined),
+    guard: "the mint has fewer confirmations than required",
+    refuse: (mint: SeenMint) => (mint.confirmations >= mint.required ? "the mint is final: confirm it instead" : undefined),
     set: (mint: SeenMint) => ({ mint_transaction_hash: mint.transactionHash, mint_block_number: Number(mint.blockNumber) }),
-  } satisfies CertificateTransition<SeenMint>,
+  },
   /** The mint has the network's confirmations: the certificate is the buyer's. */
   confirmMint: {
     from: ["voucher_issued", "pending"],
     to: "minted",
-    guard: (mint: SeenMint) =>
+    guard: "the mint has the network's confirmations",
+    refuse: (mint: SeenMint) =>
       mint.confirmations < mint.required ? `the mint has ${mint.confirmations} of ${mint.required} confirmations` : undefined,
-    set: (mint: SeenMint, now: number) => ({
+    set: (mint: SeenMint, _certificate: unknown, now: number) => ({
       buyer: mint.buyer.toLowerCase(),
       mint_transaction_hash: mint.transactionHash,
       mint_block_number: Number(mint.blockNumber),
       minted_at: now,
     }),
-  } satisfies CertificateTransition<SeenMint>,
-} as const;
+  },
+} as const satisfies TransitionTable<CertificateStatus, string, CertificateTable>;
 
-export type CertificateTransitionName = keyof typeof CERTIFICATE_TRANSITIONS;
-type TransitionInput<name extends CertificateTransitionName> = Parameters<(typeof CERTIFICATE_TRANSITIONS)[name]["set"]>[0];
-
-/** Whether `name` may move a certificate that is `status` now (the table alone, no input). */
-export function certificateMayMove(status: CertificateStatus, name: CertificateTransitionName): boolean {
-  return (CERTIFICATE_TRANSITIONS[name].from as readonly CertificateStatus[]).includes(status);
-}
+export type CertificateTransitionName = keyof typeof certificateTransitions;
 
 export type TransitionOutcome = { moved: true; certificate: Certificate } | { moved: false; reason: string };
 
@@ -112,17 +100,26 @@ export type TransitionOutcome = { moved: true; certificate: Certificate } | { mo
  */
 export async function transitionCertificate<name extends CertificateTransitionName>(
   trx: Kysely<Database>,
-  params: { orderId: string; transition: name; input: TransitionInput<name>; now: number },
+  params: { orderId: string; transition: name; input: InputOf<(typeof certificateTransitions)[name]>; now: number },
 ): Promise<TransitionOutcome> {
   assertInTransaction(trx, "certificate");
-  const transition = CERTIFICATE_TRANSITIONS[params.transition] as CertificateTransition<TransitionInput<name>>;
-  const refused = transition.guard(params.input);
-  if (refused !== undefined) return { moved: false, reason: refused };
+  // Moved by `status IN from` without a read: a certificate no longer in a `from` state is a refusal, not a defect.
+  const move = planMove<CertificateStatus, CertificateTransitionName, CertificateTable>(
+    "certificate",
+    certificateTransitions,
+    params.transition,
+    {
+      current: undefined,
+      input: params.input,
+      now: params.now,
+    },
+  );
+  if (move.refused !== undefined) return { moved: false, reason: move.refused };
   const result = await trx
     .updateTable("certificate")
-    .set({ ...transition.set(params.input, params.now), status: transition.to, updated_at: params.now })
+    .set({ ...move.set, status: move.to, updated_at: params.now })
     .where("order_id", "=", params.orderId)
-    .where("status", "in", transition.from)
+    .where("status", "in", move.from)
     .executeTakeFirst();
   if (result.numUpdatedRows !== 1n) {
     const current = await findCertificate(trx, params.orderId);

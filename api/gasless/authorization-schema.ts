@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { type Address, getAddress, type Hex, isAddress, isHex } from "viem";
-import type { AuthorizationSubmission } from "./submit-authorization.js";
+import type { AuthorizationSubmission } from "./authorization-checks.js";
 
 const address = z.string().refine((value) => isAddress(value, { strict: false }), "an address");
 const uint256 = z.string().regex(/^(0|[1-9]\d{0,77})$/, "a whole number as a decimal string");

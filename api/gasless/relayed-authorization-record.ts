@@ -6,9 +6,9 @@ import type { TransitionTable } from "../store/transition-table.js";
 /**
  * The one writer of `relayed_authorization`: an EIP-3009 authorization the relayer
  * sends for a checkout. Born `queued` (`insertAuthorization`, one live per session);
- * every later change is one of `RELAY_TRANSITIONS`, a guarded UPDATE on the status.
+ * every later change is one of `relayTransitions`, a guarded UPDATE on the status.
  */
-export const RELAY_TRANSITIONS = {
+export const relayTransitions = {
   submit: { from: ["queued"], to: "submitted", guard: "the relayer sent its transaction" },
   replace: { from: ["submitted"], to: "submitted", guard: "unmined past the replacement delay: same nonce, higher fee" },
   mine: { from: ["submitted"], to: "mined", guard: "a receipt of one of its transactions, status success" },
@@ -20,7 +20,32 @@ export const RELAY_TRANSITIONS = {
   },
 } as const satisfies TransitionTable<RelayStatus>;
 
-const fromStates = (name: keyof typeof RELAY_TRANSITIONS) => [...RELAY_TRANSITIONS[name].from] as RelayStatus[];
+const fromStates = (name: keyof typeof relayTransitions) => [...relayTransitions[name].from] as RelayStatus[];
+
+/** The authorization a payer signed with this nonce for this token, if one was ever submitted (the unique key of a replay). */
+export async function authorizationOfPayerNonce(
+  store: Store,
+  key: { chainId: number; token: string; from: string; nonce: Hex },
+): Promise<RelayedAuthorizationTable | undefined> {
+  return store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("chain_id", "=", key.chainId)
+    .where("token_address", "=", key.token.toLowerCase())
+    .where("from_address", "=", key.from.toLowerCase())
+    .where("nonce", "=", key.nonce.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** Whether a session holds a live authorization (queued, submitted or mined). */
+export async function sessionHasLiveAuthorization(store: Store, sessionId: string): Promise<boolean> {
+  const live = await store
+    .selectFrom("relayed_authorization")
+    .select("id")
+    .where("live_session_id", "=", sessionId)
+    .executeTakeFirst();
+  return live !== undefined;
+}
 
 /** Stores a new authorization; the table's unique keys refuse a second live one per session or a reused nonce. */
 export async function insertAuthorization(store: Store, row: RelayedAuthorizationTable): Promise<void> {
@@ -54,7 +79,7 @@ export async function markReceipt(store: Store, id: string, receipt: Transaction
   await store
     .updateTable("relayed_authorization")
     .set({
-      status: RELAY_TRANSITIONS[receipt.status === "success" ? "mine" : "revert"].to,
+      status: relayTransitions[receipt.status === "success" ? "mine" : "revert"].to,
       transaction_hash: receipt.transactionHash.toLowerCase(),
       gas_used: receipt.gasUsed.toString(),
       effective_gas_price: receipt.effectiveGasPrice.toString(),
@@ -95,7 +120,7 @@ export async function recordRelayFailure(context: { store: Store }, id: string, 
   await context.store
     .updateTable("relayed_authorization")
     .set({
-      status: RELAY_TRANSITIONS.fail.to,
+      status: relayTransitions.fail.to,
       live_session_id: null,
       failure_code: code,
       failure_detail: detail,

@@ -1,27 +1,21 @@
 import { randomBytes } from "node:crypto";
-import { type Address, getAddress, type Hex, isAddressEqual } from "viem";
+import { type Address, getAddress, type Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { type CheckoutSession, findSession } from "../checkout/session-record.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
-import { eip3009Abi, readTokenDomain, type TransferAuthorization, transferAuthorizationTypedData } from "./eip3009.js";
+import { type AuthorizationSubmission, assertAuthorizationOnChain, assertAuthorizationTerms } from "./authorization-checks.js";
+import type { TransferAuthorization } from "./eip3009.js";
 import { assertRelayAllowed, assertRelayedAmount, isRelayLimitRefusal } from "./relay-charges.js";
-import { insertAuthorization, markSubmitted, recordRelayFailure } from "./relayed-authorization-record.js";
+import {
+  authorizationOfPayerNonce,
+  insertAuthorization,
+  markSubmitted,
+  recordRelayFailure,
+  sessionHasLiveAuthorization,
+} from "./relayed-authorization-record.js";
 import { RelayFailure, relayerOf, sendAuthorization } from "./relayer.js";
-
-/**
- * An authorization must still be valid this long after we receive it, so that the
- * relayer's transaction can be mined before `validBefore` (Base: a few blocks).
- */
-export const MIN_REMAINING_VALIDITY_SECONDS = 20n;
-
-export type AuthorizationSubmission = {
-  authorization: TransferAuthorization;
-  signature: Hex;
-  /** What the wallet signed against, when the page says so: must be this session's network and token. */
-  domain?: { chainId?: number; verifyingContract?: Address };
-};
 
 export type RelayAnswer = {
   status: "submitted" | "mined";
@@ -55,14 +49,12 @@ export async function submitAuthorization(
   const token = session.tokenAddress;
 
   // Replaying the very authorization this session already holds answers what it got.
-  const previous = await context.store
-    .selectFrom("relayed_authorization")
-    .selectAll()
-    .where("chain_id", "=", session.chainId)
-    .where("token_address", "=", session.tokenAddress.toLowerCase())
-    .where("from_address", "=", authorization.from.toLowerCase())
-    .where("nonce", "=", authorization.nonce.toLowerCase())
-    .executeTakeFirst();
+  const previous = await authorizationOfPayerNonce(context.store, {
+    chainId: session.chainId,
+    token: session.tokenAddress,
+    from: authorization.from,
+    nonce: authorization.nonce,
+  });
   if (previous !== undefined) {
     if (
       previous.session_id === session.id &&
@@ -82,60 +74,37 @@ export async function submitAuthorization(
   assertRelayedAmount(limits, session.amountDue);
   const charge = { partnerId: session.partnerId, subjectId: session.id };
   await assertRelayAllowed(context.store, limits, { ...charge, chainId: session.chainId, purpose: "payment" });
-  if (submission.domain?.chainId !== undefined && submission.domain.chainId !== session.chainId) {
-    throw refused("authorization_wrong_network", `This checkout is paid on chain ${session.chainId}.`);
-  }
-  if (submission.domain?.verifyingContract !== undefined && !isAddressEqual(submission.domain.verifyingContract, token)) {
-    throw refused("authorization_wrong_token", `This checkout is paid in USDC at ${token}.`);
-  }
-  if (!isAddressEqual(authorization.to, session.paymentAddress)) {
-    throw refused("authorization_wrong_recipient", `The authorization must pay ${session.paymentAddress}.`);
-  }
-  if (authorization.value !== session.amountDue) {
-    throw refused(
-      "authorization_wrong_amount",
-      `The authorization must move exactly ${session.amountDue} base units (it moves ${authorization.value}).`,
-    );
-  }
   const requiredPayer = params.requiredPayer ?? session.requiredPayer ?? undefined;
-  if (requiredPayer !== undefined && !isAddressEqual(authorization.from, requiredPayer)) {
-    throw refused("authorization_wrong_payer", "Only the investor's own wallet may pay this purchase.");
-  }
+  assertAuthorizationTerms(
+    submission,
+    {
+      chainId: session.chainId,
+      token,
+      to: session.paymentAddress,
+      value: session.amountDue,
+      ...(requiredPayer === undefined ? {} : { from: requiredPayer }),
+    },
+    {
+      subject: "This checkout is paid",
+      recipient: `The authorization must pay ${session.paymentAddress}.`,
+      payer: "Only the investor's own wallet may pay this purchase.",
+    },
+    refused,
+  );
   const sessionEnd = BigInt(Math.floor(session.expiresAt / 1000));
   if (authorization.validBefore > sessionEnd) {
     throw refused("authorization_outlives_session", `validBefore must be at most the session's expiry (${sessionEnd}).`);
   }
 
-  const client = relayer.client;
-  const block = await client.getBlock({ blockTag: "latest" });
-  if (authorization.validAfter >= block.timestamp) {
-    throw refused("authorization_not_yet_valid", `validAfter (${authorization.validAfter}) is not yet past on chain.`);
-  }
-  if (authorization.validBefore <= block.timestamp + MIN_REMAINING_VALIDITY_SECONDS) {
-    throw refused("authorization_expired", "The authorization expires before it could be mined; sign a new one.");
-  }
-
-  const domain = await readTokenDomain(client, { token, chainId: session.chainId });
-  const validSignature = await client
-    .verifyTypedData({ address: authorization.from, signature, ...transferAuthorizationTypedData(domain, authorization) })
-    .catch(() => false);
-  if (!validSignature) {
-    throw refused("authorization_bad_signature", "The signature is not the payer's over this authorization and token.");
-  }
-
-  const [balance, used] = await Promise.all([
-    client.readContract({ address: token, abi: eip3009Abi, functionName: "balanceOf", args: [authorization.from] }),
-    client.readContract({
-      address: token,
-      abi: eip3009Abi,
-      functionName: "authorizationState",
-      args: [authorization.from, authorization.nonce],
-    }),
-  ]);
-  if (used) throw refused("authorization_used", "The token has already used or cancelled this authorization.", 409);
-  if (balance < authorization.value) {
-    throw refused("authorization_insufficient_balance", `The payer holds ${balance} base units, less than the amount.`);
-  }
+  await assertAuthorizationOnChain(
+    relayer.client,
+    { chainId: session.chainId, token, submission },
+    {
+      signature: "The signature is not the payer's over this authorization and token.",
+      balance: (balance) => `The payer holds ${balance} base units, less than the amount.`,
+    },
+    refused,
+  );
 
   const row = await storeAuthorization(context, { session, authorization, signature });
   // A plain transfer may have been credited while we checked: never pay a session twice.
@@ -224,12 +193,7 @@ async function storeAuthorization(
     await insertAuthorization(context.store, row);
   } catch (error) {
     // Either unique key: this session already has a live authorization, or this one was stored meanwhile.
-    const live = await context.store
-      .selectFrom("relayed_authorization")
-      .select("id")
-      .where("live_session_id", "=", session.id)
-      .executeTakeFirst();
-    if (live !== undefined) {
+    if (await sessionHasLiveAuthorization(context.store, session.id)) {
       throw refused("authorization_in_progress", "A gasless payment of this checkout is already under way.", 409);
     }
     if (/unique|duplicate/i.test(String(error))) {

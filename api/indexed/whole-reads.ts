@@ -1,4 +1,6 @@
 import type { Hex } from "viem";
+import { type LogKey, logKey } from "../values/log-key.js";
+import type { IndexedChain, IndexedTransfer } from "./indexed-chain.js";
 
 /** Transaction hashes per read of the index: a bounded IN list. */
 const HASHES_PER_READ = 200;
@@ -36,4 +38,19 @@ export async function readByTransactions<row>(
     rows.push(...(await readAllPages<row>((page) => read({ transactionHashes: chunk, ...page }))));
   }
   return rows;
+}
+
+/**
+ * Every indexed transfer of one chain mined within [fromBlock, toBlock], by its `LogKey`:
+ * the window the reorg watches (settlement's payments, the refund worker's outgoing
+ * transfers) compare what they recorded with.
+ */
+export async function indexedTransfersByKey(
+  indexed: Pick<IndexedChain, "transfers">,
+  window: { chainId: number; fromBlock: bigint; toBlock: bigint },
+): Promise<Map<LogKey, IndexedTransfer>> {
+  const transfers = await readAllPages<IndexedTransfer>(({ after, limit }) =>
+    indexed.transfers({ chainIds: [window.chainId], fromBlock: window.fromBlock, toBlock: window.toBlock, after, limit }),
+  );
+  return new Map(transfers.map((transfer) => [logKey(transfer), transfer]));
 }

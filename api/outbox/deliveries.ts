@@ -6,6 +6,7 @@ import { problem, problems } from "../http/problem.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
+import { refusal, type TransitionTable } from "../store/transition-table.js";
 import type { WebhookDeliveryStatus, WebhookDeliveryTable } from "../store/webhook-tables.js";
 import { getEvent } from "./events.js";
 import { subscribesTo } from "./subscription.js";
@@ -13,7 +14,7 @@ import { subscribesTo } from "./subscription.js";
 /**
  * The webhook delivery record: the only module that reads or writes
  * `webhook_delivery` and `webhook_delivery_attempt`. A delivery's status moves
- * only along `DELIVERY_TRANSITIONS`, each by one guarded UPDATE inside the caller's
+ * only along `deliveryTransitions`, each by one guarded UPDATE inside the caller's
  * transaction; the dispatcher, the event recorder, endpoint deletion and
  * redelivery all call in here.
  */
@@ -269,13 +270,6 @@ export type AttemptResult = {
   retryDelayMs: number;
 };
 
-type DeliveryTransition<input> = {
-  from: readonly WebhookDeliveryStatus[];
-  to: WebhookDeliveryStatus;
-  /** Why the move is refused with this input, or undefined when allowed (pure). */
-  guard: (input: input) => string | undefined;
-};
-
 const afterAttempt = (input: AttemptResult) => ({
   ok: input.ok,
   deleted: input.endpointDeleted,
@@ -288,51 +282,51 @@ const afterAttempt = (input: AttemptResult) => ({
  * four moves after an attempt are exclusive: exactly one guard passes for any
  * attempt result (`nextAfterAttempt`). Anything not listed is illegal.
  */
-export const DELIVERY_TRANSITIONS = {
+export const deliveryTransitions = {
   /** The receiver answered 2xx. */
   deliver: {
     from: ["pending"],
     to: "delivered",
-    guard: (input: AttemptResult) => (afterAttempt(input).ok ? undefined : "the attempt failed"),
-  } satisfies DeliveryTransition<AttemptResult>,
+    guard: "the attempt got a 2xx",
+    refuse: (input: AttemptResult) => (afterAttempt(input).ok ? undefined : "the attempt failed"),
+  },
   /** The attempt failed within the retry window: try again after a backoff. */
   retry: {
     from: ["pending"],
     to: "pending",
-    guard: (input: AttemptResult) => {
+    guard: "failed, endpoint live, retry window open",
+    refuse: (input: AttemptResult) => {
       const { ok, deleted, due } = afterAttempt(input);
       return ok ? "the attempt succeeded" : deleted ? "the endpoint was deleted" : due ? "the retry window is over" : undefined;
     },
-  } satisfies DeliveryTransition<AttemptResult>,
+  },
   /** The attempt failed and the retry window is over. */
   fail: {
     from: ["pending"],
     to: "failed",
-    guard: (input: AttemptResult) => {
+    guard: "failed, endpoint live, retry window over",
+    refuse: (input: AttemptResult) => {
       const { ok, deleted, due } = afterAttempt(input);
       return ok ? "the attempt succeeded" : deleted ? "the endpoint was deleted" : due ? undefined : "the retry window is open";
     },
-  } satisfies DeliveryTransition<AttemptResult>,
+  },
   /** Its endpoint was deleted (seen by an attempt, or when the partner deletes it): nothing more is sent. */
   cancel: {
     from: ["pending"],
     to: "cancelled",
-    guard: (input: Pick<AttemptResult, "ok" | "endpointDeleted">) =>
+    guard: "not delivered and the endpoint was deleted",
+    refuse: (input: Pick<AttemptResult, "ok" | "endpointDeleted">) =>
       input.ok ? "the attempt succeeded" : input.endpointDeleted ? undefined : "the endpoint is live",
-  } satisfies DeliveryTransition<Pick<AttemptResult, "ok" | "endpointDeleted">>,
+  },
   /** The partner asks for the event again: a fresh retry schedule, whatever happened before. */
   redeliver: {
     from: ["pending", "delivered", "failed", "cancelled"],
     to: "pending",
-    guard: () => undefined,
-  } satisfies DeliveryTransition<unknown>,
-} as const;
+    guard: "none (a fresh retry schedule)",
+  },
+} as const satisfies TransitionTable<WebhookDeliveryStatus, string, WebhookDeliveryTable>;
 
-export type DeliveryTransitionName = keyof typeof DELIVERY_TRANSITIONS;
-
-export function deliveryMayMove(status: WebhookDeliveryStatus, name: DeliveryTransitionName): boolean {
-  return (DELIVERY_TRANSITIONS[name].from as readonly WebhookDeliveryStatus[]).includes(status);
-}
+export type DeliveryTransitionName = keyof typeof deliveryTransitions;
 
 /**
  * The one move an attempt leads to, with the next attempt's instant. The last
@@ -344,7 +338,7 @@ export function nextAfterAttempt(input: AttemptResult): {
   deliveredAt: number | null;
 } {
   const allowed = (["deliver", "cancel", "fail", "retry"] as const).filter(
-    (name) => DELIVERY_TRANSITIONS[name].guard(input) === undefined,
+    (name) => refusal(deliveryTransitions, name, { input, now: input.finishedAt }) === undefined,
   );
   if (allowed.length !== 1) throw new Error(`an attempt must allow exactly one move, not ${allowed.join(", ") || "none"}`);
   const transition = allowed[0] as "deliver" | "retry" | "fail" | "cancel";
@@ -407,7 +401,7 @@ export async function requeueDelivery(
   const requeued = await trx
     .updateTable("webhook_delivery")
     .set({
-      status: DELIVERY_TRANSITIONS.redeliver.to,
+      status: deliveryTransitions.redeliver.to,
       attempt_count: 0,
       queued_at: now,
       next_attempt_at: now,
@@ -418,7 +412,7 @@ export async function requeueDelivery(
     })
     .where("event_id", "=", params.eventId)
     .where("endpoint_id", "=", params.endpointId)
-    .where("status", "in", DELIVERY_TRANSITIONS.redeliver.from)
+    .where("status", "in", deliveryTransitions.redeliver.from)
     .returning("id")
     .executeTakeFirst();
   return requeued?.id;
@@ -432,9 +426,9 @@ export async function cancelEndpointDeliveries(
   assertInTransaction(trx, "webhook delivery");
   await trx
     .updateTable("webhook_delivery")
-    .set({ status: DELIVERY_TRANSITIONS.cancel.to, updated_at: params.now, last_error: "the endpoint was deleted" })
+    .set({ status: deliveryTransitions.cancel.to, updated_at: params.now, last_error: "the endpoint was deleted" })
     .where("endpoint_id", "=", params.endpointId)
-    .where("status", "in", DELIVERY_TRANSITIONS.cancel.from)
+    .where("status", "in", deliveryTransitions.cancel.from)
     .execute();
 }
 
@@ -492,7 +486,7 @@ export async function recordAttempt(
   assertInTransaction(trx, "webhook delivery");
   const { claim, result, startedAt, outcome } = params;
   const next = nextAfterAttempt(result);
-  const transition = DELIVERY_TRANSITIONS[next.transition];
+  const transition = deliveryTransitions[next.transition];
   await trx
     .insertInto("webhook_delivery_attempt")
     .values({

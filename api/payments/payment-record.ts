@@ -1,8 +1,9 @@
 import type { Kysely } from "kysely";
 import type { Address, Hex } from "viem";
 import type { Database, PaymentStatus, PaymentTable } from "../store/database.js";
+import { type StoredTransfer, storedTransferColumns, toStoredTransfer } from "../store/stored-transfer.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
-import { checksum } from "../values/checksum-address.js";
+import { type LogKey, logKey } from "../values/log-key.js";
 
 /**
  * The payment record: one row per indexed transfer to a payment address, keyed by
@@ -16,21 +17,11 @@ export type PaymentRow = PaymentTable;
  * EIP-55 checksum case, instants as epoch milliseconds. The store keeps addresses and
  * hashes lower case; only this module reads or writes them in that form.
  */
-export type Payment = {
-  chainId: number;
-  transactionHash: Hex;
-  logIndex: number;
+export type Payment = StoredTransfer & {
   partnerId: string | null;
   sessionId: string | null;
   status: PaymentStatus;
   reason: string | null;
-  from: Address;
-  to: Address;
-  amount: bigint;
-  blockNumber: bigint;
-  blockHash: Hex;
-  /** The block's timestamp, in epoch milliseconds (the chain counts seconds). */
-  minedAt: number;
   resolution: string | null;
   createdAt: number;
   updatedAt: number;
@@ -48,19 +39,11 @@ const hexOf = (value: string): Hex => value as Hex;
 
 export function toPayment(row: PaymentRow): Payment {
   return {
-    chainId: Number(row.chain_id),
-    transactionHash: hexOf(row.transaction_hash),
-    logIndex: Number(row.log_index),
+    ...toStoredTransfer(row),
     partnerId: row.partner_id,
     sessionId: row.session_id,
     status: row.status,
     reason: row.reason,
-    from: checksum(row.from_address),
-    to: checksum(row.to_address),
-    amount: BigInt(row.amount),
-    blockNumber: BigInt(row.block_number),
-    blockHash: hexOf(row.block_hash),
-    minedAt: Number(row.block_timestamp) * 1000,
     resolution: row.resolution,
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at),
@@ -70,19 +53,11 @@ export function toPayment(row: PaymentRow): Payment {
 /** A new payment as the store keeps it: addresses and hashes lower case, the block's time in seconds. */
 function toPaymentRow(payment: Payment): PaymentRow {
   return {
-    chain_id: payment.chainId,
-    transaction_hash: payment.transactionHash.toLowerCase(),
-    log_index: payment.logIndex,
+    ...storedTransferColumns(payment),
     partner_id: payment.partnerId,
     session_id: payment.sessionId,
     status: payment.status,
     reason: payment.reason,
-    from_address: payment.from.toLowerCase(),
-    to_address: payment.to.toLowerCase(),
-    amount: payment.amount.toString(),
-    block_number: Number(payment.blockNumber),
-    block_hash: payment.blockHash.toLowerCase(),
-    block_timestamp: Math.floor(payment.minedAt / 1000),
     resolution: payment.resolution,
     created_at: payment.createdAt,
     updated_at: payment.updatedAt,
@@ -234,7 +209,7 @@ export async function sessionSawTransfer(db: Kysely<Database>, sessionId: string
 export async function recordedKeys(
   db: Kysely<Database>,
   params: { chainId: number; transactionHashes: string[] },
-): Promise<Set<string>> {
+): Promise<Set<LogKey>> {
   if (params.transactionHashes.length === 0) return new Set();
   const known = await db
     .selectFrom("payment")
@@ -242,7 +217,9 @@ export async function recordedKeys(
     .where("chain_id", "=", params.chainId)
     .where("transaction_hash", "in", params.transactionHashes)
     .execute();
-  return new Set(known.map((row) => `${row.transaction_hash}:${row.log_index}`));
+  return new Set(
+    known.map((row) => logKey({ chainId: params.chainId, transactionHash: row.transaction_hash, logIndex: row.log_index })),
+  );
 }
 
 export async function pendingPayments(db: Kysely<Database>, params: { chainId: number; limit: number }): Promise<Payment[]> {
@@ -439,11 +416,11 @@ export async function paymentsPage(
 export type PaymentWithOrder = Payment & { orderId: string | null };
 
 /**
- * The payments recorded for these transfers, keyed `${chainId}:${lower-case tx}:${logIndex}`
+ * The payments recorded for these transfers, keyed by their `LogKey` (api/values/log-key.ts)
  * (the ledger's facts, api/accounting/ledger-facts.ts); a transfer never recorded is absent.
  */
-export async function paymentsByKeys(db: Kysely<Database>, keys: readonly PaymentKey[]): Promise<Map<string, PaymentWithOrder>> {
-  const found = new Map<string, PaymentWithOrder>();
+export async function paymentsByKeys(db: Kysely<Database>, keys: readonly PaymentKey[]): Promise<Map<LogKey, PaymentWithOrder>> {
+  const found = new Map<LogKey, PaymentWithOrder>();
   const hashesByChain = new Map<number, Set<string>>();
   for (const key of keys) {
     const hashes = hashesByChain.get(key.chainId) ?? new Set<string>();
@@ -464,7 +441,7 @@ export async function paymentsByKeys(db: Kysely<Database>, keys: readonly Paymen
         .execute();
       for (const row of rows) {
         const payment = toPayment(row);
-        found.set(`${payment.chainId}:${payment.transactionHash}:${payment.logIndex}`, { ...payment, orderId: row.order_id });
+        found.set(logKey(payment), { ...payment, orderId: row.order_id });
       }
     }
   }

@@ -4,8 +4,10 @@ import type { IndexedTransfer } from "../indexed/indexed-chain.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { OutgoingTransferStatus, OutgoingTransferTable } from "../store/refund-tables.js";
-import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { type StoredTransfer, storedTransferColumns, toStoredTransfer } from "../store/stored-transfer.js";
+import { type InputField, planMove, type TransitionTable } from "../store/transition-table.js";
 import { checksum } from "../values/checksum-address.js";
+import { type LogKey, logKey } from "../values/log-key.js";
 
 /**
  * The outgoing-transfer record: every canonical-USDC transfer out of a watched payment
@@ -15,40 +17,20 @@ import { checksum } from "../values/checksum-address.js";
  */
 export type OutgoingTransferRow = OutgoingTransferTable;
 
-export type OutgoingTransfer = {
-  chainId: number;
-  transactionHash: Hex;
-  logIndex: number;
+export type OutgoingTransfer = StoredTransfer & {
   partnerId: string | null;
   tokenAddress: Address;
-  from: Address;
-  to: Address;
-  amount: bigint;
-  blockNumber: bigint;
-  blockHash: Hex;
-  /** The block's timestamp, epoch milliseconds. */
-  minedAt: number;
   status: OutgoingTransferStatus;
   refundId: string | null;
   createdAt: number;
   updatedAt: number;
 };
 
-const hexOf = (value: string): Hex => value as Hex;
-
 export function toOutgoingTransfer(row: OutgoingTransferRow): OutgoingTransfer {
   return {
-    chainId: Number(row.chain_id),
-    transactionHash: hexOf(row.transaction_hash),
-    logIndex: Number(row.log_index),
+    ...toStoredTransfer(row),
     partnerId: row.partner_id,
     tokenAddress: checksum(row.token_address),
-    from: checksum(row.from_address),
-    to: checksum(row.to_address),
-    amount: BigInt(row.amount),
-    blockNumber: BigInt(row.block_number),
-    blockHash: hexOf(row.block_hash),
-    minedAt: Number(row.block_timestamp) * 1000,
     status: row.status,
     refundId: row.refund_id,
     createdAt: Number(row.created_at),
@@ -59,12 +41,25 @@ export function toOutgoingTransfer(row: OutgoingTransferRow): OutgoingTransfer {
 /** An outgoing transfer's legal status changes (it is born `matched` or `unmatched`). */
 export const outgoingTransferTransitions = {
   /** A ready refund it completes (SPEC 15's rule), found when it was recorded or later. */
-  match: { from: ["unmatched"], to: "matched", guard: "refund_id IS NULL" },
+  match: {
+    from: ["unmatched"],
+    to: "matched",
+    guard: "refund_id IS NULL",
+    set: (input: { refundId: string }) => ({ refund_id: input.refundId }),
+  },
   /** It left the index and the chain; its refund, if any, waits again. */
-  reorg: { from: ["matched", "unmatched"], to: "reorged" },
+  reorg: { from: ["matched", "unmatched"], to: "reorged", set: () => ({ refund_id: null }) },
   /** Back in the index (possibly in another block): matched again from scratch. */
-  restore: { from: ["reorged"], to: "unmatched" },
-} as const satisfies TransitionTable<OutgoingTransferStatus>;
+  restore: {
+    from: ["reorged"],
+    to: "unmatched",
+    guard: "back in the index, in the block it is mined in now",
+    set: (input: { block: { number: bigint; hash: Hex } }) => ({
+      block_number: Number(input.block.number),
+      block_hash: input.block.hash.toLowerCase(),
+    }),
+  },
+} as const satisfies TransitionTable<OutgoingTransferStatus, string, OutgoingTransferTable>;
 
 export type OutgoingTransferTransition = keyof typeof outgoingTransferTransitions;
 
@@ -86,17 +81,13 @@ export async function insertOutgoingTransfer(
   const result = await trx
     .insertInto("outgoing_transfer")
     .values({
-      chain_id: transfer.chainId,
-      transaction_hash: transfer.transactionHash.toLowerCase(),
-      log_index: transfer.logIndex,
+      ...storedTransferColumns({
+        ...transfer,
+        amount: transfer.value,
+        minedAt: Number(transfer.blockTimestamp) * 1000,
+      }),
       partner_id: params.partnerId,
       token_address: transfer.token.toLowerCase(),
-      from_address: transfer.from.toLowerCase(),
-      to_address: transfer.to.toLowerCase(),
-      amount: transfer.value.toString(),
-      block_number: Number(transfer.blockNumber),
-      block_hash: transfer.blockHash.toLowerCase(),
-      block_timestamp: Number(transfer.blockTimestamp),
       status: "unmatched",
       refund_id: null,
       created_at: params.now,
@@ -119,11 +110,11 @@ export async function findOutgoingTransfer(db: Kysely<Database>, key: TransferKe
   return row === undefined ? undefined : toOutgoingTransfer(row);
 }
 
-/** Of these transfers of one chain, the keys (`<tx hash>:<log index>`) already recorded. */
+/** Of these transfers of one chain, the keys already recorded. */
 export async function recordedOutgoingKeys(
   db: Kysely<Database>,
   params: { chainId: number; transactionHashes: string[] },
-): Promise<Set<string>> {
+): Promise<Set<LogKey>> {
   if (params.transactionHashes.length === 0) return new Set();
   const rows = await db
     .selectFrom("outgoing_transfer")
@@ -131,42 +122,35 @@ export async function recordedOutgoingKeys(
     .where("chain_id", "=", params.chainId)
     .where("transaction_hash", "in", [...new Set(params.transactionHashes.map((hash) => hash.toLowerCase()))])
     .execute();
-  return new Set(rows.map((row) => `${row.transaction_hash}:${row.log_index}`));
+  return new Set(
+    rows.map((row) => logKey({ chainId: params.chainId, transactionHash: row.transaction_hash, logIndex: row.log_index })),
+  );
 }
 
 /**
  * Applies `transition`: `match` links the refund, `reorg` forgets the link and
  * `restore` takes the block it is mined in now. Answers false when the row moved meanwhile.
  */
-export async function moveOutgoingTransfer(
+export async function moveOutgoingTransfer<name extends OutgoingTransferTransition>(
   trx: Kysely<Database>,
   params: {
     transfer: TransferKey & { status: OutgoingTransferStatus };
-    transition: OutgoingTransferTransition;
+    transition: name;
     now: number;
-    refundId?: string;
-    block?: { number: bigint; hash: Hex };
-  },
+  } & InputField<(typeof outgoingTransferTransitions)[name]>,
 ): Promise<boolean> {
   assertInTransaction(trx, "outgoing_transfer");
-  const rule = ruleFor<OutgoingTransferStatus, OutgoingTransferTransition>(
+  const move = planMove<OutgoingTransferStatus, OutgoingTransferTransition, OutgoingTransferTable>(
     "outgoing_transfer",
     outgoingTransferTransitions,
     params.transition,
-    params.transfer.status,
+    { current: params.transfer.status, input: params.input, now: params.now },
   );
+  if (move.refused !== undefined) return false;
   const k = keyOf(params.transfer);
   let update = trx
     .updateTable("outgoing_transfer")
-    .set({
-      status: rule.to,
-      updated_at: params.now,
-      ...(params.transition === "match" ? { refund_id: params.refundId ?? null } : {}),
-      ...(params.transition === "reorg" ? { refund_id: null } : {}),
-      ...(params.block === undefined
-        ? {}
-        : { block_number: Number(params.block.number), block_hash: params.block.hash.toLowerCase() }),
-    })
+    .set({ ...move.set, status: move.to, updated_at: params.now })
     .where("chain_id", "=", k.chainId)
     .where("transaction_hash", "=", k.transactionHash)
     .where("log_index", "=", k.logIndex)
@@ -227,24 +211,24 @@ export async function reorgedOutgoingTransfers(
 
 /**
  * For the ledger: how each outgoing transfer named was recorded, keyed by
- * `${chainId}:${lowercase tx hash}:${logIndex}`. A key the record does not hold (not
+ * its `LogKey` (api/values/log-key.ts). A key the record does not hold (not
  * indexed yet, or not from a payment address) is absent from the answer. A reorged
  * transfer answers `unmatched` with no refund: it moved no money on the chain as it is now.
  */
 export async function outgoingTransfersByKeys(
   db: Kysely<Database>,
   keys: { chainId: number; transactionHash: Hex; logIndex: number }[],
-): Promise<Map<string, { status: "matched" | "unmatched"; refundId: string | null }>> {
-  const answer = new Map<string, { status: "matched" | "unmatched"; refundId: string | null }>();
+): Promise<Map<LogKey, { status: "matched" | "unmatched"; refundId: string | null }>> {
+  const answer = new Map<LogKey, { status: "matched" | "unmatched"; refundId: string | null }>();
   if (keys.length === 0) return answer;
-  const wanted = new Set(keys.map((key) => `${key.chainId}:${key.transactionHash.toLowerCase()}:${key.logIndex}`));
+  const wanted = new Set(keys.map((key) => logKey(key)));
   const rows = await db
     .selectFrom("outgoing_transfer")
     .select(["chain_id", "transaction_hash", "log_index", "status", "refund_id"])
     .where("transaction_hash", "in", [...new Set(keys.map((key) => key.transactionHash.toLowerCase()))])
     .execute();
   for (const row of rows) {
-    const key = `${row.chain_id}:${row.transaction_hash}:${row.log_index}`;
+    const key = logKey({ chainId: row.chain_id, transactionHash: row.transaction_hash, logIndex: row.log_index });
     if (!wanted.has(key)) continue;
     answer.set(
       key,

@@ -3,8 +3,9 @@ import type { Address, Hex } from "viem";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { RefundReason, RefundStatus, RefundTable } from "../store/refund-tables.js";
-import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { type InputField, planMove, type TransitionTable } from "../store/transition-table.js";
 import { checksum } from "../values/checksum-address.js";
+import { logKey } from "../values/log-key.js";
 
 /**
  * The refund record (SPEC 15, docs/refunds.md): every query of `refund` and of its
@@ -124,25 +125,60 @@ function toRefundRow(refund: Refund, tokenHash: string | null): RefundRow {
  */
 export const refundTransitions = {
   /** The customer (refund page) or the partner named the receiving address. */
-  set_destination: { from: ["awaiting_destination"], to: "ready", guard: "destination IS NULL" },
+  set_destination: {
+    from: ["awaiting_destination"],
+    to: "ready",
+    guard: "destination IS NULL",
+    /** `readyBlock`: the indexed head now (see `Refund.readyBlock`). */
+    set: (input: { destination: Address; readyBlock: bigint }, _refund: unknown, now: number) => ({
+      destination: input.destination.toLowerCase(),
+      ready_at: now,
+      ready_block: Number(input.readyBlock),
+    }),
+  },
   /** A matching outgoing transfer is in the index, not yet final. */
   see_transfer: {
     from: ["ready"],
     to: "pending",
     guard: "the transfer matches (SPEC 15) and no other refund holds it (unique key)",
+    set: (transfer: SeenTransfer) => ({
+      transfer_transaction_hash: transfer.transactionHash.toLowerCase(),
+      transfer_log_index: transfer.logIndex,
+      transfer_block_number: Number(transfer.blockNumber),
+      transfer_block_hash: transfer.blockHash.toLowerCase(),
+    }),
   },
   /** Its transfer has the network's confirmations. */
-  succeed: { from: ["pending"], to: "succeeded" },
+  succeed: {
+    from: ["pending"],
+    to: "succeeded",
+    set: (_input: unknown, _refund: unknown, now: number) => ({ succeeded_at: now }),
+  },
   /** Its transfer left the chain (a reorg): it waits for a transfer again. */
-  reorg: { from: ["pending", "succeeded"], to: "ready", guard: "the transfer it held is gone from the index and the chain" },
+  reorg: {
+    from: ["pending", "succeeded"],
+    to: "ready",
+    guard: "the transfer it held is gone from the index and the chain",
+    set: () => ({
+      transfer_transaction_hash: null,
+      transfer_log_index: null,
+      transfer_block_number: null,
+      transfer_block_hash: null,
+      succeeded_at: null,
+    }),
+  },
   /** By the partner, before any money moved; the amount is refundable again. */
-  cancel: { from: ["awaiting_destination", "ready"], to: "cancelled" },
-} as const satisfies TransitionTable<RefundStatus>;
+  cancel: {
+    from: ["awaiting_destination", "ready"],
+    to: "cancelled",
+    set: (_input: unknown, _refund: unknown, now: number) => ({ cancelled_at: now }),
+  },
+} as const satisfies TransitionTable<RefundStatus, string, RefundRow>;
+
+/** The outgoing transfer a refund holds once `see_transfer` matched it. */
+type SeenTransfer = { transactionHash: Hex; logIndex: number; blockNumber: bigint; blockHash: Hex };
 
 export type RefundTransition = keyof typeof refundTransitions;
-
-export const paymentKeyOf = (payment: PaymentRef) =>
-  `${payment.chainId}:${payment.transactionHash.toLowerCase()}:${payment.logIndex}`;
 
 export async function findRefund(db: Kysely<Database>, refundId: string): Promise<Refund | undefined> {
   const row = await db.selectFrom("refund").selectAll().where("id", "=", refundId).executeTakeFirst();
@@ -225,52 +261,27 @@ export async function replaceRefundToken(
  * moved meanwhile (another request, another process), or when `see_transfer`'s
  * transfer is already another refund's.
  */
-export async function moveRefund(
+export async function moveRefund<name extends RefundTransition>(
   trx: Kysely<Database>,
-  params: {
-    refund: Pick<Refund, "id" | "status">;
-    transition: RefundTransition;
-    now: number;
-    destination?: Address;
-    /** `set_destination`: the indexed head now (see `Refund.readyBlock`). */
-    readyBlock?: bigint;
-    transfer?: { transactionHash: Hex; logIndex: number; blockNumber: bigint; blockHash: Hex };
-  },
+  params: { refund: Pick<Refund, "id" | "status">; transition: name; now: number } & InputField<(typeof refundTransitions)[name]>,
 ): Promise<boolean> {
   assertInTransaction(trx, "refund");
   const { refund, transition, now } = params;
-  const rule = ruleFor<RefundStatus, RefundTransition>("refund", refundTransitions, transition, refund.status);
-  const set: Partial<RefundRow> = { status: rule.to, updated_at: now };
-  if (transition === "set_destination") {
-    if (params.destination === undefined || params.readyBlock === undefined) {
-      throw new Error("set_destination needs a destination and the indexed head");
-    }
-    set.destination = params.destination.toLowerCase();
-    set.ready_at = now;
-    set.ready_block = Number(params.readyBlock);
-  }
-  if (transition === "see_transfer" || (transition === "reorg" && params.transfer !== undefined)) {
-    const transfer = params.transfer;
-    if (transfer === undefined) throw new Error("see_transfer needs the transfer");
-    set.transfer_transaction_hash = transfer.transactionHash.toLowerCase();
-    set.transfer_log_index = transfer.logIndex;
-    set.transfer_block_number = Number(transfer.blockNumber);
-    set.transfer_block_hash = transfer.blockHash.toLowerCase();
-  }
-  if (transition === "reorg") {
-    set.transfer_transaction_hash = null;
-    set.transfer_log_index = null;
-    set.transfer_block_number = null;
-    set.transfer_block_hash = null;
-    set.succeeded_at = null;
-  }
-  if (transition === "succeed") set.succeeded_at = now;
-  if (transition === "cancel") set.cancelled_at = now;
-  let update = trx.updateTable("refund").set(set).where("id", "=", refund.id).where("status", "=", refund.status);
+  const move = planMove<RefundStatus, RefundTransition, RefundRow>("refund", refundTransitions, transition, {
+    current: refund.status,
+    input: params.input,
+    now,
+  });
+  if (move.refused !== undefined) return false;
+  let update = trx
+    .updateTable("refund")
+    .set({ ...move.set, status: move.to, updated_at: now })
+    .where("id", "=", refund.id)
+    .where("status", "=", refund.status);
   if (transition === "set_destination") update = update.where("destination", "is", null);
   if (transition === "see_transfer") {
     // "Never used by another refund": the unique key would refuse it too; saying so here keeps the transaction alive.
-    const transfer = params.transfer as NonNullable<typeof params.transfer>;
+    const transfer = params.input as SeenTransfer;
     update = update.where(({ not, exists, selectFrom }) =>
       not(
         exists(
@@ -426,7 +437,7 @@ export async function changeCommittedRefunds(
   params: { payment: PaymentRef; paid: bigint; delta: bigint; now: number },
 ): Promise<{ before: bigint } | undefined> {
   assertInTransaction(trx, "refund_allowance");
-  const key = paymentKeyOf(params.payment);
+  const key = logKey(params.payment);
   for (let attempt = 0; attempt < ALLOWANCE_ATTEMPTS; attempt++) {
     const current = await committedOf(trx, key);
     const before = current?.committed ?? 0n;
@@ -459,7 +470,7 @@ export async function markFullyRefunded(trx: Kysely<Database>, params: { payment
   const result = await trx
     .updateTable("refund_allowance")
     .set({ fully_refunded_at: params.now, updated_at: params.now })
-    .where("payment_key", "=", paymentKeyOf(params.payment))
+    .where("payment_key", "=", logKey(params.payment))
     .where("fully_refunded_at", "is", null)
     .executeTakeFirst();
   return result.numUpdatedRows === 1n;
@@ -469,7 +480,7 @@ export async function markFullyRefunded(trx: Kysely<Database>, params: { payment
 export async function fullyRefundedOrderIds(db: Kysely<Database>, orderIds: readonly string[]): Promise<Set<string>> {
   const refunds = await orderRefunds(db, orderIds);
   const orderOfKey = new Map<string, string>();
-  for (const [orderId, list] of refunds) for (const refund of list) orderOfKey.set(paymentKeyOf(refund.payment), orderId);
+  for (const [orderId, list] of refunds) for (const refund of list) orderOfKey.set(logKey(refund.payment), orderId);
   if (orderOfKey.size === 0) return new Set();
   const rows = await db
     .selectFrom("refund_allowance")

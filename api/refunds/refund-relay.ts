@@ -1,16 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { encodeFunctionData, type Hex, isAddressEqual, toHex } from "viem";
+import { encodeFunctionData, type Hex, toHex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import {
-  eip3009Abi,
-  readTokenDomain,
-  transferAuthorizationTypedData,
-  transferWithAuthorizationTypes,
-} from "../gasless/eip3009.js";
+  type AuthorizationSubmission,
+  assertAuthorizationOnChain,
+  assertAuthorizationTerms,
+} from "../gasless/authorization-checks.js";
+import { eip3009Abi, readTokenDomain, transferWithAuthorizationTypes } from "../gasless/eip3009.js";
 import { assertRelayAllowed, assertRelayedAmount, type RelayCharge } from "../gasless/relay-charges.js";
 import { RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
-import { type AuthorizationSubmission, MIN_REMAINING_VALIDITY_SECONDS } from "../gasless/submit-authorization.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { Refund } from "./refund-record.js";
 import { partnerRefund, refundInstructions, viewRefund } from "./refunds.js";
@@ -122,55 +121,29 @@ export async function relayRefundAuthorization(
 ) {
   const refund = await partnerRefund(context.store, params);
   const instructions = readyRefund(refund);
-  const { authorization, signature, domain: signedDomain } = params.submission;
+  const { authorization, signature } = params.submission;
   const relayer = relayerFor(context, refund);
   await assertRelayable(context, refund);
-  if (signedDomain?.chainId !== undefined && signedDomain.chainId !== refund.chainId) {
-    throw refused("authorization_wrong_network", `This refund is sent on chain ${refund.chainId}.`);
-  }
-  if (signedDomain?.verifyingContract !== undefined && !isAddressEqual(signedDomain.verifyingContract, refund.tokenAddress)) {
-    throw refused("authorization_wrong_token", `This refund is sent in USDC at ${refund.tokenAddress}.`);
-  }
-  if (!isAddressEqual(authorization.from, instructions.from)) {
-    throw refused("authorization_wrong_payer", `The refund leaves the payment address ${instructions.from}: it signs.`);
-  }
-  if (!isAddressEqual(authorization.to, instructions.to)) {
-    throw refused("authorization_wrong_recipient", `The authorization must pay the refund's destination ${instructions.to}.`);
-  }
-  if (authorization.value !== refund.amount) {
-    throw refused(
-      "authorization_wrong_amount",
-      `The authorization must move exactly ${refund.amount} base units (it moves ${authorization.value}).`,
-    );
-  }
+  assertAuthorizationTerms(
+    params.submission,
+    { chainId: refund.chainId, token: refund.tokenAddress, from: instructions.from, to: instructions.to, value: refund.amount },
+    {
+      subject: "This refund is sent",
+      payer: `The refund leaves the payment address ${instructions.from}: it signs.`,
+      recipient: `The authorization must pay the refund's destination ${instructions.to}.`,
+    },
+    refused,
+  );
   const client = relayer.client;
-  const block = await client.getBlock({ blockTag: "latest" });
-  if (authorization.validAfter >= block.timestamp) {
-    throw refused("authorization_not_yet_valid", `validAfter (${authorization.validAfter}) is not yet past on chain.`);
-  }
-  if (authorization.validBefore <= block.timestamp + MIN_REMAINING_VALIDITY_SECONDS) {
-    throw refused("authorization_expired", "The authorization expires before it could be mined; sign a new one.");
-  }
-  const domain = await readTokenDomain(client, { token: refund.tokenAddress, chainId: refund.chainId });
-  const validSignature = await client
-    .verifyTypedData({ address: authorization.from, signature, ...transferAuthorizationTypedData(domain, authorization) })
-    .catch(() => false);
-  if (!validSignature) {
-    throw refused("authorization_bad_signature", "The signature is not the payment address's over this authorization.");
-  }
-  const [balance, used] = await Promise.all([
-    client.readContract({ address: refund.tokenAddress, abi: eip3009Abi, functionName: "balanceOf", args: [authorization.from] }),
-    client.readContract({
-      address: refund.tokenAddress,
-      abi: eip3009Abi,
-      functionName: "authorizationState",
-      args: [authorization.from, authorization.nonce],
-    }),
-  ]);
-  if (used) throw refused("authorization_used", "The token has already used or cancelled this authorization.", 409);
-  if (balance < authorization.value) {
-    throw refused("authorization_insufficient_balance", `The payment address holds ${balance} base units, less than the refund.`);
-  }
+  await assertAuthorizationOnChain(
+    client,
+    { chainId: refund.chainId, token: refund.tokenAddress, submission: params.submission },
+    {
+      signature: "The signature is not the payment address's over this authorization.",
+      balance: (balance) => `The payment address holds ${balance} base units, less than the refund.`,
+    },
+    refused,
+  );
   const data = encodeFunctionData({
     abi: eip3009Abi,
     functionName: "transferWithAuthorization",

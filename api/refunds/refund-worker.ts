@@ -5,12 +5,13 @@ import type { NetworkConfig } from "../config/networks.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
-import { readByTransactions } from "../indexed/whole-reads.js";
+import { indexedTransfersByKey, readByTransactions } from "../indexed/whole-reads.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { paymentAddressOwner } from "../partners/payment-addresses.js";
 import { findPayment } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
 import { sameHex } from "../values/checksum-address.js";
+import { type LogKey, logKey } from "../values/log-key.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { onOrderFullyRefunded } from "./fully-refunded.js";
 import {
@@ -104,7 +105,7 @@ async function recordOutgoing(context: AppContext, network: NetworkConfig, head:
         chainId: network.chainId,
         transactionHashes: transfers.map((transfer) => transfer.transactionHash),
       });
-      const fresh = transfers.filter((transfer) => !known.has(`${transfer.transactionHash.toLowerCase()}:${transfer.logIndex}`));
+      const fresh = transfers.filter((transfer) => !known.has(logKey(transfer)));
       const claims = await rewardClaimsOf(context, network.chainId, fresh);
       for (const transfer of fresh) {
         const rewardClaims = claims.get(transfer.transactionHash.toLowerCase()) ?? [];
@@ -239,8 +240,8 @@ async function matchOutgoingTransfer(
     blockNumber: outgoing.blockNumber,
     blockHash: outgoing.blockHash,
   };
-  if (!(await moveRefund(trx, { refund, transition: "see_transfer", now, transfer }))) return false;
-  if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "match", now, refundId: refund.id }))) {
+  if (!(await moveRefund(trx, { refund, transition: "see_transfer", now, input: transfer }))) return false;
+  if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "match", now, input: { refundId: refund.id } }))) {
     throw new Error(`outgoing transfer ${outgoing.transactionHash}:${outgoing.logIndex} changed while matched`);
   }
   const pending: Refund = { ...refund, status: "pending", transfer, updatedAt: now };
@@ -335,7 +336,7 @@ async function watchOutgoing(context: AppContext, network: NetworkConfig, head: 
   });
   const reorged = await reorgedOutgoingTransfers(context.store, { chainId: network.chainId, limit: BATCH });
   if (recorded.length === 0 && reorged.length === 0) return 0;
-  const indexed = await indexedWindow(context, network, from, head);
+  const indexed = await indexedTransfersByKey(context.indexed, { chainId: network.chainId, fromBlock: from, toBlock: head });
   let changed = 0;
   for (const outgoing of recorded) {
     const where = await whereabouts(context, outgoing, indexed);
@@ -352,14 +353,14 @@ async function watchOutgoing(context: AppContext, network: NetworkConfig, head: 
   }
   for (const outgoing of reorged) {
     const back =
-      indexed.get(`${outgoing.transactionHash}:${outgoing.logIndex}`) ??
+      indexed.get(logKey(outgoing)) ??
       (await context.indexed.transfersByHash(outgoing.transactionHash)).find((row) => row.logIndex === outgoing.logIndex);
     if (back === undefined) continue;
     const rewardClaims = (await rewardClaimsOf(context, network.chainId, [back])).get(back.transactionHash.toLowerCase()) ?? [];
     const now = Date.now();
     const restored = await context.store.transaction().execute(async (trx) => {
       const block = { number: back.blockNumber, hash: back.blockHash };
-      if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "restore", now, block }))) return false;
+      if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "restore", now, input: { block } }))) return false;
       const current = await findOutgoingTransfer(trx, outgoing);
       if (current !== undefined) await matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
       return true;
@@ -390,24 +391,12 @@ async function reorgOutgoing(trx: Kysely<Database>, params: { outgoing: Outgoing
   return true;
 }
 
-async function indexedWindow(context: AppContext, network: NetworkConfig, fromBlock: bigint, toBlock: bigint) {
-  const found = new Map<string, IndexedTransfer>();
-  let after: { chainId: number; blockNumber: bigint; logIndex: number } | undefined;
-  for (;;) {
-    const transfers = await context.indexed.transfers({ chainIds: [network.chainId], fromBlock, toBlock, after, limit: BATCH });
-    for (const transfer of transfers) found.set(`${transfer.transactionHash}:${transfer.logIndex}`, transfer);
-    if (transfers.length < BATCH) return found;
-    const last = transfers.at(-1) as IndexedTransfer;
-    after = { chainId: last.chainId, blockNumber: last.blockNumber, logIndex: last.logIndex };
-  }
-}
-
 async function whereabouts(
   context: AppContext,
   outgoing: OutgoingTransfer,
-  indexed: Map<string, IndexedTransfer>,
+  indexed: Map<LogKey, IndexedTransfer>,
 ): Promise<Whereabouts> {
-  const found = indexed.get(`${outgoing.transactionHash}:${outgoing.logIndex}`);
+  const found = indexed.get(logKey(outgoing));
   if (found !== undefined) {
     return sameHex(found.blockHash, outgoing.blockHash)
       ? { kind: "unchanged" }

@@ -20,6 +20,7 @@ import { findPayment, movePayment, type Payment, paymentOfSession } from "../pay
 import type { Database } from "../store/database.js";
 import type { RefundReason, RefundStatus } from "../store/refund-tables.js";
 import { allows } from "../store/transition-table.js";
+import { logKey } from "../values/log-key.js";
 import {
   changeCommittedRefunds,
   findRefund,
@@ -27,7 +28,6 @@ import {
   moveRefund,
   orderRefunds,
   type PaymentRef,
-  paymentKeyOf,
   type Refund,
   refundOfTokenHash,
   refundsOfPayment,
@@ -283,7 +283,7 @@ export async function recordRefundEvent(
 ) {
   const { refund } = params;
   const order = refund.orderId === null ? undefined : (await ordersByIds(trx, [refund.orderId])).get(refund.orderId);
-  const paymentId = `${refund.payment.chainId}:${refund.payment.transactionHash}:${refund.payment.logIndex}`;
+  const paymentId = logKey(refund.payment);
   await recordEvent(trx, {
     partnerId: refund.partnerId,
     type: params.type,
@@ -375,7 +375,8 @@ export async function setRefundDestination(
     if (network === undefined) throw problems.invalidRequest("The refund's network is not enabled.");
     const destination = getAddress(params.destination);
     await checkDestination(trx, { destination, network, serviceAddresses: serviceAddresses(context) });
-    if (!(await moveRefund(trx, { refund, transition: "set_destination", now, destination, readyBlock }))) throw locked();
+    if (!(await moveRefund(trx, { refund, transition: "set_destination", now, input: { destination, readyBlock } })))
+      throw locked();
     const ready: Refund = { ...refund, status: "ready", destination, readyAt: now, readyBlock, updatedAt: now };
     await recordRefundEvent(trx, { refund: ready, type: "refund.ready", now });
     return ready;
@@ -414,9 +415,7 @@ export function refundView(refund: Refund, params: { externalOrderId: string | n
     status: refund.status,
     orderId: refund.orderId,
     externalOrderId: params.externalOrderId,
-    ...(refund.subject === "payment"
-      ? { paymentId: `${refund.payment.chainId}:${refund.payment.transactionHash}:${refund.payment.logIndex}` }
-      : {}),
+    ...(refund.subject === "payment" ? { paymentId: logKey(refund.payment) } : {}),
     payment: refund.payment,
     amount: refund.amount.toString(),
     reason: refund.reason,
@@ -530,8 +529,8 @@ export async function refundUnresolvedPayment(
     payment: key,
     reason: reasonForUnresolved(payment.reason),
     note: params.note,
-    idempotencyKey: `refund-requested:${paymentKeyOf(key)}`,
-    requestHash: hashRefundToken(`refund-requested:${paymentKeyOf(key)}`),
+    idempotencyKey: `refund-requested:${logKey(key)}`,
+    requestHash: hashRefundToken(`refund-requested:${logKey(key)}`),
   });
 }
 

@@ -5,13 +5,13 @@ import { keysetPage, type Page } from "../http/cursor.js";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { RewardStatus, RewardTable } from "../store/reward-tables.js";
-import { TransitionRefused } from "../store/transition-table.js";
+import { type InputOf, planMove, type TransitionTable } from "../store/transition-table.js";
 import { rewardIdOnChain } from "./reward-voucher.js";
 
 /**
  * The reward record: the only module that reads or writes the `reward` table.
  * Rows become `Reward` (checksummed addresses, `bigint` money and blocks, epoch
- * milliseconds) in `toReward`; every state change is one of `REWARD_TRANSITIONS`,
+ * milliseconds) in `toReward`; every state change is one of `rewardTransitions`,
  * applied by `moveReward` with one guarded UPDATE inside the caller's transaction.
  */
 export type Reward = {
@@ -88,28 +88,17 @@ export type SeenClaim = {
   required: number;
 };
 
-type RewardTransition<input> = {
-  from: readonly RewardStatus[];
-  to: RewardStatus;
-  /** In words, for docs/rewards.md. */
-  rule: string;
-  /** Why the move is refused for this reward and input, or undefined when allowed (pure: no store, no clock). */
-  guard: (reward: Reward, input: input) => string | undefined;
-  /** The columns the move sets besides `status` and `updated_at`. */
-  set: (input: input, now: number) => Partial<RewardTable>;
-};
-
 const voucherStillOut = (reward: Reward, clock: IndexedClock) =>
   reward.status === "voucher_issued" &&
   (reward.voucherDeadlineSeconds === null || reward.voucherDeadlineSeconds >= clock.indexedSeconds);
 
 /** Every legal move of a reward; a reward is created `granted` (`insertReward`). */
-export const REWARD_TRANSITIONS = {
+export const rewardTransitions = {
   issueVoucher: {
     from: ["granted", "voucher_issued"],
     to: "voucher_issued",
-    rule: "a voucher for a wallet; a new one (another wallet) only once the previous voucher's deadline is behind the index",
-    guard: (reward: Reward, input: IndexedClock & { recipient: Address; funder: Address; deadlineSeconds: bigint }) =>
+    guard: "a voucher for a wallet; a new one (another wallet) only once the previous voucher's deadline is behind the index",
+    refuse: (input: IndexedClock & { recipient: Address; funder: Address; deadlineSeconds: bigint }, reward: Reward) =>
       reward.revocationDue !== null
         ? `the reward is to be revoked (${reward.revocationDue})`
         : voucherStillOut(reward, input)
@@ -122,77 +111,70 @@ export const REWARD_TRANSITIONS = {
       funder: input.funder.toLowerCase(),
       voucher_deadline: Number(input.deadlineSeconds),
     }),
-  } satisfies RewardTransition<IndexedClock & { recipient: Address; funder: Address; deadlineSeconds: bigint }>,
+  },
   seeClaim: {
     from: ["voucher_issued"],
     to: "pending",
-    rule: "the index shows its `RewardClaimed`, not yet with the network's confirmations",
-    guard: (_reward: Reward, claim: SeenClaim) =>
-      claim.confirmations >= claim.required ? "the claim is final: confirm it instead" : undefined,
+    guard: "the index shows its `RewardClaimed`, not yet with the network's confirmations",
+    refuse: (claim: SeenClaim) => (claim.confirmations >= claim.required ? "the claim is final: confirm it instead" : undefined),
     set: (claim: SeenClaim) => ({
       transaction_hash: claim.transactionHash.toLowerCase(),
       block_number: Number(claim.blockNumber),
       recipient: claim.recipient.toLowerCase(),
     }),
-  } satisfies RewardTransition<SeenClaim>,
+  },
   confirmClaim: {
     from: ["voucher_issued", "pending"],
     to: "claimed",
-    rule: "its claim has the network's confirmations (`reward.claimed` in the same transaction)",
-    guard: (_reward: Reward, claim: SeenClaim) =>
+    guard: "its claim has the network's confirmations (`reward.claimed` in the same transaction)",
+    refuse: (claim: SeenClaim) =>
       claim.confirmations < claim.required
         ? `the claim has ${claim.confirmations} of ${claim.required} confirmations`
         : undefined,
-    set: (claim: SeenClaim, now: number) => ({
+    set: (claim: SeenClaim, _reward: Reward, now: number) => ({
       transaction_hash: claim.transactionHash.toLowerCase(),
       block_number: Number(claim.blockNumber),
       recipient: claim.recipient.toLowerCase(),
       claimed_at: now,
     }),
-  } satisfies RewardTransition<SeenClaim>,
+  },
   dropClaim: {
     from: ["pending"],
     to: "voucher_issued",
-    rule: "its unconfirmed claim left the index (a reorg): the voucher is out again",
-    guard: () => undefined,
+    guard: "its unconfirmed claim left the index (a reorg): the voucher is out again",
     set: (_input: Record<string, never>) => ({ transaction_hash: null, block_number: null }),
-  } satisfies RewardTransition<Record<string, never>>,
+  },
   reorgClaim: {
     from: ["claimed"],
     to: "voucher_issued",
-    rule: "its confirmed claim left the index and the chain (a reorg; `reward.reorged`): the voucher is out again until its deadline",
-    guard: () => undefined,
+    guard:
+      "its confirmed claim left the index and the chain (a reorg; `reward.reorged`): the voucher is out again until its deadline",
     set: (_input: Record<string, never>) => ({ transaction_hash: null, block_number: null, claimed_at: null }),
-  } satisfies RewardTransition<Record<string, never>>,
+  },
   revoke: {
     from: ["granted", "voucher_issued"],
     to: "revoked",
-    rule: "by its partner, or when its order is fully refunded; with a voucher out, only once the voucher's deadline is behind the index",
-    guard: (reward: Reward, input: IndexedClock & { reason: string }) =>
+    guard:
+      "by its partner, or when its order is fully refunded; with a voucher out, only once the voucher's deadline is behind the index",
+    refuse: (input: IndexedClock & { reason: string }, reward: Reward) =>
       voucherStillOut(reward, input) ? "a voucher of this reward is out until its deadline" : undefined,
     set: (input: IndexedClock & { reason: string }) => ({ revoked_reason: input.reason }),
-  } satisfies RewardTransition<IndexedClock & { reason: string }>,
+  },
   expire: {
     from: ["granted", "voucher_issued"],
     to: "expired",
-    rule: "its claim window (`expiresAt`) ended and no voucher is still out",
-    guard: (reward: Reward, input: IndexedClock & { now: number }) =>
+    guard: "its claim window (`expiresAt`) ended and no voucher is still out",
+    refuse: (input: IndexedClock & { now: number }, reward: Reward) =>
       input.now < reward.expiresAt
         ? "the claim window is still open"
         : voucherStillOut(reward, input)
           ? "a voucher of this reward is out until its deadline"
           : undefined,
     set: (_input: IndexedClock & { now: number }) => ({}),
-  } satisfies RewardTransition<IndexedClock & { now: number }>,
-} as const;
+  },
+} as const satisfies TransitionTable<RewardStatus, string, RewardTable>;
 
-export type RewardTransitionName = keyof typeof REWARD_TRANSITIONS;
-type TransitionInput<name extends RewardTransitionName> = Parameters<(typeof REWARD_TRANSITIONS)[name]["set"]>[0];
-
-/** Whether `name` may move a reward that is `status` now (the table alone). */
-export function rewardMayMove(status: RewardStatus, name: RewardTransitionName): boolean {
-  return (REWARD_TRANSITIONS[name].from as readonly RewardStatus[]).includes(status);
-}
+export type RewardTransitionName = keyof typeof rewardTransitions;
 
 export type RewardMove = { moved: true; reward: Reward } | { moved: false; reason: string };
 
@@ -204,17 +186,20 @@ export type RewardMove = { moved: true; reward: Reward } | { moved: false; reaso
  */
 export async function moveReward<name extends RewardTransitionName>(
   trx: Kysely<Database>,
-  params: { reward: Reward; transition: name; input: TransitionInput<name>; now: number },
+  params: { reward: Reward; transition: name; input: InputOf<(typeof rewardTransitions)[name]>; now: number },
 ): Promise<RewardMove> {
   assertInTransaction(trx, "reward");
   const { reward } = params;
-  if (!rewardMayMove(reward.status, params.transition)) throw new TransitionRefused("reward", params.transition, reward.status);
-  const transition = REWARD_TRANSITIONS[params.transition] as unknown as RewardTransition<TransitionInput<name>>;
-  const refused = transition.guard(reward, params.input);
-  if (refused !== undefined) return { moved: false, reason: refused };
+  const move = planMove<RewardStatus, RewardTransitionName, RewardTable>("reward", rewardTransitions, params.transition, {
+    current: reward.status,
+    input: params.input,
+    subject: reward,
+    now: params.now,
+  });
+  if (move.refused !== undefined) return { moved: false, reason: move.refused };
   let update = trx
     .updateTable("reward")
-    .set({ ...transition.set(params.input, params.now), status: transition.to, updated_at: params.now })
+    .set({ ...move.set, status: move.to, updated_at: params.now })
     .where("id", "=", reward.id)
     .where("status", "=", reward.status);
   // A voucher re-issued meanwhile changed the deadline the guard judged.

@@ -28,6 +28,7 @@ import {
 import { grantCashbackAtSettlement } from "../rewards/grant-reward.js";
 import type { Database, PaymentStatus } from "../store/database.js";
 import { checksum } from "../values/checksum-address.js";
+import { logKey } from "../values/log-key.js";
 
 /** Why a transfer that reached a payment address did not settle a session (docs/errors.md, and ours). */
 export type UnresolvedReason =
@@ -388,7 +389,7 @@ export async function recordUnresolvedEvent(
   await recordEvent(trx, {
     partnerId: payment.partnerId as string,
     type: "payment.unresolved",
-    orderingKey: order?.id ?? `${payment.chainId}:${payment.transactionHash}:${payment.logIndex}`,
+    orderingKey: order?.id ?? logKey(payment),
     now: params.now,
     data: {
       externalOrderId: session?.externalOrderId,

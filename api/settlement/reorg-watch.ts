@@ -3,6 +3,8 @@ import { type Hex, TransactionReceiptNotFoundError } from "viem";
 import type { AppContext } from "../app-context.js";
 import { findSession } from "../checkout/session-record.js";
 import type { NetworkConfig } from "../config/networks.js";
+import type { IndexedTransfer } from "../indexed/indexed-chain.js";
+import { indexedTransfersByKey } from "../indexed/whole-reads.js";
 import { logJson } from "../logging/redact.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { recordEvent } from "../outbox/record-event.js";
@@ -14,6 +16,7 @@ import {
   reorgedPayments,
 } from "../payments/payment-record.js";
 import type { Database } from "../store/database.js";
+import { type LogKey, logKey } from "../values/log-key.js";
 
 /**
  * How far below the indexed head credited payments are re-checked. Ponder rewrites
@@ -42,7 +45,7 @@ export async function watchCreditedPayments(context: AppContext, network: Networ
     limit: BATCH,
   });
   if (payments.length === 0) return 0;
-  const indexed = await indexedBlockHashes(context, network, from, head);
+  const indexed = await indexedTransfersByKey(context.indexed, { chainId: network.chainId, fromBlock: from, toBlock: head });
   let changed = 0;
   for (const payment of payments) {
     const now = Date.now();
@@ -58,30 +61,8 @@ export async function watchCreditedPayments(context: AppContext, network: Networ
   return changed;
 }
 
-/** Every indexed transfer of the window, by (tx hash, log index): one paged read of the index. */
-async function indexedBlockHashes(context: AppContext, network: NetworkConfig, fromBlock: bigint, toBlock: bigint) {
-  const found = new Map<string, { blockNumber: bigint; blockHash: Hex }>();
-  let after: { chainId: number; blockNumber: bigint; logIndex: number } | undefined;
-  for (;;) {
-    const transfers = await context.indexed.transfers({ chainIds: [network.chainId], fromBlock, toBlock, after, limit: BATCH });
-    for (const transfer of transfers) {
-      found.set(`${transfer.transactionHash}:${transfer.logIndex}`, {
-        blockNumber: transfer.blockNumber,
-        blockHash: transfer.blockHash,
-      });
-    }
-    if (transfers.length < BATCH) return found;
-    const last = transfers.at(-1)!;
-    after = { chainId: last.chainId, blockNumber: last.blockNumber, logIndex: last.logIndex };
-  }
-}
-
-async function whereabouts(
-  context: AppContext,
-  payment: Payment,
-  indexed: Map<string, { blockNumber: bigint; blockHash: Hex }>,
-): Promise<Whereabouts> {
-  const found = indexed.get(`${payment.transactionHash}:${payment.logIndex}`);
+async function whereabouts(context: AppContext, payment: Payment, indexed: Map<LogKey, IndexedTransfer>): Promise<Whereabouts> {
+  const found = indexed.get(logKey(payment));
   if (found !== undefined) {
     return found.blockHash === payment.blockHash && payment.status !== "reorged"
       ? { kind: "unchanged" }
@@ -162,7 +143,7 @@ async function recordReorgEvent(
     await recordEvent(trx, {
       partnerId: payment.partnerId,
       type: params.type,
-      orderingKey: paid?.order.id ?? `${payment.chainId}:${payment.transactionHash}:${payment.logIndex}`,
+      orderingKey: paid?.order.id ?? logKey(payment),
       now: params.now,
       data,
     });

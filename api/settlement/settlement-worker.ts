@@ -5,6 +5,7 @@ import { sessionsDueForExpiry } from "../checkout/session-record.js";
 import { indexReadGate } from "../indexed/chain-activity.js";
 import { DISPATCHER_NAME } from "../outbox/dispatcher.js";
 import { type Payment, pendingPayments, recordedKeys } from "../payments/payment-record.js";
+import { logKey } from "../values/log-key.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
 import { confirmPendingPayment, isPaymentTransfer, type PendingWhereabouts, recordTransfer } from "./record-transfer.js";
 import { watchCreditedPayments } from "./reorg-watch.js";
@@ -98,7 +99,7 @@ async function recordNewTransfers(context: AppContext, network: AppContext["netw
             transactionHashes,
           });
     for (const transfer of transfers) {
-      if (!isPaymentTransfer(transfer) || seen.has(`${transfer.transactionHash}:${transfer.logIndex}`)) continue;
+      if (!isPaymentTransfer(transfer) || seen.has(logKey(transfer))) continue;
       if (charges.has(transfer.transactionHash.toLowerCase())) continue;
       await recordTransfer(context.store, { transfer, network, head });
       recorded++;

@@ -4,7 +4,7 @@ import type { Hex } from "viem";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { ChargeFailureReason, SubscriptionChargeStatus, SubscriptionChargeTable } from "../store/subscription-tables.js";
-import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { type InputOf, planMove, type TransitionTable } from "../store/transition-table.js";
 
 /**
  * The charge record: the only module that reads or writes `subscription_charge`. One
@@ -33,67 +33,64 @@ export type SubscriptionCharge = {
   updatedAt: number;
 };
 
+type ChargeRead = Pick<SubscriptionCharge, "attempts" | "status" | "nextRetryAt">;
+
 export const chargeTransitions = {
   /** `charge(id)` was sent through the relayer (balance and allowance read first). */
-  submit: { from: ["due"], to: "pending", guard: "attempts grows by one" },
+  submit: {
+    from: ["due"],
+    to: "pending",
+    guard: "attempts grows by one",
+    set: (facts: { transactionHash: Hex }, charge: ChargeRead) => ({
+      transaction_hash: facts.transactionHash.toLowerCase(),
+      attempts: charge.attempts + 1,
+      failure_reason: null,
+      next_retry_at: null,
+    }),
+  },
   /** Its `Charged` log and its USDC `Transfer` to the payee have the network's confirmations; its order is created in the same transaction. */
-  pay: { from: ["due", "pending"], to: "paid" },
+  pay: {
+    from: ["due", "pending"],
+    to: "paid",
+    set: (
+      facts: { orderId: string; transactionHash: Hex; logIndex: number; blockNumber: bigint },
+      _charge: unknown,
+      now: number,
+    ) => ({
+      order_id: facts.orderId,
+      transaction_hash: facts.transactionHash.toLowerCase(),
+      log_index: facts.logIndex,
+      block_number: Number(facts.blockNumber),
+      failure_reason: null,
+      next_retry_at: null,
+      paid_at: now,
+    }),
+  },
   /** The checks before sending refused it (an attempt too), or the transaction reverted; `next_retry_at` is null after the last retry. */
-  fail: { from: ["due", "pending"], to: "failed", guard: "attempts grows by one when refused before sending" },
+  fail: {
+    from: ["due", "pending"],
+    to: "failed",
+    guard: "attempts grows by one when refused before sending",
+    set: (facts: { failureReason: ChargeFailureReason; nextRetryAt: number | null }, charge: ChargeRead) => ({
+      failure_reason: facts.failureReason,
+      next_retry_at: facts.nextRetryAt,
+      // From `due` nothing was sent, so `submit` did not count it: the retry schedule counts every attempt.
+      ...(charge.status === "due" ? { attempts: charge.attempts + 1 } : {}),
+    }),
+  },
   /** Its retry time came (`next_retry_at` has passed). */
-  retry: { from: ["failed"], to: "due", guard: "next_retry_at has passed" },
+  retry: {
+    from: ["failed"],
+    to: "due",
+    guard: "next_retry_at has passed",
+    refuse: (_facts: unknown, charge: ChargeRead, now: number) =>
+      charge.nextRetryAt === null || now < charge.nextRetryAt ? "its retry time has not come" : undefined,
+  },
   /** Its transaction was dropped, or its unconfirmed `Charged` left the index (a reorg): due again. */
-  reopen: { from: ["pending"], to: "due" },
-} as const satisfies TransitionTable<SubscriptionChargeStatus>;
+  reopen: { from: ["pending"], to: "due", set: () => ({ transaction_hash: null }) },
+} as const satisfies TransitionTable<SubscriptionChargeStatus, string, SubscriptionChargeTable>;
 
 export type ChargeTransition = keyof typeof chargeTransitions;
-
-type TransitionFacts = {
-  submit: { transactionHash: Hex };
-  pay: { orderId: string; transactionHash: Hex; logIndex: number; blockNumber: bigint };
-  fail: { failureReason: ChargeFailureReason; nextRetryAt: number | null };
-  retry: Record<string, never>;
-  reopen: Record<string, never>;
-};
-
-function columnsOf<name extends ChargeTransition>(
-  transition: name,
-  facts: TransitionFacts[name],
-  charge: Pick<SubscriptionCharge, "attempts" | "status">,
-  now: number,
-): Partial<SubscriptionChargeTable> {
-  switch (transition) {
-    case "submit":
-      return {
-        transaction_hash: (facts as TransitionFacts["submit"]).transactionHash.toLowerCase(),
-        attempts: charge.attempts + 1,
-        failure_reason: null,
-        next_retry_at: null,
-      };
-    case "pay": {
-      const paid = facts as TransitionFacts["pay"];
-      return {
-        order_id: paid.orderId,
-        transaction_hash: paid.transactionHash.toLowerCase(),
-        log_index: paid.logIndex,
-        block_number: Number(paid.blockNumber),
-        failure_reason: null,
-        next_retry_at: null,
-        paid_at: now,
-      };
-    }
-    case "fail": {
-      const failed = facts as TransitionFacts["fail"];
-      // From `due` nothing was sent, so `submit` did not count it: the retry schedule counts every attempt.
-      const counted = charge.status === "due" ? { attempts: charge.attempts + 1 } : {};
-      return { failure_reason: failed.failureReason, next_retry_at: failed.nextRetryAt, ...counted };
-    }
-    case "reopen":
-      return { transaction_hash: null };
-    default:
-      return {};
-  }
-}
 
 export function toCharge(row: SubscriptionChargeTable): SubscriptionCharge {
   return {
@@ -188,22 +185,22 @@ export async function moveCharge<name extends ChargeTransition>(
   params: {
     charge: Pick<SubscriptionCharge, "id" | "status" | "attempts" | "nextRetryAt">;
     transition: name;
-    facts: TransitionFacts[name];
+    facts: InputOf<(typeof chargeTransitions)[name]>;
     now: number;
   },
 ): Promise<boolean> {
   assertInTransaction(trx, "subscription charge");
   const { charge } = params;
-  const rule = ruleFor<SubscriptionChargeStatus, ChargeTransition>(
+  const move = planMove<SubscriptionChargeStatus, ChargeTransition, SubscriptionChargeTable>(
     "subscription charge",
     chargeTransitions,
     params.transition,
-    charge.status,
+    { current: charge.status, input: params.facts, subject: charge, now: params.now },
   );
-  if (params.transition === "retry" && (charge.nextRetryAt === null || params.now < charge.nextRetryAt)) return false;
+  if (move.refused !== undefined) return false;
   const updated = await trx
     .updateTable("subscription_charge")
-    .set({ ...columnsOf(params.transition, params.facts, charge, params.now), status: rule.to, updated_at: params.now })
+    .set({ ...move.set, status: move.to, updated_at: params.now })
     .where("id", "=", charge.id)
     .where("status", "=", charge.status)
     // Another worker's attempt meanwhile changed what this one read.

@@ -4,7 +4,7 @@ import { type Address, getAddress, type Hex } from "viem";
 import { assertInTransaction } from "../store/caller-transaction.js";
 import type { Database } from "../store/database.js";
 import type { SubscriptionCancelledBy, SubscriptionStatus, SubscriptionTable } from "../store/subscription-tables.js";
-import { ruleFor, type TransitionTable } from "../store/transition-table.js";
+import { type InputOf, planMove, type TransitionTable } from "../store/transition-table.js";
 
 /**
  * The subscription record: the only module that reads or writes the `subscription`
@@ -54,47 +54,42 @@ export const SUBSCRIPTION_AUTHORIZATION_WINDOW_MS = 24 * 3_600_000;
 
 export const subscriptionTransitions = {
   /** Its `Subscribed` is indexed; a registration mined after the 24 h still counts: the customer signed the terms issued. */
-  activate: { from: ["awaiting_authorization", "expired"], to: "active", guard: "onchain_id is the indexed id" },
+  activate: {
+    from: ["awaiting_authorization", "expired"],
+    to: "active",
+    guard: "onchain_id is the indexed id",
+    set: (facts: { onchainId: Hex; activatedAt: number }) => ({ activated_at: facts.activatedAt }),
+  },
   /** A charge of it failed (`subscription.past_due`). */
   fall_past_due: { from: ["active"], to: "past_due" },
   /** A retry of the failed charge was paid. */
   recover: { from: ["past_due"], to: "active" },
   /** By the customer on chain or on the page, by the partner, or when the retries ran out. */
-  cancel: { from: ["awaiting_authorization", "active", "past_due"], to: "cancelled" },
+  cancel: {
+    from: ["awaiting_authorization", "active", "past_due"],
+    to: "cancelled",
+    set: (facts: { cancelledBy: SubscriptionCancelledBy }, _subscription: unknown, now: number) => ({
+      cancelled_by: facts.cancelledBy,
+      cancelled_at: now,
+    }),
+  },
   /** The chain's time reached the terms' `end`. */
-  end: { from: ["active", "past_due"], to: "ended" },
+  end: {
+    from: ["active", "past_due"],
+    to: "ended",
+    set: (_facts: unknown, _subscription: unknown, now: number) => ({ ended_at: now }),
+  },
   /** Not authorised within 24 h of its creation. */
-  expire: { from: ["awaiting_authorization"], to: "expired", guard: "expires_at has passed" },
-} as const satisfies TransitionTable<SubscriptionStatus>;
+  expire: {
+    from: ["awaiting_authorization"],
+    to: "expired",
+    guard: "expires_at has passed",
+    refuse: (_facts: unknown, subscription: Pick<Subscription, "expiresAt">, now: number) =>
+      now < subscription.expiresAt ? "not expired yet" : undefined,
+  },
+} as const satisfies TransitionTable<SubscriptionStatus, string, SubscriptionTable>;
 
 export type SubscriptionTransition = keyof typeof subscriptionTransitions;
-
-/** What each transition records beside its status. */
-type TransitionFacts = {
-  activate: { onchainId: Hex; activatedAt: number };
-  fall_past_due: Record<string, never>;
-  recover: Record<string, never>;
-  cancel: { cancelledBy: SubscriptionCancelledBy };
-  end: Record<string, never>;
-  expire: Record<string, never>;
-};
-
-function columnsOf<name extends SubscriptionTransition>(
-  transition: name,
-  facts: TransitionFacts[name],
-  now: number,
-): Partial<SubscriptionTable> {
-  switch (transition) {
-    case "activate":
-      return { activated_at: (facts as TransitionFacts["activate"]).activatedAt };
-    case "cancel":
-      return { cancelled_by: (facts as TransitionFacts["cancel"]).cancelledBy, cancelled_at: now };
-    case "end":
-      return { ended_at: now };
-    default:
-      return {};
-  }
-}
 
 export function toSubscription(row: SubscriptionTable): Subscription {
   const optionalNumber = (value: number | string | null) => (value === null ? null : Number(value));
@@ -324,27 +319,27 @@ export async function moveSubscription<name extends SubscriptionTransition>(
   params: {
     subscription: Pick<Subscription, "id" | "status" | "expiresAt">;
     transition: name;
-    facts: TransitionFacts[name];
+    facts: InputOf<(typeof subscriptionTransitions)[name]>;
     now: number;
   },
 ): Promise<boolean> {
   assertInTransaction(trx, "subscription");
-  const rule = ruleFor<SubscriptionStatus, SubscriptionTransition>(
+  const move = planMove<SubscriptionStatus, SubscriptionTransition, SubscriptionTable>(
     "subscription",
     subscriptionTransitions,
     params.transition,
-    params.subscription.status,
+    { current: params.subscription.status, input: params.facts, subject: params.subscription, now: params.now },
   );
-  if (params.transition === "expire" && params.now < params.subscription.expiresAt) return false;
+  if (move.refused !== undefined) return false;
   let update = trx
     .updateTable("subscription")
-    .set({ ...columnsOf(params.transition, params.facts, params.now), status: rule.to, updated_at: params.now })
+    .set({ ...move.set, status: move.to, updated_at: params.now })
     .where("id", "=", params.subscription.id)
     .where("status", "=", params.subscription.status);
   if (params.transition === "expire") update = update.where("expires_at", "<=", params.now);
   // The terms issued last are the ones that activate it: a `Subscribed` of superseded terms does not.
   if (params.transition === "activate") {
-    update = update.where("onchain_id", "=", (params.facts as TransitionFacts["activate"]).onchainId.toLowerCase());
+    update = update.where("onchain_id", "=", (params.facts as { onchainId: Hex }).onchainId.toLowerCase());
   }
   const updated = await update.executeTakeFirst();
   return updated.numUpdatedRows === 1n;

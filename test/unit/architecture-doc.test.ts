@@ -1,14 +1,16 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CERTIFICATE_TRANSITIONS } from "../../api/certificates/certificate-record.js";
+import { certificateTransitions } from "../../api/certificates/certificate-record.js";
 import { sessionTransitions } from "../../api/checkout/session-record.js";
-import { RELAY_TRANSITIONS } from "../../api/gasless/relayed-authorization-record.js";
+import { relayTransitions } from "../../api/gasless/relayed-authorization-record.js";
 import { orderTransitions } from "../../api/orders/order-record.js";
-import { DELIVERY_TRANSITIONS } from "../../api/outbox/deliveries.js";
+import { deliveryTransitions } from "../../api/outbox/deliveries.js";
 import { paymentTransitions } from "../../api/payments/payment-record.js";
 import { purchaseTransitions } from "../../api/purchases/purchase-record.js";
-import { REWARD_TRANSITIONS } from "../../api/rewards/reward-record.js";
+import { outgoingTransferTransitions } from "../../api/refunds/outgoing-transfer-record.js";
+import { refundTransitions } from "../../api/refunds/refund-record.js";
+import { rewardTransitions } from "../../api/rewards/reward-record.js";
 import { chargeTransitions } from "../../api/subscriptions/charge-record.js";
 import { subscriptionTransitions } from "../../api/subscriptions/subscription-record.js";
 
@@ -23,12 +25,14 @@ const RECORDS: { heading: string; table: Table }[] = [
   { heading: "## Payment (`api/payments/payment-record.ts`)", table: paymentTransitions },
   { heading: "## Order (`api/orders/order-record.ts`)", table: orderTransitions },
   { heading: "## RWA purchase (`api/purchases/purchase-record.ts`)", table: purchaseTransitions },
-  { heading: "### Certificate (`api/certificates/certificate-record.ts`)", table: CERTIFICATE_TRANSITIONS },
-  { heading: "### Webhook delivery (`api/outbox/deliveries.ts`)", table: DELIVERY_TRANSITIONS },
-  { heading: "### Reward (`api/rewards/reward-record.ts`)", table: REWARD_TRANSITIONS },
-  { heading: "### Relayed authorization (`api/gasless/relayed-authorization-record.ts`)", table: RELAY_TRANSITIONS },
+  { heading: "### Certificate (`api/certificates/certificate-record.ts`)", table: certificateTransitions },
+  { heading: "### Webhook delivery (`api/outbox/deliveries.ts`)", table: deliveryTransitions },
+  { heading: "### Reward (`api/rewards/reward-record.ts`)", table: rewardTransitions },
+  { heading: "### Relayed authorization (`api/gasless/relayed-authorization-record.ts`)", table: relayTransitions },
   { heading: "### Subscription (`api/subscriptions/subscription-record.ts`)", table: subscriptionTransitions },
   { heading: "### Subscription charge (`api/subscriptions/charge-record.ts`)", table: chargeTransitions },
+  { heading: "### Refund (`api/refunds/refund-record.ts`)", table: refundTransitions },
+  { heading: "### Outgoing transfer (`api/refunds/outgoing-transfer-record.ts`)", table: outgoingTransferTransitions },
 ];
 
 const page = readFileSync(join(import.meta.dirname, "..", "..", "docs", "architecture.md"), "utf8");

@@ -4,18 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fundingCovers } from "../../api/rewards/funding.js";
 import { cashbackAmount, withinAmountPaid } from "../../api/rewards/grant-reward.js";
 import { revokeUnclaimedRewardsOfOrder } from "../../api/rewards/revoke-reward.js";
-import {
-  findReward,
-  insertReward,
-  moveReward,
-  REWARD_TRANSITIONS,
-  type Reward,
-  rewardMayMove,
-} from "../../api/rewards/reward-record.js";
+import { findReward, insertReward, moveReward, type Reward, rewardTransitions } from "../../api/rewards/reward-record.js";
 import { partnerHoldingFunder, provenFunder, rewardSettingsOf, updateRewardSettings } from "../../api/rewards/reward-settings.js";
 import { rewardIdOnChain } from "../../api/rewards/reward-voucher.js";
 import { migrateStore, openStore, type Store } from "../../api/store/open-store.js";
-import { TransitionRefused } from "../../api/store/transition-table.js";
+import { allows, TransitionRefused } from "../../api/store/transition-table.js";
 import { newDataDir } from "../support/test-stack.js";
 import { seedOrder, unitStore } from "../support/unit-store.js";
 
@@ -50,15 +43,15 @@ describe("reward rules (pure)", () => {
   });
 
   it("the transition table: revoked and expired are final, claimed only by a reorg; a pending claim cannot be revoked", () => {
-    for (const name of Object.keys(REWARD_TRANSITIONS) as (keyof typeof REWARD_TRANSITIONS)[]) {
-      expect(rewardMayMove("claimed", name)).toBe(name === "reorgClaim");
-      expect(rewardMayMove("revoked", name)).toBe(false);
-      expect(rewardMayMove("expired", name)).toBe(false);
+    for (const name of Object.keys(rewardTransitions) as (keyof typeof rewardTransitions)[]) {
+      expect(allows(rewardTransitions, name, "claimed")).toBe(name === "reorgClaim");
+      expect(allows(rewardTransitions, name, "revoked")).toBe(false);
+      expect(allows(rewardTransitions, name, "expired")).toBe(false);
     }
-    expect(rewardMayMove("pending", "revoke")).toBe(false);
-    expect(rewardMayMove("granted", "revoke")).toBe(true);
-    expect(rewardMayMove("voucher_issued", "revoke")).toBe(true);
-    expect(rewardMayMove("granted", "confirmClaim")).toBe(false);
+    expect(allows(rewardTransitions, "revoke", "pending")).toBe(false);
+    expect(allows(rewardTransitions, "revoke", "granted")).toBe(true);
+    expect(allows(rewardTransitions, "revoke", "voucher_issued")).toBe(true);
+    expect(allows(rewardTransitions, "confirmClaim", "granted")).toBe(false);
   });
 
   it("the on-chain id is keccak256 of the API id", () => {

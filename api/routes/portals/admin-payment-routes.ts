@@ -6,6 +6,7 @@ import { CALLERS, declareRoute } from "../../http/callers.js";
 import { listPayments, PAYMENT_STATUSES } from "../../settlement/list-payments.js";
 import { attachPaymentToOrder } from "../../settlement/resolve-payment.js";
 import type { PortalVariables } from "../../sign-in/portal-auth.js";
+import { logKey } from "../../values/log-key.js";
 import type { AppEnv } from "../app-env.js";
 import { PaymentSchema } from "../payments.js";
 import { jsonBody, jsonResponse, PageQuery, problemResponses, TransactionHashSchema } from "./schemas.js";
@@ -39,7 +40,7 @@ export function adminPaymentRoutes(context: AppContext) {
       appendAudit(trx, {
         actor,
         action,
-        target: { type: "payment", id: `${key.chainId}:${key.transactionHash.toLowerCase()}:${key.logIndex}` },
+        target: { type: "payment", id: logKey(key) },
         details,
       });
 

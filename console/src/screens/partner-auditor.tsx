@@ -14,8 +14,6 @@ type Reconciliation = Answer<"/api/partner/reports/reconciliation">;
 
 type LedgerEntry = RowOf<"/api/partner/ledger">;
 
-const SUM_KINDS = ["settled", "underpaid", "overpaid", "late", "unmatched_in", "refund", "unmatched_out"] as const;
-
 const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
 
 /** The query string of a period; dates are UTC days, `to` is the day after the last one (exclusive). */
@@ -264,11 +262,14 @@ export function ReconciliationTable({ base, query, partners }: { base: BooksBase
               </td>
               <td>
                 <ul className="sums">
-                  {SUM_KINDS.filter((kind) => row.sums[kind] !== undefined && row.sums[kind] !== "0").map((kind) => (
-                    <li key={kind}>
-                      {kind.replaceAll("_", " ")}: <Money value={row.sums[kind]} />
-                    </li>
-                  ))}
+                  {/* The service answers the sums in its kinds' order (api/accounting/ledger-rules.ts, the one list of kinds). */}
+                  {Object.entries(row.sums)
+                    .filter(([, sum]) => sum !== "0")
+                    .map(([kind, sum]) => (
+                      <li key={kind}>
+                        {kind.replaceAll("_", " ")}: <Money value={sum} />
+                      </li>
+                    ))}
                 </ul>
               </td>
             </tr>
