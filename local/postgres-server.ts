@@ -119,12 +119,11 @@ export async function startPostgresServer(): Promise<PostgresServer> {
 export function stopPostgresServer(directory: string): void {
   const bin = postgresBinDirectory();
   const data = join(directory, "data");
+  const asRoot = process.getuid?.() === 0;
+  const pgCtl = join(bin, "pg_ctl");
+  const args = ["-D", data, "-m", "immediate", "stop"];
   try {
-    if (process.getuid?.() === 0)
-      execFileSync("runuser", ["-u", "postgres", "--", join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "stop"], {
-        stdio: "pipe",
-      });
-    else execFileSync(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "stop"], { stdio: "pipe" });
+    execFileSync(asRoot ? "runuser" : pgCtl, asRoot ? ["-u", "postgres", "--", pgCtl, ...args] : args, { stdio: "pipe" });
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
