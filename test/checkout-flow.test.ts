@@ -1059,7 +1059,7 @@ describe("hosted-checkout-api", () => {
       const replay = await expectJson(await stack.partnerFetch("/v1/checkout/sessions", { method: "POST", json: body }), 200);
       expect(replay.id).toBe(first.id);
       expect(replay.url).toBe(`${stack.ponder.baseUrl}/checkout/${first.id}#ct=${encodeURIComponent(replay.clientToken)}`);
-      // Standalone, neither page may be framed (the component's frame: test/hosted-framing-logos.test.ts); both load
+      // Standalone, neither page may be framed (the component's frame: test/browser-e2e.test.ts, its "hosted-framing-logos" block); both load
       // only from this origin.
       const hosted = await fetch(`${stack.ponder.baseUrl}/checkout/${first.id}`);
       expect(hosted.headers.get("content-security-policy")).toBe(
