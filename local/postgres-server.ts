@@ -8,6 +8,8 @@ import { findFreePort } from "./ports.js";
 export type PostgresServer = {
   /** The server's `postgres` database. */
   url: string;
+  /** Where its cluster, socket and log lie (`stopPostgresServer` takes it). */
+  directory: string;
   /** Creates an empty database and returns its URL. */
   createDatabase: (name: string) => Promise<string>;
   /**
@@ -102,12 +104,27 @@ export async function startPostgresServer(): Promise<PostgresServer> {
       else
         run("pg_ctl", ["-D", data, "-l", logFile, "-w", "-o", options, ...(action === "restart" ? ["-m", "fast"] : []), action]);
     },
+    directory,
     async stop() {
-      try {
-        run("pg_ctl", ["-D", data, "-m", "immediate", "stop"]);
-      } finally {
-        rmSync(directory, { recursive: true, force: true });
-      }
+      stopPostgresServer(directory);
     },
   };
+}
+
+/**
+ * Stops the server whose cluster `startPostgresServer` made in `directory` and removes it: what
+ * `stop()` does, for a process other than the one that started it (the tests' global teardown
+ * stops the server a test worker started).
+ */
+export function stopPostgresServer(directory: string): void {
+  const bin = postgresBinDirectory();
+  const data = join(directory, "data");
+  const asRoot = process.getuid?.() === 0;
+  const pgCtl = join(bin, "pg_ctl");
+  const args = ["-D", data, "-m", "immediate", "stop"];
+  try {
+    execFileSync(asRoot ? "runuser" : pgCtl, asRoot ? ["-u", "postgres", "--", pgCtl, ...args] : args, { stdio: "pipe" });
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
 }

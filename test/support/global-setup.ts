@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startPostgresServer } from "../../local/postgres-server.js";
+import { stopPostgresServer } from "../../local/postgres-server.js";
 
 /**
  * Every process a test starts (Anvil, Ponder, a CLI, Postgres) inherits this run's
@@ -13,36 +13,35 @@ import { startPostgresServer } from "../../local/postgres-server.js";
 const MARK = "SETTLEMENT_TEST_RUN";
 
 /**
- * Where this run's empty embedded index lies (test-stack.ts hands it to every stack). A
- * new PGlite database costs seconds of CPU (its initdb); each stack copies this one instead.
+ * This run's folder (test-stack.ts): the empty embedded index and the PostgreSQL server are made
+ * here by the first stack that needs them, not by this setup. A run of pure files alone (a
+ * developer's `npx vitest run test/unit`) then starts no server and runs no initdb, and in a full
+ * run neither delays the first file: on the loaded 2-core machine (2026-11-28) they took 42 s
+ * (PGlite's initdb 35 s, Postgres' 7 s) before any test began.
  */
-export const EMPTY_INDEX_TEMPLATE = "SETTLEMENT_TEST_EMPTY_INDEX";
+export const TEST_RUN_DIRECTORY = "SETTLEMENT_TEST_RUN_DIRECTORY";
 
-/**
- * The `postgres` database of this run's one PostgreSQL server (local/postgres-server.ts).
- * Each stack's index gets a database of its own there (test-stack.ts): Postgres in
- * WebAssembly costs a stack 3 to 4 s of CPU at every start, a server database nothing.
- */
-export const TEST_POSTGRES_URL = "SETTLEMENT_TEST_POSTGRES_URL";
+/** Where, in the run's folder, the PostgreSQL server's description lies once it answers (test-stack.ts). */
+export const POSTGRES_SERVER_FILE = "postgres-server.json";
 
 export async function setup(): Promise<() => Promise<void>> {
   const run = randomUUID();
   process.env[MARK] = run;
   // Each stack leaves its service log and store here when it stops (test-stack.ts): this run's only.
   rmSync(join(process.cwd(), "test-artifacts", "ponder"), { recursive: true, force: true });
-  const templateRoot = mkdtempSync(join(tmpdir(), "settlement-empty-index-"));
-  const template = join(templateRoot, "ponder");
-  const { PGlite } = await import("@electric-sql/pglite");
-  const database = new PGlite(template);
-  await database.waitReady;
-  await database.close();
-  process.env[EMPTY_INDEX_TEMPLATE] = template;
-  const postgres = await startPostgresServer();
-  process.env[TEST_POSTGRES_URL] = postgres.url;
+  const runDirectory = mkdtempSync(join(tmpdir(), "settlement-test-run-"));
+  process.env[TEST_RUN_DIRECTORY] = runDirectory;
   return async () => {
-    await postgres.stop().catch((error: Error) => console.warn(`global teardown: ${error.message}`));
+    const server = join(runDirectory, POSTGRES_SERVER_FILE);
+    if (existsSync(server)) {
+      try {
+        stopPostgresServer((JSON.parse(readFileSync(server, "utf8")) as { directory: string }).directory);
+      } catch (error) {
+        console.warn(`global teardown: ${(error as Error).message}`);
+      }
+    }
     endMarkedProcesses(`${MARK}=${run}`);
-    rmSync(templateRoot, { recursive: true, force: true });
+    rmSync(runDirectory, { recursive: true, force: true });
   };
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import {
@@ -14,8 +14,8 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type LocalStack, startLocalStack } from "../../local/local-stack.js";
-import { createDatabase, dropDatabase } from "../../local/postgres-server.js";
-import { EMPTY_INDEX_TEMPLATE, TEST_POSTGRES_URL } from "./global-setup.js";
+import { createDatabase, dropDatabase, startPostgresServer } from "../../local/postgres-server.js";
+import { POSTGRES_SERVER_FILE, TEST_RUN_DIRECTORY } from "./global-setup.js";
 
 export type TestStack = LocalStack & {
   chain: ReturnType<typeof defineChain>;
@@ -66,8 +66,9 @@ export async function startTestStack(
     (options.index ?? "server") === "server" && options.env?.DATABASE_URL === undefined ? await createTestDatabase() : undefined;
   const stack = await startLocalStack({
     dataDir,
-    // An empty embedded index made once for the run (global-setup.ts): PGlite's initdb, not repeated per stack.
-    emptyIndexTemplate: process.env[EMPTY_INDEX_TEMPLATE],
+    // An empty embedded index made once for the run: PGlite's initdb, not repeated per stack.
+    emptyIndexTemplate:
+      indexDatabase === undefined && options.env?.DATABASE_URL === undefined ? await emptyIndexTemplate() : undefined,
     ...options,
     env: { ...(indexDatabase === undefined ? {} : { DATABASE_URL: indexDatabase.url }), ...options.env },
   }).catch(async (error) => {
@@ -184,11 +185,69 @@ export type TestDatabase = { url: string; drop: () => Promise<void> };
 
 /** A new, empty database on the run's PostgreSQL server: a stack's index, or a store on Postgres. */
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const serverUrl = process.env[TEST_POSTGRES_URL];
-  if (serverUrl === undefined)
-    throw new Error(`${TEST_POSTGRES_URL} is not set: run the tests with vitest (its global setup starts the server)`);
+  const serverUrl = await runPostgresServer();
   const name = `test_${randomUUID().replaceAll("-", "")}`;
   return { url: await createDatabase(serverUrl, name), drop: () => dropDatabase(serverUrl, name) };
+}
+
+/**
+ * The run's one PostgreSQL server (local/postgres-server.ts), started by the first stack of the
+ * run that asks; the global teardown stops it. Each stack's index gets a database of its own
+ * there: Postgres in WebAssembly costs a stack 3 to 4 s of CPU at every start, a server database
+ * nothing.
+ */
+async function runPostgresServer(): Promise<string> {
+  const file = await madeOnce(POSTGRES_SERVER_FILE, async (part) => {
+    const server = await startPostgresServer();
+    writeFileSync(part, JSON.stringify({ url: server.url, directory: server.directory }));
+  });
+  return (JSON.parse(readFileSync(file, "utf8")) as { url: string }).url;
+}
+
+/** An empty embedded index (PGlite), made once for the run; each stack that embeds its index copies it. */
+function emptyIndexTemplate(): Promise<string> {
+  return madeOnce("empty-index", async (part) => {
+    const { PGlite } = await import("@electric-sql/pglite");
+    const database = new PGlite(part);
+    await database.waitReady;
+    await database.close();
+  });
+}
+
+/**
+ * `name` in the run's folder (global-setup.ts), made by the first test worker that asks: `make`
+ * writes it under another name, renamed into place when whole. The run's other worker waits for
+ * it, and a failure is written beside it for that worker to throw too.
+ */
+async function madeOnce(name: string, make: (part: string) => Promise<void>): Promise<string> {
+  const runDirectory = process.env[TEST_RUN_DIRECTORY];
+  if (runDirectory === undefined)
+    throw new Error(`${TEST_RUN_DIRECTORY} is not set: run the tests with vitest (its global setup makes the run's folder)`);
+  const path = join(runDirectory, name);
+  const failed = `${path}.failed`;
+  let claimed = true;
+  try {
+    mkdirSync(`${path}.claimed`);
+  } catch {
+    claimed = false;
+  }
+  if (claimed) {
+    try {
+      await make(`${path}.part`);
+      renameSync(`${path}.part`, path);
+    } catch (error) {
+      writeFileSync(failed, `${name} could not be made: ${(error as Error).message}`);
+      throw error;
+    }
+  } else {
+    // initdb under a loaded machine took 35 s in one measure: well within this.
+    await waitFor(async () => (existsSync(path) || existsSync(failed) ? true : undefined), {
+      what: `${name}, made by the run's other test worker`,
+      timeoutMs: 170_000,
+    });
+    if (!existsSync(path)) throw new Error(readFileSync(failed, "utf8"));
+  }
+  return path;
 }
 
 export function newDataDir(): string {

@@ -640,3 +640,33 @@ describe("variables.ts", () => {
     expect(sensitive.sort()).toEqual(["DATABASE_URL", "RPC_URL", "STORE_URL", "WS_URL"]);
   });
 });
+
+// Moved from test/checkout-networks.test.ts, which keeps the two networks on real chains: a pure
+// rule of the configuration needs no stack.
+describe("network configuration (as test/checkout-networks.test.ts had it)", () => {
+  it("validates network configuration with clear errors", () => {
+    const loadNetworks = (env: NodeJS.ProcessEnv) => loadConfig({ LOCAL_MODE: "true", ...env }).networks;
+    expect(() => loadNetworks({ NETWORKS: "base" })).toThrow(/No RPC URL for network "base": set BASE_RPC_URL/);
+    expect(() =>
+      loadNetworks({ NETWORKS: "base", BASE_RPC_URL: "https://node.example", BASE_PAYMENT_ADDRESSES: "0x1234" }),
+    ).toThrow(/BASE_PAYMENT_ADDRESSES/);
+    expect(() => loadNetworks({ NETWORKS: "mainnet" })).toThrow(/not one of base, base-sepolia, local/);
+    // Ponder itself refuses under 100 ms; we refuse first, naming the variable.
+    expect(() =>
+      loadNetworks({
+        NETWORKS: "base",
+        BASE_RPC_URL: "https://node.example",
+        BASE_PAYMENT_ADDRESSES: ADDRESS,
+        BASE_POLLING_INTERVAL_MS: "50",
+        BASE_START_BLOCK: "1",
+      }),
+    ).toThrow(/BASE_POLLING_INTERVAL_MS/);
+    const [base] = loadNetworks({
+      NETWORKS: "base",
+      BASE_RPC_URL: "https://node.example",
+      BASE_PAYMENT_ADDRESSES: ADDRESS,
+      BASE_START_BLOCK: "20000000",
+    });
+    expect(base).toMatchObject({ chainId: 8453, usdc: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", confirmations: 10 });
+  });
+});
