@@ -43,7 +43,9 @@ export const config = {
   serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
   /** Ponder's index on a throw-away PostgreSQL server (DATABASE_URL) instead of embedded PGlite. */
   postgresIndex: process.env.BENCH_POSTGRES === "1",
-  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,subscriptions,indexer,fleet").split(",").map((name) => name.trim()),
+  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,subscriptions,indexer,fleet")
+    .split(",")
+    .map((name) => name.trim()),
 };
 
 export type BenchResults = {

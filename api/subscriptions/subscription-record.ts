@@ -379,12 +379,21 @@ export async function replaceClientToken(
 /** The subscriptions the worker follows: those the chain may still change, oldest first. */
 export async function subscriptionsToFollow(
   db: Kysely<Database>,
-  params: { chainId: number; limit: number },
+  params: { chainId: number; limit: number; after?: { createdAt: number; id: string } },
 ): Promise<Subscription[]> {
+  const after = params.after;
   const rows = await db
     .selectFrom("subscription")
     .selectAll()
     .where("chain_id", "=", params.chainId)
+    .$if(after !== undefined, (query) =>
+      query.where((eb) =>
+        eb.or([
+          eb("created_at", ">", after!.createdAt),
+          eb.and([eb("created_at", "=", after!.createdAt), eb("id", ">", after!.id)]),
+        ]),
+      ),
+    )
     .where((eb) =>
       eb.or([
         eb("status", "in", ["active", "past_due"]),
@@ -394,6 +403,7 @@ export async function subscriptionsToFollow(
       ]),
     )
     .orderBy("created_at")
+    .orderBy("id")
     .limit(params.limit)
     .execute();
   return rows.map(toSubscription);

@@ -56,9 +56,29 @@ export function subscriptionWorker(context: AppContext, options: { intervalMs?: 
   };
 }
 
+/**
+ * Every subscription the chain may still change, a page of `BATCH` at a time: a network with more
+ * than one page of live subscriptions has each of them followed and charged on every pass (the
+ * bench's 1,000 due together once saw only the oldest 200 charged).
+ */
 async function followNetwork(context: AppContext, network: NetworkConfig, manager: Address, head: bigint) {
-  const subscriptions = await subscriptionsToFollow(context.store, { chainId: network.chainId, limit: BATCH });
-  if (subscriptions.length === 0) return;
+  let after: { createdAt: number; id: string } | undefined;
+  for (;;) {
+    const page = await subscriptionsToFollow(context.store, { chainId: network.chainId, limit: BATCH, after });
+    if (page.length > 0) await followPage(context, network, manager, head, page);
+    if (page.length < BATCH) return;
+    const last = page[page.length - 1]!;
+    after = { createdAt: last.createdAt, id: last.id };
+  }
+}
+
+async function followPage(
+  context: AppContext,
+  network: NetworkConfig,
+  manager: Address,
+  head: bigint,
+  subscriptions: Subscription[],
+) {
   const ids = subscriptions.flatMap((subscription) => (subscription.onchainId === null ? [] : [subscription.onchainId]));
   const facts = await context.indexed.subscriptionFacts({ chainId: network.chainId, manager, ids });
   const relayer = relayerOf(context, network, context.store);

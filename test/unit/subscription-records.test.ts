@@ -23,6 +23,7 @@ import {
   type Subscription,
   type SubscriptionTransition,
   subscriptionOfOnchainId,
+  subscriptionsToFollow,
   subscriptionTransitions,
 } from "../../api/subscriptions/subscription-record.js";
 import { seedOrder, UNIT_PAY_TO, UNIT_PAYER, UNIT_USDC, unitStore } from "../support/unit-store.js";
@@ -157,6 +158,24 @@ describe("subscription and charge records on a real store", () => {
   ) => store.transaction().execute((trx) => moveSubscription(trx, { subscription, transition, facts, now }));
 
   const reread = async (id: string) => (await findSubscription(store, id)) as Subscription;
+
+  it("pages through every subscription to follow, ties of creation time included (the worker follows them all, not the oldest page)", async () => {
+    const longAgo = Date.now() - 3 * 86_400_000;
+    const ours = new Set<string>();
+    for (let index = 0; index < 5; index += 1) ours.add((await newSubscription({ now: longAgo })).subscription.id);
+    const everything = await subscriptionsToFollow(store, { chainId: 31337, limit: 10_000 });
+    const seen: string[] = [];
+    let after: { createdAt: number; id: string } | undefined;
+    for (;;) {
+      const page = await subscriptionsToFollow(store, { chainId: 31337, limit: 2, after });
+      seen.push(...page.map((subscription) => subscription.id));
+      if (page.length < 2) break;
+      after = { createdAt: page[1]!.createdAt, id: page[1]!.id };
+    }
+    expect(seen).toEqual(everything.map((subscription) => subscription.id));
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const id of ours) expect(seen).toContain(id);
+  });
 
   it("creates it awaiting authorisation, in domain types, and a replayed key answers the same one", async () => {
     const now = Date.now();
