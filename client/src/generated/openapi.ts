@@ -2950,23 +2950,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/admin/payments/{chainId}/{transactionHash}/{logIndex}/refund": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Mark an unresolved payment for refund */
-        post: operations["postApiAdminPaymentsByChainIdByTransactionHashByLogIndexRefund"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/admin/partners/{id}/members": {
         parameters: {
             query?: never;
@@ -5056,7 +5039,7 @@ export interface components {
         };
         LedgerEntry: {
             /** @enum {string} */
-            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "subscription_charge" | "zero_value";
+            kind: "settled" | "underpaid" | "overpaid" | "late" | "unmatched_in" | "refund" | "unmatched_out" | "reward_claim" | "subscription_charge" | "zero_value" | "adjustment";
             reason?: string;
             chainId: number;
             blockNumber: string;
@@ -5079,6 +5062,12 @@ export interface components {
             metadata?: {
                 [key: string]: string;
             };
+            /** @description `adjustment` rows: the closed period whose range the fact touches (`reason` is its change) */
+            periodId?: string;
+            /** @description `adjustment` rows: the ledger kind of the fact it reports */
+            entryKind?: string;
+            /** @description `adjustment` rows: signed base units, what it changes of the address's balance */
+            balanceEffect?: string;
         };
         ClosedPeriod: {
             id: string;
@@ -5124,6 +5113,7 @@ export interface components {
                     unmatched_out: string;
                     reward_claim: string;
                     subscription_charge: string;
+                    adjustment: string;
                 };
             }[];
         };
@@ -11052,6 +11042,8 @@ export interface operations {
         parameters: {
             query?: {
                 orderId?: string;
+                /** @description Refunds of one payment: `<chainId>:<transactionHash>:<logIndex>` (an unresolved one's, or an order's payment) */
+                paymentId?: string;
                 status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
                 cursor?: string;
                 limit?: number;
@@ -18828,6 +18820,8 @@ export interface operations {
         parameters: {
             query?: {
                 orderId?: string;
+                /** @description Refunds of one payment: `<chainId>:<transactionHash>:<logIndex>` (an unresolved one's, or an order's payment) */
+                paymentId?: string;
                 status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
                 cursor?: string;
                 limit?: number;
@@ -21225,6 +21219,8 @@ export interface operations {
         parameters: {
             query?: {
                 orderId?: string;
+                /** @description Refunds of one payment: `<chainId>:<transactionHash>:<logIndex>` (an unresolved one's, or an order's payment) */
+                paymentId?: string;
                 status?: "awaiting_destination" | "ready" | "pending" | "succeeded" | "cancelled";
                 cursor?: string;
                 limit?: number;
@@ -29978,159 +29974,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "attached";
-                    };
-                };
-            };
-            /** @description The request is not valid: `invalid_request` (see the problem catalogue) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "invalid_request";
-                    };
-                };
-            };
-            /** @description Not authenticated: `unauthenticated`, `wrong_portal` (see the problem catalogue) */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unauthenticated" | "wrong_portal";
-                    };
-                };
-            };
-            /** @description Not allowed: `forbidden`, `wrong_portal`, `portal_not_allowed`, `wallet_frozen`, `not_eligible`, `recipient_not_eligible` (see the problem catalogue) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "forbidden" | "wrong_portal" | "portal_not_allowed" | "wallet_frozen" | "not_eligible" | "recipient_not_eligible";
-                    };
-                };
-            };
-            /** @description Not found: `not_found`, `certificate_not_found` (see the problem catalogue) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "not_found" | "certificate_not_found";
-                    };
-                };
-            };
-            /** @description The resource's state does not allow this: `issuer_exists`, `payment_address_taken`, `settlement_address_taken`, `invalid_offering_state`, `offering_not_open`, `offering_paused`, `offering_not_open_yet`, `insufficient_units`, `investor_limit_exceeded`, `too_many_open_purchases`, `unverified_hold_limit`, `purchase_not_payable`, `recipient_mismatch`, `certificate_not_available`, `certificate_revoked`, `member_exists`, `member_limit_reached`, `payment_not_unresolved`, `payment_of_another_partner`, `order_already_settled`, `order_not_rwa`, `idempotency_conflict`, `session_not_open`, `wrong_payer` (see the problem catalogue) */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "issuer_exists" | "payment_address_taken" | "settlement_address_taken" | "invalid_offering_state" | "offering_not_open" | "offering_paused" | "offering_not_open_yet" | "insufficient_units" | "investor_limit_exceeded" | "too_many_open_purchases" | "unverified_hold_limit" | "purchase_not_payable" | "recipient_mismatch" | "certificate_not_available" | "certificate_revoked" | "member_exists" | "member_limit_reached" | "payment_not_unresolved" | "payment_of_another_partner" | "order_already_settled" | "order_not_rwa" | "idempotency_conflict" | "session_not_open" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Gone: `session_expired` (see the problem catalogue) */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "session_expired";
-                    };
-                };
-            };
-            /** @description Too large: `payload_too_large` (see the problem catalogue) */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                    };
-                };
-            };
-            /** @description The request cannot be carried out as asked: `unsupported_network`, `settlement_address_not_watched`, `no_payment_address`, `wrong_payer` (see the problem catalogue) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_network" | "settlement_address_not_watched" | "no_payment_address" | "wrong_payer";
-                    };
-                };
-            };
-            /** @description Internal error: `internal_error` (see the problem catalogue) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "internal_error";
-                    };
-                };
-            };
-            /** @description Unavailable for now: `voucher_key_missing`, `reference_space_exhausted`, `store_unavailable`, `rpc_unavailable`, `index_not_ready` (see the problem catalogue) */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & {
-                        /** @enum {string} */
-                        code?: "voucher_key_missing" | "reference_space_exhausted" | "store_unavailable" | "rpc_unavailable" | "index_not_ready";
-                    };
-                };
-            };
-        };
-    };
-    postApiAdminPaymentsByChainIdByTransactionHashByLogIndexRefund: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                chainId: number;
-                transactionHash: string;
-                logIndex: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": {
-                    note?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Marked */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "refund_requested";
                     };
                 };
             };
