@@ -23,7 +23,7 @@ import { startTestStack, type TestStack, waitFor } from "./support/test-stack.js
 const ARTIFACTS = freshArtifacts("console-auditor");
 const CUSTOMER_ACCOUNT = 2;
 const LEDGER_HEADER =
-  "kind,reason,chain_id,block_number,block_time,block_hash,transaction_hash,log_index,from,to,value,value_usdc,payment_address,order_id,external_order_id,refund_id,reward_id,metadata";
+  "kind,reason,chain_id,block_number,block_time,block_hash,transaction_hash,log_index,from,to,value,value_usdc,payment_address,order_id,external_order_id,refund_id,reward_id,metadata,period_id,entry_kind,balance_effect,balance_effect_usdc";
 const RECONCILIATION_HEADER =
   "chain_id,partner_id,payment_address,role,from_block,to_block,opening_balance,opening_balance_usdc,closing_balance,closing_balance_usdc,chain_balance,chain_balance_usdc,difference,difference_usdc,reconciled,settled,settled_usdc,underpaid,underpaid_usdc,overpaid,overpaid_usdc,late,late_usdc,unmatched_in,unmatched_in_usdc,refund,refund_usdc,unmatched_out,unmatched_out_usdc,reward_claim,reward_claim_usdc,subscription_charge,subscription_charge_usdc,adjustment,adjustment_usdc";
 const ORDERS_HEADER =

@@ -117,6 +117,8 @@ const ACCESS: Record<string, Access> = {
   "POST /api/partner/rewards/{rewardId}/revoke": "partner",
   "GET /api/partner/subscriptions": "partner",
   "GET /api/partner/subscriptions/{id}": "partner",
+  "GET /api/partner/subscriptions/settings": "partner",
+  "PUT /api/partner/subscriptions/settings": "partner",
   "POST /api/partner/subscriptions": "partner",
   "POST /api/partner/subscriptions/{id}/cancel": "partner",
   "POST /api/partner/auth/challenge": "public",
