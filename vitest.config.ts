@@ -14,6 +14,10 @@ export default defineConfig({
     // it back in afterAll.
     isolate: false,
     testTimeout: 60_000,
+    // expect.poll waits on a condition (a page catching up on its own refetch, say); its default
+    // of one second is a fixed deadline that a loaded machine misses (a fresh clone's run once
+    // saw a console page's order status a moment after its refunds). Thirty seconds, as our waitFor.
+    expect: { poll: { timeout: 30_000 } },
     hookTimeout: 180_000,
     teardownTimeout: 30_000,
   },
