@@ -13,7 +13,6 @@
   const clientToken = S.takeTokenFromFragment();
   let subscription;
   let account;
-  let pollTimer;
 
   const call = (suffix, body) => S.call(subscriptionId, suffix, clientToken, body);
 
@@ -51,7 +50,7 @@
     root.dataset.state = subscription.status;
     S.showBranding(subscription, "Subscribe");
     renderTerms();
-    clearTimeout(pollTimer);
+    stop();
     const awaiting = subscription.status === "awaiting_authorization";
     // Sent already (this page, before a reload, or another tab): wait for it rather than sign again.
     if (awaiting && subscription.authorizationTransactionHash && $("pending-step").hidden) {
@@ -63,7 +62,7 @@
       case "awaiting_authorization":
         if (!$("pending-step").hidden) {
           S.setStatus("Sent: waiting for the network to register your subscription.", "info");
-          pollTimer = setTimeout(refresh, POLL_MS);
+          later();
         } else {
           S.setStatus("Read the terms, then connect your wallet to subscribe.", "info");
           const injected = window.ethereum !== undefined;
@@ -108,23 +107,12 @@
     if (wasHidden) $("done-title").focus();
   }
 
-  async function refresh() {
-    try {
-      render(await call("validate", {}));
-    } catch (error) {
-      const delay = window.UsdcHostedApi.retryDelay(error, POLL_MS);
-      if (delay === undefined) return fail(error);
-      S.setStatus("The service could not be reached just now. This page tries again by itself.", "warn");
-      clearTimeout(pollTimer);
-      pollTimer = setTimeout(refresh, delay);
-    }
-  }
-
-  function fail(error) {
-    clearTimeout(pollTimer);
-    for (const id of ["terms-step", "wallet-step", "pending-step", "done-step"]) $(id).hidden = true;
-    S.setStatus(S.refusal(error), "error");
-  }
+  const { refresh, later, stop } = S.reader({
+    load: () => call("validate", {}),
+    render,
+    sections: ["terms-step", "wallet-step", "pending-step", "done-step"],
+    pollMs: POLL_MS,
+  });
 
   function showError(message) {
     $("wallet-error").textContent = message;

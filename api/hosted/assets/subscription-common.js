@@ -61,6 +61,36 @@ window.UsdcSubscription = (() => {
     status.dataset.tone = tone || "info";
   }
 
+  /**
+   * A page's reading of its subscription: `refresh()` renders the service's answer; when the
+   * service cannot be reached just now it reads again by itself, and a refusal hides `sections`
+   * and says why. `later()` reads again after the page's interval, `stop()` cancels that.
+   */
+  function reader({ load, render, sections, pollMs }) {
+    let timer;
+    const stop = () => clearTimeout(timer);
+    const later = (ms = pollMs) => {
+      stop();
+      timer = setTimeout(refresh, ms);
+    };
+    function fail(error) {
+      stop();
+      for (const id of sections) $(id).hidden = true;
+      setStatus(refusal(error), "error");
+    }
+    async function refresh() {
+      try {
+        render(await load());
+      } catch (error) {
+        const delay = window.UsdcHostedApi.retryDelay(error, pollMs);
+        if (delay === undefined) return fail(error);
+        setStatus("The service could not be reached just now. This page tries again by itself.", "warn");
+        later(delay);
+      }
+    }
+    return { refresh, later, stop };
+  }
+
   function refusal(error) {
     return REFUSALS[error?.code] || (error?.message ? error.message : "Something went wrong.");
   }
@@ -130,6 +160,7 @@ window.UsdcSubscription = (() => {
     window.ethereum.request({ method: "eth_signTypedData_v4", params: [account, JSON.stringify(typedData)] });
 
   return {
+    reader,
     $,
     takeTokenFromFragment,
     formatAmount,

@@ -24,7 +24,6 @@
     reverted: "the transaction failed",
   };
   let subscription;
-  let pollTimer;
   let cancelSent = false;
 
   const call = (suffix, body) => S.call(subscriptionId, suffix, clientToken, body);
@@ -102,30 +101,19 @@
     $("no-charges").hidden = charges.length > 0;
     $("charges-step").hidden = subscription.status === "awaiting_authorization";
     $("cancel-step").hidden = subscription.cancel === null || cancelSent;
-    clearTimeout(pollTimer);
+    stop();
     const moving =
       (cancelSent && subscription.status !== "cancelled") ||
       subscription.charges.some((charge) => charge.status === "pending" || charge.status === "due");
-    if (moving) pollTimer = setTimeout(refresh, POLL_MS);
+    if (moving) later();
   }
 
-  async function refresh() {
-    try {
-      render(await call("validate", {}));
-    } catch (error) {
-      const delay = window.UsdcHostedApi.retryDelay(error, POLL_MS);
-      if (delay === undefined) return fail(error);
-      S.setStatus("The service could not be reached just now. This page tries again by itself.", "warn");
-      clearTimeout(pollTimer);
-      pollTimer = setTimeout(refresh, delay);
-    }
-  }
-
-  function fail(error) {
-    clearTimeout(pollTimer);
-    for (const id of ["summary", "details-step", "charges-step", "cancel-step"]) $(id).hidden = true;
-    S.setStatus(S.refusal(error), "error");
-  }
+  const { refresh, later, stop } = S.reader({
+    load: () => call("validate", {}),
+    render,
+    sections: ["summary", "details-step", "charges-step", "cancel-step"],
+    pollMs: POLL_MS,
+  });
 
   function showError(message) {
     $("cancel-error").textContent = message;
