@@ -17,6 +17,8 @@ import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-re
 // is this file's own: a case restarts it.
 
 const VIEWS_SCHEMA = "settlement";
+/** The deploy case's payer starts one payment this often at most: a steady flow, not a flood. */
+const PAYMENT_EVERY_MS = 200;
 
 let server: PostgresServer;
 let storeUrl: string;
@@ -479,9 +481,15 @@ describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => 
       }
     })();
     // Payments flowing throughout, found by the workers (no hash submitted): when each was mined, and first seen settled.
+    // One payment started every 200 ms at most, as a shop's steady traffic: a payer sending as fast as it
+    // could mined a block per payment without pause, and the new build's indexer, indexing from the first
+    // block, chased a head that ran away from it (the case took ~340 s). Payments still flow throughout.
     const paid: { session: CreatedSession; hash: Hex; minedAt: number; settledAt?: number }[] = [];
     const payer = (async () => {
-      for (let n = 0; loading; n++) {
+      for (let n = 0, next = Date.now(); loading; n++, next += PAYMENT_EVERY_MS) {
+        if (next > Date.now()) await new Promise((resolve) => setTimeout(resolve, next - Date.now()));
+        else next = Date.now();
+        if (!loading) break;
         const session = await createSessionOn(replicaFor(n));
         const { hash } = await stack.payUsdc({
           from: 4 + (n % 6),
