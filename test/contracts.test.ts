@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import {
   type Address,
   BaseError,
@@ -21,7 +19,6 @@ import { type CertificateVoucher, signCertificateVoucher } from "../api/certific
 import { certificateNftAbi, testUsdcAbi } from "../contracts/generated/index.js";
 import { ANVIL_MNEMONIC, type AnvilInstance, startAnvil } from "../local/anvil.js";
 import { type ContractDeployment, deployContracts, localChain } from "../local/deploy.js";
-import { compileContracts, GENERATED_DIR, PROJECT_ROOT } from "../scripts/compile-contracts-lib.js";
 
 const ERC5192_INTERFACE_ID = "0xb45a3c0e";
 const ERC721_INTERFACE_ID = "0x80ac58cd";
@@ -276,18 +273,5 @@ describe("contracts", () => {
       expect(await revertErrorName(revoke(stranger, BigInt(purchaseId)))).toBe("OwnableUnauthorizedAccount");
       expect(await certificate().read.ownerOf([BigInt(purchaseId)])).toBe(buyer.address);
     });
-  });
-});
-
-describe("compiled contracts", () => {
-  it("match the committed contracts/generated files byte for byte", () => {
-    const compiled = compileContracts();
-    const committed = readdirSync(join(PROJECT_ROOT, GENERATED_DIR))
-      .sort()
-      .map((file) => `${GENERATED_DIR}/${file}`);
-    expect(Object.keys(compiled).sort()).toEqual(committed);
-    for (const [path, content] of Object.entries(compiled)) {
-      expect(readFileSync(join(PROJECT_ROOT, path), "utf8"), path).toBe(content);
-    }
   });
 });
