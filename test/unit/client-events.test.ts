@@ -15,7 +15,7 @@ import { memoryStore } from "../support/memory-event-store.js";
 import { sampleSettledData } from "../support/sample-event.js";
 
 // The partner library's functions that need no service: amounts, constructEvent and the event
-// receiver. test/client-library.test.ts keeps the calls against a running service.
+// receiver. The client-library block of test/api-contract.test.ts makes the calls to a running service.
 
 const envelope = (): SettlementEvent => ({
   id: `evt_${randomUUID().replaceAll("-", "")}`,
