@@ -173,7 +173,11 @@ describe("the workers' lease: one set of workers acts at a time on a Postgres st
       await leaseB?.release();
       await gate.close();
     }
-    expect(await sessions(LEASE_SESSION_NAME)).toEqual([]);
+    // Postgres ends a session's backend (and frees its lock) a moment after the client has gone: a
+    // full run under load (2026-11-28) still saw A's session, lock held, right after its release.
+    await waitFor(async () => ((await sessions(LEASE_SESSION_NAME)).length === 0 ? true : undefined), {
+      what: "every lease session gone once both stopped",
+    });
   });
 });
 
