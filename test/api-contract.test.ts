@@ -52,7 +52,6 @@ describe("api-contract", () => {
     stack = sharedStack();
     openApi = (await (await fetch(`${base()}/openapi.json`)).json()) as OpenApiDocument;
   });
-  afterAll(async () => {});
 
   type Operation = OpenApiDocument["paths"][string][string];
   const violations: string[] = [];
@@ -402,7 +401,6 @@ describe("client-library", () => {
     stack = sharedStack();
     client = createClient({ apiKey: stack.local.partner.apiKey, network: "local", baseUrl: stack.local.baseUrl });
   });
-  afterAll(async () => {});
 
   function sessionParams(overrides: Partial<Parameters<SettlementClient["checkout"]["sessions"]["create"]>[0]> = {}) {
     const externalOrderId = `lib-${randomUUID()}`;
