@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { compileContracts, GENERATED_DIR, PROJECT_ROOT } from "../../scripts/compile-contracts-lib.js";
 
 // The committed ABIs and bytecode are what the sources compile to (solc in this process): no chain.
-// test/contracts.test.ts runs the contracts themselves on an Anvil.
+// test/contracts.test.ts runs the contracts themselves on one Anvil.
 
 describe("compiled contracts", () => {
   it("match the committed contracts/generated files byte for byte", () => {
