@@ -1,10 +1,10 @@
-import { getAddress } from "viem";
+import { type Address, getAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { type CheckoutSession, sessionOwners } from "../checkout/session-record.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import type { Store } from "../store/open-store.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
-import { readTokenDomain } from "./eip3009.js";
+import { paymentTypedDataForWallet, readTokenDomain } from "./eip3009.js";
 import { relayerOf } from "./relayer.js";
 
 /** The relay of one authorization as partners, admins and the customer's page see it (never the signature). */
@@ -37,10 +37,11 @@ export async function latestAuthorization(store: Store, sessionId: string) {
 
 /**
  * `gasless` of a session read: whether the customer may pay by signature, the EIP-712
- * domain the wallet must sign against (read from the token itself), and the latest
+ * domain the wallet must sign against (read from the token itself), when the payer's
+ * wallet is known the typed data it signs (`paymentTypedDataForWallet`), and the latest
  * relayed authorization with its outcome (a failed relay is reported here).
  */
-export async function gaslessSessionView(context: AppContext, session: CheckoutSession) {
+export async function gaslessSessionView(context: AppContext, session: CheckoutSession, payer?: Address) {
   const network = networkByChainId(context, session.chainId);
   const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
   const latest = await latestAuthorization(context.store, session.id);
@@ -52,6 +53,7 @@ export async function gaslessSessionView(context: AppContext, session: CheckoutS
     gasless: {
       available: domain !== null,
       domain,
+      typedData: domain === null || payer === undefined ? null : paymentTypedDataForWallet(domain, session, payer),
       authorization: latest === undefined ? null : relayView(latest),
     },
   };
