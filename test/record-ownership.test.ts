@@ -87,6 +87,8 @@ const READERS: Record<string, Record<string, string>> = {
   checkout_session: {
     "api/payments/payment-record.ts": "a payment with its session (and its order): the reorg watch, the list, the accounting",
     "api/purchases/purchase-record.ts": "a purchase with its session's status: unpaid holds, release candidates",
+    "api/outbox/record-event.ts":
+      "an event about an order carries its session's metadata (sessionMetadata): api/checkout imports api/outbox (session.expired)",
   },
   orders: { "api/payments/payment-record.ts": "a payment with its session's order (reorgedPayments)" },
   client_token: { "api/checkout/session-record.ts": "the session a client token opens (sessionOfClientToken)" },

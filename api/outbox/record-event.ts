@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
-import { sessionMetadata } from "../checkout/session-record.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
@@ -140,4 +139,23 @@ export async function eventsOfOrder(db: Kysely<Database>, params: { partnerId: s
     .limit(500)
     .execute();
   return rows.map((row) => ({ id: row.id, type: row.type, createdAt: Number(row.created_at) }));
+}
+
+/**
+ * The partner's metadata of a session, or of the order's latest session (null when it has none):
+ * what an event about an order carries, and the books' rows. Read here, beside the event, and not
+ * through api/checkout/session-record.ts: api/checkout records events (`session.expired`), so the
+ * outbox importing checkout would close an import circle (test/record-ownership.test.ts, READERS).
+ */
+export async function sessionMetadata(
+  db: Kysely<Database>,
+  of: { sessionId: string } | { orderId: string },
+): Promise<Record<string, string> | null> {
+  let select = db.selectFrom("checkout_session").select("metadata_json");
+  select =
+    "sessionId" in of
+      ? select.where("id", "=", of.sessionId)
+      : select.where("order_id", "=", of.orderId).orderBy("created_at", "desc");
+  const row = await select.limit(1).executeTakeFirst();
+  return row?.metadata_json ? (JSON.parse(row.metadata_json) as Record<string, string>) : null;
 }
