@@ -5,6 +5,7 @@ import { mintConfirmer } from "./certificates/mint-confirmer.js";
 import { relayWorker } from "./gasless/relay-worker.js";
 import { webhookDispatcher } from "./outbox/dispatcher.js";
 import { reservationWorker } from "./purchases/reservation-worker.js";
+import { returnRefundedPurchaseUnits } from "./purchases/reservations.js";
 import { refundWorker } from "./refunds/refund-worker.js";
 import { rewardClaimWorker } from "./rewards/reward-claim-worker.js";
 import { settlementWorker } from "./settlement/settlement-worker.js";
@@ -24,7 +25,8 @@ export function serviceWorkers(context: AppContext): Worker[] {
     reservationWorker(context),
     relayWorker(context),
     wokenByIndex(rewardClaimWorker(context)),
-    wokenByIndex(refundWorker(context)),
+    // A full refund gives an RWA purchase's units back (api/refunds/fully-refunded.ts).
+    wokenByIndex(refundWorker(context, { alsoOnFullRefund: returnRefundedPurchaseUnits })),
     // Subscriptions follow the index (registrations, charges, cancels) and the chain's clock.
     wokenByIndex(subscriptionWorker(context)),
     // Accounting (docs/accounting.md): every payment address checked against the chain.

@@ -12,7 +12,14 @@ import { problems } from "../api/http/problem.js";
 import { redactUrl } from "../api/logging/redact.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "../api/outbox/secret-box.js";
 import { sendTestEvent } from "../api/outbox/test-event.js";
-import { apiKeyModeFor, issueAuditorKey, revokeAuditorKey } from "../api/partners/api-keys.js";
+import { liveWebhookEndpoint } from "../api/outbox/webhook-endpoints.js";
+import {
+  apiKeyModeFor,
+  findApiKey,
+  issueAuditorKey,
+  partnersWithLiveKeyCounts,
+  revokeAuditorKey,
+} from "../api/partners/api-keys.js";
 import { addMember, listMembers, MEMBER_ROLES, memberView } from "../api/partners/members.js";
 import {
   addPartnerPaymentAddress,
@@ -129,20 +136,9 @@ export const commands: Record<string, Command> = {
 
   async "partner list"(context) {
     return withStore(context, async (store) => {
-      const rows = await store
-        .selectFrom("partner")
-        .leftJoin("api_key", (join) => join.onRef("api_key.partner_id", "=", "partner.id").on("api_key.revoked_at", "is", null))
-        .select(["partner.id", "partner.name", "partner.created_at"])
-        .select((eb) => eb.fn.count<string>("api_key.id").as("active_keys"))
-        .groupBy(["partner.id", "partner.name", "partner.created_at"])
-        .orderBy("partner.created_at")
-        .orderBy("partner.id")
-        .execute();
-      const partners = rows.map((row) => ({
-        id: row.id,
-        name: row.name,
-        activeApiKeys: Number(row.active_keys),
-        createdAt: new Date(Number(row.created_at)).toISOString(),
+      const partners = (await partnersWithLiveKeyCounts(store)).map((partner) => ({
+        ...partner,
+        createdAt: new Date(Number(partner.createdAt)).toISOString(),
       }));
       return {
         text:
@@ -170,7 +166,7 @@ export const commands: Record<string, Command> = {
   async "api-key revoke"(context) {
     return withStore(context, async (store) => {
       const keyId = argument(context, 0, "The API key id (key_…)");
-      const key = await store.selectFrom("api_key").select(["id", "partner_id"]).where("id", "=", keyId).executeTakeFirst();
+      const key = await findApiKey(store, keyId);
       if (key === undefined) throw problems.notFound(`API key ${keyId}`);
       await revokePartnerKey(store, OPERATOR, { partnerId: key.partner_id, keyId });
       return { text: `Revoked ${keyId} of ${key.partner_id}.`, json: { keyId, partnerId: key.partner_id, revoked: true } };
@@ -295,12 +291,7 @@ export const commands: Record<string, Command> = {
       }
       // In local mode the service generates the key on first use; so does the CLI, as it would for the service.
       const key = config.secretsKey ?? readSecretsKeyFile(createSecretsKeyFileIfMissing(config.secretsKeyPath as string));
-      const endpoint = await store
-        .selectFrom("webhook_endpoint")
-        .select(["id", "partner_id", "url"])
-        .where("id", "=", endpointId)
-        .where("deleted_at", "is", null)
-        .executeTakeFirst();
+      const endpoint = await liveWebhookEndpoint(store, endpointId);
       if (endpoint === undefined) throw problems.notFound(`Webhook endpoint ${endpointId}`);
       // The partner's own test-event call, on the endpoint's partner, then audited as the operator's act.
       const outcome = await sendTestEvent(store, {

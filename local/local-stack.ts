@@ -14,7 +14,7 @@ import {
   readLocalDeployment,
 } from "../api/config/networks.js";
 import { NEW_INDEX_MARKER } from "../api/indexed/sync-cache-guard.js";
-import { createPartner, hashApiKey, issueApiKey } from "../api/partners/api-keys.js";
+import { apiKeyRecorded, createPartner, findPartner, issueApiKey } from "../api/partners/api-keys.js";
 import { addMember, listMembers } from "../api/partners/members.js";
 import { insertPaymentAddress } from "../api/partners/payment-addresses.js";
 import { testAccountAddress } from "../api/sign-in/test-accounts.js";
@@ -444,15 +444,11 @@ async function seedDemoPartner(params: {
   const store = openStore({ storeUrl: params.storeUrl, dataDir: params.dataDir });
   try {
     await migrateStore(store);
-    const existing = await store.selectFrom("partner").select("id").where("id", "=", DEMO_PARTNER_ID).executeTakeFirst();
-    if (existing !== undefined) return;
+    if ((await findPartner(store, DEMO_PARTNER_ID)) !== undefined) return;
     await createPartner(store, { id: DEMO_PARTNER_ID, name: "Demo shop" });
-    const key = await store
-      .selectFrom("api_key")
-      .select("id")
-      .where("key_hash", "=", hashApiKey(params.apiKey))
-      .executeTakeFirst();
-    if (key === undefined) await issueApiKey(store, { partnerId: DEMO_PARTNER_ID, mode: "test", apiKey: params.apiKey });
+    if (!(await apiKeyRecorded(store, params.apiKey))) {
+      await issueApiKey(store, { partnerId: DEMO_PARTNER_ID, mode: "test", apiKey: params.apiKey });
+    }
     await insertPaymentAddress(store, {
       partnerId: DEMO_PARTNER_ID,
       network: params.network,

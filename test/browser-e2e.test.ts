@@ -307,6 +307,8 @@ describe("gasless-browser", () => {
   let shopOrigin: string;
   const payer = privateKeyToAccount(generatePrivateKey());
   const walletCalls: string[] = [];
+  /** The typed data the wallet was asked to sign, as the page handed it over. */
+  const signedTypedData: unknown[] = [];
 
   beforeAll(async () => {
     requireChromium();
@@ -350,6 +352,7 @@ describe("gasless-browser", () => {
           const [from, json] = params as [Address, string];
           if (from.toLowerCase() !== payer.address.toLowerCase()) throw new Error("unknown signer");
           const { domain, types, primaryType, message } = JSON.parse(json);
+          signedTypedData.push(JSON.parse(json));
           const { EIP712Domain: _domainType, ...messageTypes } = types;
           return payer.signTypedData({ domain, types: messageTypes, primaryType, message });
         }
@@ -383,6 +386,13 @@ describe("gasless-browser", () => {
       expect(await stack.publicClient.getBalance({ address: payer.address })).toBe(0n);
 
       const page = await context.newPage();
+      // The typed data the service served for the payer's wallet (the session read naming it).
+      const served: unknown[] = [];
+      page.on("response", async (response) => {
+        if (!response.url().endsWith(`/v1/public/checkout/sessions/${session.id}/validate`)) return;
+        if (!response.request().postData()?.includes('"payer"')) return;
+        served.push((await response.json()).gasless?.typedData);
+      });
       await page.goto(`${shopOrigin}/?session=${session.id}&token=${encodeURIComponent(session.clientToken)}`);
       const frame = page.frameLocator("#checkout iframe");
       await frame.locator("#email").waitFor();
@@ -403,6 +413,10 @@ describe("gasless-browser", () => {
 
       expect(walletCalls).toContain("eth_signTypedData_v4");
       expect(walletCalls).not.toContain("eth_sendTransaction");
+      // The page signed exactly what the service served for the payer's wallet, nothing of its own.
+      expect(served).toHaveLength(1);
+      expect(served[0]).toMatchObject({ message: { from: payer.address, value: session.payment.amount } });
+      expect(signedTypedData).toEqual(served);
       const settled = await readSession(stack, session.id);
       expect(settled.status).toBe("settled");
       const order = await waitFor(

@@ -2,15 +2,14 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
 
-// A folder imports another only one way (docs/architecture.md, "how money moves through the
-// folders"). A grep over the source, no service needed: run-time imports only (an `import type`,
-// or braces naming only types, vanish at build time and make no cycle). The pairs that still
-// import each other are listed; a new one fails here, and one that is broken must leave the list.
+// A folder imports another only one way, and no chain of imports leads back to where it started
+// (docs/architecture.md, "how money moves through the folders"). A grep over the source, no
+// service needed: run-time imports only (an `import type`, or braces naming only types, vanish
+// at build time and make no cycle). Every circle is found, through two folders (A -> B -> A) or
+// more (A -> B -> C -> A): the folders of one strongly connected component of the import graph.
+// None is left; a new one fails here, naming its folders.
 
 const ROOTS = ["api", "console/src"];
-
-/** Folder pairs that still import each other at run time, each written in sorted order. */
-const KNOWN_PAIRS = ["api/checkout <-> api/outbox", "api/purchases <-> api/refunds"];
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(folder).flatMap((name) => {
@@ -39,7 +38,8 @@ function runtimeImportFolders(file: string, source: string): string[] {
   return folders;
 }
 
-function mutualPairs(): string[] {
+/** Folder → the folders it imports at run time. */
+function importGraph(): Map<string, Set<string>> {
   const edges = new Map<string, Set<string>>();
   for (const file of ROOTS.flatMap(sourceFiles)) {
     const from = dirname(file);
@@ -48,11 +48,45 @@ function mutualPairs(): string[] {
       edges.set(from, (edges.get(from) ?? new Set()).add(to));
     }
   }
-  const pairs = new Set<string>();
-  for (const [from, targets] of edges) {
-    for (const to of targets) if (edges.get(to)?.has(from)) pairs.add([from, to].sort().join(" <-> "));
-  }
-  return [...pairs].sort();
+  return edges;
+}
+
+/**
+ * The import circles of a graph: each strongly connected component of more than one folder
+ * (Tarjan's algorithm), its folders sorted and joined by " <-> ", the list sorted.
+ */
+function importCircles(edges: ReadonlyMap<string, ReadonlySet<string>>): string[] {
+  let next = 0;
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[] = [];
+  const visit = (folder: string) => {
+    order.set(folder, next);
+    low.set(folder, next);
+    next++;
+    stack.push(folder);
+    onStack.add(folder);
+    for (const target of edges.get(folder) ?? []) {
+      if (!order.has(target)) {
+        visit(target);
+        low.set(folder, Math.min(low.get(folder) as number, low.get(target) as number));
+      } else if (onStack.has(target)) {
+        low.set(folder, Math.min(low.get(folder) as number, order.get(target) as number));
+      }
+    }
+    if (low.get(folder) !== order.get(folder)) return;
+    const component: string[] = [];
+    for (let member = stack.pop(); member !== undefined; member = stack.pop()) {
+      onStack.delete(member);
+      component.push(member);
+      if (member === folder) break;
+    }
+    if (component.length > 1) circles.push(component.sort().join(" <-> "));
+  };
+  for (const folder of [...edges.keys()].sort()) if (!order.has(folder)) visit(folder);
+  return circles.sort();
 }
 
 describe("folders import each other one way", () => {
@@ -65,7 +99,22 @@ describe("folders import each other one way", () => {
     expect(runtimeImportFolders("api/a/x.ts", 'import { viem } from "viem";')).toEqual([]);
   });
 
-  it("has no folder pair importing each other beyond the known ones", () => {
-    expect(mutualPairs()).toEqual(KNOWN_PAIRS);
+  it("finds circles through two folders and through several", () => {
+    const graph = (...arrows: string[]) => {
+      const edges = new Map<string, Set<string>>();
+      for (const arrow of arrows) {
+        const [from, to] = arrow.split("->") as [string, string];
+        edges.set(from, (edges.get(from) ?? new Set()).add(to));
+      }
+      return edges;
+    };
+    expect(importCircles(graph("a->b", "b->c", "a->c"))).toEqual([]);
+    expect(importCircles(graph("a->b", "b->a", "c->a"))).toEqual(["a <-> b"]);
+    expect(importCircles(graph("a->b", "b->c", "c->a", "c->d"))).toEqual(["a <-> b <-> c"]);
+    expect(importCircles(graph("a->b", "b->c", "c->a", "d->e", "e->d"))).toEqual(["a <-> b <-> c", "d <-> e"]);
+  });
+
+  it("has no import circle between folders, of two folders or more", () => {
+    expect(importCircles(importGraph())).toEqual([]);
   });
 });

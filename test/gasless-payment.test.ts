@@ -6,6 +6,7 @@ import {
   type TokenDomain,
   type TransferAuthorization,
   transferAuthorizationTypedData,
+  transferWithAuthorizationTypes,
 } from "../api/gasless/eip3009.js";
 import { testUsdcAbi } from "../contracts/generated/index.js";
 import { localRelayerAccount } from "../local/local-secrets.js";
@@ -36,12 +37,39 @@ async function walletWithUsdcOnly(usdc: bigint): Promise<PrivateKeyAccount> {
   return account;
 }
 
-async function validate(session: CreatedSession) {
+/** The customer's session read; with `payer`, it carries the typed data that wallet signs. */
+async function validate(session: CreatedSession, payer?: Address) {
   return expectJson(
-    await publicPost(stack, `/v1/public/checkout/sessions/${session.id}/validate`, { clientToken: session.clientToken }),
+    await publicPost(stack, `/v1/public/checkout/sessions/${session.id}/validate`, {
+      clientToken: session.clientToken,
+      ...(payer === undefined ? {} : { payer }),
+    }),
     200,
   );
 }
+
+type ServedTypedData = {
+  types: Record<string, { name: string; type: string }[]>;
+  primaryType: "TransferWithAuthorization";
+  domain: TokenDomain;
+  message: Record<keyof TransferAuthorization, string>;
+};
+
+/** Signs served typed data as an `eth_signTypedData_v4` wallet does: the JSON as it came, `EIP712Domain` from the domain. */
+function signAsWallet(account: PrivateKeyAccount, typedData: ServedTypedData) {
+  const { EIP712Domain: _domainType, ...types } = JSON.parse(JSON.stringify(typedData.types));
+  return account.signTypedData({ ...JSON.parse(JSON.stringify(typedData)), types });
+}
+
+/** What a session's typed data must say for `from`: exactly the session's payment, valid until its expiry. */
+const servedMessageFor = (payment: { recipient: string; amount: string }, expiresAt: string, from: Address) => ({
+  from,
+  to: payment.recipient,
+  value: payment.amount,
+  validAfter: "0",
+  validBefore: String(Math.floor(Date.parse(expiresAt) / 1000)),
+  nonce: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+});
 
 /** The token's EIP-712 domain, read from the chain as a wallet would be told it. */
 const tokenDomain = () =>
@@ -126,11 +154,29 @@ describe("a customer with USDC and no ETH pays by signature", () => {
     const view = await validate(session);
     expect(view.gasless.available).toBe(true);
     expect(view.gasless.domain).toMatchObject({ name: "USD Coin", chainId: stack.local.chainId });
+    // No wallet named, no typed data: its `from` is the payer's.
+    expect(view.gasless.typedData).toBeNull();
 
-    const auth = await authorizationFor(session, payer.address);
-    const response = await postAuthorization(session, auth, await sign(payer, auth), {
-      domain: { chainId: stack.local.chainId, verifyingContract: stack.local.contracts.usdc },
-    });
+    // The read naming the customer's wallet serves what that wallet signs: the session's exact payment, the one type list.
+    const served: ServedTypedData = (await validate(session, payer.address)).gasless.typedData;
+    expect(served.message).toEqual(servedMessageFor(session.payment, session.expiresAt, payer.address));
+    expect(served.domain).toEqual(view.gasless.domain);
+    expect(served.primaryType).toBe("TransferWithAuthorization");
+    expect(served.types.TransferWithAuthorization).toEqual(transferWithAuthorizationTypes.TransferWithAuthorization);
+    expect(served.types.EIP712Domain?.map((field) => field.name)).toEqual(["name", "version", "chainId", "verifyingContract"]);
+    // A fresh nonce on every read.
+    const reread: ServedTypedData = (await validate(session, payer.address)).gasless.typedData;
+    expect(reread.message.nonce).not.toBe(served.message.nonce);
+
+    // Signed exactly as served, it pays.
+    const signature = await signAsWallet(payer, served);
+    const submission = {
+      clientToken: session.clientToken,
+      authorization: served.message,
+      signature,
+      domain: { chainId: served.domain.chainId, verifyingContract: served.domain.verifyingContract },
+    };
+    const response = await publicPost(stack, `/v1/public/checkout/sessions/${session.id}/authorizations`, submission);
     const answer = await expectJson(response, 200);
     expect(answer.transactionHash).toMatch(/^0x[0-9a-f]{64}$/);
     expect(answer.relayer).toBe(relayer.address);
@@ -159,7 +205,10 @@ describe("a customer with USDC and no ETH pays by signature", () => {
     expect((await stack.partnerFetch("/api/admin/relayed-authorizations")).status).toBe(401);
 
     // The same authorization again: the same answer, nothing sent twice.
-    const replay = await expectJson(await postAuthorization(session, auth, await sign(payer, auth)), 200);
+    const replay = await expectJson(
+      await publicPost(stack, `/v1/public/checkout/sessions/${session.id}/authorizations`, submission),
+      200,
+    );
     expect(replay.transactionHash).toBe(answer.transactionHash);
   });
 
@@ -430,14 +479,22 @@ describe("RWA: the investor pays a purchase by signature", () => {
     });
     await expectProblem(refused, 422, "authorization_wrong_payer");
 
-    const own = authFor(investor.address);
+    // The purchase's gasless read serves what the signed-in investor's wallet signs; signed as served, it pays.
+    const read = await expectJson(
+      await api(stack, "GET", `/api/rwa/settlements/authorization/${purchase.id}`, { token: investorToken }),
+      200,
+    );
+    const served: ServedTypedData = read.typedData;
+    expect(served.message).toEqual(servedMessageFor(purchase.payment, purchase.expiresAt, investor.address));
+    expect(served.domain).toEqual(read.domain);
     const answer = await expectJson(
       await api(stack, "POST", "/api/rwa/settlements/authorization", {
         token: investorToken,
         json: {
           purchaseId: purchase.id,
-          authorization: wire(own),
-          signature: await investor.signTypedData(transferAuthorizationTypedData(domain, own)),
+          authorization: served.message,
+          signature: await signAsWallet(investor, served),
+          domain: { chainId: served.domain.chainId, verifyingContract: served.domain.verifyingContract },
         },
       }),
       200,

@@ -1,9 +1,10 @@
 import type { Hex } from "viem";
 import type { AppContext } from "../app-context.js";
-import { sessionMetadata, sessionsByIds } from "../checkout/session-record.js";
+import { sessionsByIds } from "../checkout/session-record.js";
 import type { IndexedRewardClaim, IndexedTransfer } from "../indexed/indexed-chain.js";
 import { readByTransactions } from "../indexed/whole-reads.js";
 import { ordersByIds } from "../orders/order-record.js";
+import { sessionMetadata } from "../outbox/record-event.js";
 import { paymentsByKeys } from "../payments/payment-record.js";
 import { outgoingTransfersByKeys } from "../refunds/outgoing-transfer-record.js";
 import { refundsByIds } from "../refunds/refund-record.js";

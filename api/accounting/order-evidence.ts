@@ -6,7 +6,7 @@ import { problems } from "../http/problem.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findOrder, type Order, ordersCreatedBetween } from "../orders/order-record.js";
 import { eventDeliveries } from "../outbox/deliveries.js";
-import { eventsOfOrder } from "../outbox/events.js";
+import { eventsOfOrder } from "../outbox/record-event.js";
 import { type Payment, paymentsOfOrder, SUBSCRIPTION_CHARGE_RESOLUTION } from "../payments/payment-record.js";
 import { orderRefunds } from "../refunds/refund-record.js";
 import { viewRefund } from "../refunds/refunds.js";

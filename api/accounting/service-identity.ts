@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Kysely } from "kysely";
+import { liveAuditorKeyHash } from "../partners/api-keys.js";
 import type { Database } from "../store/database.js";
 
 /**
@@ -27,11 +28,6 @@ export async function answerIdentityChallenge(
   db: Kysely<Database>,
   params: { keyId: string; challenge: string },
 ): Promise<string | undefined> {
-  const row = await db
-    .selectFrom("auditor_key")
-    .select("key_hash")
-    .where("id", "=", params.keyId)
-    .where("revoked_at", "is", null)
-    .executeTakeFirst();
-  return row === undefined ? undefined : identityProof(row.key_hash, params.challenge);
+  const keyHash = await liveAuditorKeyHash(db, params.keyId);
+  return keyHash === undefined ? undefined : identityProof(keyHash, params.challenge);
 }

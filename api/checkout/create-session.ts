@@ -6,6 +6,7 @@ import { enabledNetwork } from "../config/enabled-networks.js";
 import type { NetworkConfig, NetworkName } from "../config/networks.js";
 import { ProblemError, problem } from "../http/problem.js";
 import { findOrCreateOrder, getOrder } from "../orders/order-record.js";
+import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import type { Database } from "../store/database.js";
 import { checksum } from "../values/checksum-address.js";
 import { reserveAmount } from "./amount-reference.js";
@@ -193,12 +194,7 @@ function pickNetwork(networks: NetworkConfig[], name: NetworkName | undefined): 
 }
 
 async function partnerPaymentAddresses(trx: Kysely<Database>, partnerId: string, network: NetworkConfig): Promise<string[]> {
-  const rows = await trx
-    .selectFrom("payment_address")
-    .select("address")
-    .where("partner_id", "=", partnerId)
-    .where("chain_id", "=", network.chainId)
-    .execute();
+  const rows = await paymentAddressesOnChain(trx, { chainId: network.chainId, partnerId });
   return rows.map((row) => row.address);
 }
 

@@ -251,20 +251,6 @@ export async function sessionOfOrder(
   return row === undefined ? undefined : toCheckoutSession(row);
 }
 
-/** The partner's metadata of a session, or of the order's latest session (null when it has none). */
-export async function sessionMetadata(
-  db: Kysely<Database>,
-  of: { sessionId: string } | { orderId: string },
-): Promise<Record<string, string> | null> {
-  let select = db.selectFrom("checkout_session").select("metadata_json");
-  select =
-    "sessionId" in of
-      ? select.where("id", "=", of.sessionId)
-      : select.where("order_id", "=", of.orderId).orderBy("created_at", "desc");
-  const row = await select.limit(1).executeTakeFirst();
-  return row?.metadata_json ? (JSON.parse(row.metadata_json) as Record<string, string>) : null;
-}
-
 /** The partner and order of each session named (the admin's list of relays). */
 export async function sessionOwners(
   db: Kysely<Database>,

@@ -4,6 +4,7 @@ import { getAddress } from "viem";
 import { type AuditActor, appendAudit } from "../audit/audit-log.js";
 import { problem, problems } from "../http/problem.js";
 import { createPartner } from "../partners/api-keys.js";
+import { paymentAddressesNotOf } from "../partners/payment-addresses.js";
 import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import type { IssuerTable } from "../store/portal-tables.js";
@@ -78,6 +79,22 @@ export async function disableIssuer(store: Store, actor: AuditActor, issuerId: s
   });
 }
 
+/** An issuer by id (an offering's issuer: the foreign key says it exists). */
+export async function issuerById(db: Kysely<Database>, issuerId: string): Promise<IssuerTable> {
+  return db.selectFrom("issuer").selectAll().where("id", "=", issuerId).executeTakeFirstOrThrow();
+}
+
+/** Whether this wallet is a registered issuer not disabled (who may sign in as one). */
+export async function isActiveIssuer(db: Kysely<Database>, address: string): Promise<boolean> {
+  const issuer = await db
+    .selectFrom("issuer")
+    .select("id")
+    .where("address", "=", address)
+    .where("disabled_at", "is", null)
+    .executeTakeFirst();
+  return issuer !== undefined;
+}
+
 /** The issuer record of a signed-in issuer wallet (the session middleware already checked it is active). */
 export async function issuerOfWallet(db: Kysely<Database>, address: string): Promise<IssuerTable> {
   const issuer = await db.selectFrom("issuer").selectAll().where("address", "=", address.toLowerCase()).executeTakeFirst();
@@ -95,9 +112,5 @@ export async function paymentAddressesOfOtherPartners(
     .select("partner_id")
     .where("address", "=", issuerAddress)
     .executeTakeFirstOrThrow();
-  return store
-    .selectFrom("payment_address")
-    .select(["chain_id", "address"])
-    .where("partner_id", "!=", issuer.partner_id)
-    .execute();
+  return paymentAddressesNotOf(store, issuer.partner_id);
 }

@@ -78,11 +78,45 @@ export const RelayViewSchema = z
   })
   .openapi("RelayView");
 
-/** What a page needs to offer paying without gas: the token's domain to sign against and the latest relay. */
+const TokenDomainSchema = z.object({
+  name: z.string(),
+  version: z.string(),
+  chainId: z.number().int(),
+  verifyingContract: z.string(),
+});
+
+/**
+ * The EIP-712 typed data of a `TransferWithAuthorization`, as a wallet's `eth_signTypedData_v4`
+ * takes it (numbers as decimal strings, `types` with `EIP712Domain`): built by the service
+ * (api/gasless/eip3009.ts), signed by the wallet as served.
+ */
+export const TransferAuthorizationTypedDataSchema = z
+  .object({
+    types: z.object({
+      EIP712Domain: z.array(z.object({ name: z.string(), type: z.string() })),
+      TransferWithAuthorization: z.array(z.object({ name: z.string(), type: z.string() })),
+    }),
+    primaryType: z.literal("TransferWithAuthorization"),
+    domain: TokenDomainSchema,
+    message: z.object({
+      from: z.string(),
+      to: z.string(),
+      value: z.string(),
+      validAfter: z.string(),
+      validBefore: z.string().openapi({ description: "Unix seconds; paying a session: its expiry, rounded down" }),
+      nonce: z.string().openapi({ description: "Fresh and random on every read" }),
+    }),
+  })
+  .openapi("TransferAuthorizationTypedData");
+
+/** What a page needs to offer paying without gas: the token's domain, the typed data to sign, and the latest relay. */
 export const GaslessViewSchema = z.object({
   available: z.boolean(),
-  domain: z
-    .object({ name: z.string(), version: z.string(), chainId: z.number().int(), verifyingContract: z.string() })
-    .nullable(),
+  domain: TokenDomainSchema.nullable().openapi({ description: "The token's own EIP-712 domain (null when not available)" }),
+  typedData: TransferAuthorizationTypedDataSchema.nullable().openapi({
+    description:
+      "What the payer's wallet signs, exactly as served: the amount due to the payment address, valid until the session's " +
+      "expiry, a fresh nonce. Null when not available, or when the read does not name the payer's wallet.",
+  }),
   authorization: RelayViewSchema.nullable(),
 });

@@ -1,4 +1,6 @@
-import { type Address, type Hex, type PublicClient, parseAbi } from "viem";
+import { randomBytes } from "node:crypto";
+import { type Address, getTypesForEIP712Domain, type Hex, type PublicClient, parseAbi, toHex } from "viem";
+import type { CheckoutSession } from "../checkout/session-record.js";
 
 /**
  * EIP-3009 as USDC implements it (FiatToken v2.2 on Base, and our local TestUSDC):
@@ -68,7 +70,7 @@ async function readDomainFromChain(client: PublicClient, params: { token: Addres
   }
 }
 
-/** The typed data the customer's wallet signs (`eth_signTypedData_v4`), as the page and tests build it. */
+/** The typed data the holder signs, as viem takes it (bigints): the service verifies a signature against it. */
 export function transferAuthorizationTypedData(domain: TokenDomain, authorization: TransferAuthorization) {
   return {
     domain,
@@ -76,4 +78,63 @@ export function transferAuthorizationTypedData(domain: TokenDomain, authorizatio
     primaryType: "TransferWithAuthorization" as const,
     message: authorization,
   };
+}
+
+/**
+ * The last second an authorization paying `session` may be valid to (its `validBefore`): the
+ * session's expiry in whole seconds, rounded down. The typed data the service serves uses it,
+ * and the service refuses a later one (`authorization_outlives_session`).
+ */
+export function lastValidSecond(session: Pick<CheckoutSession, "expiresAt">): bigint {
+  return BigInt(Math.floor(session.expiresAt / 1000));
+}
+
+/** A fresh random EIP-3009 nonce (the token refuses a nonce used before by the same holder). */
+export function randomAuthorizationNonce(): Hex {
+  return toHex(randomBytes(32));
+}
+
+/**
+ * Typed data as a wallet's `eth_signTypedData_v4` takes it, JSON throughout: numbers as
+ * decimal strings, and the `EIP712Domain` type list the wallet hashes the domain with
+ * (viem derives it from the domain, so it is never written out). What the service serves
+ * to be signed: the hosted page and the console sign it as they receive it.
+ */
+export function transferAuthorizationTypedDataForWallet(domain: TokenDomain, authorization: TransferAuthorization) {
+  return {
+    types: {
+      EIP712Domain: getTypesForEIP712Domain({ domain }),
+      TransferWithAuthorization: [...transferWithAuthorizationTypes.TransferWithAuthorization],
+    },
+    primaryType: "TransferWithAuthorization" as const,
+    domain,
+    message: {
+      from: authorization.from,
+      to: authorization.to,
+      value: authorization.value.toString(),
+      validAfter: authorization.validAfter.toString(),
+      validBefore: authorization.validBefore.toString(),
+      nonce: authorization.nonce,
+    },
+  };
+}
+
+/**
+ * What `from` signs to pay `session` without gas (a checkout's session read with its payer, a
+ * purchase's gasless read): exactly the amount due, to the session's payment address, valid
+ * from the start until `lastValidSecond`, with a fresh random nonce, over the token's domain.
+ */
+export function paymentTypedDataForWallet(
+  domain: TokenDomain,
+  session: Pick<CheckoutSession, "paymentAddress" | "amountDue" | "expiresAt">,
+  from: Address,
+) {
+  return transferAuthorizationTypedDataForWallet(domain, {
+    from,
+    to: session.paymentAddress,
+    value: session.amountDue,
+    validAfter: 0n,
+    validBefore: lastValidSecond(session),
+    nonce: randomAuthorizationNonce(),
+  });
 }

@@ -1,10 +1,15 @@
-import { getAddress } from "viem";
+import { type Address, getAddress } from "viem";
 import type { AppContext } from "../app-context.js";
 import { type CheckoutSession, sessionOwners } from "../checkout/session-record.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import type { Store } from "../store/open-store.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
-import { readTokenDomain } from "./eip3009.js";
+import { paymentTypedDataForWallet, readTokenDomain } from "./eip3009.js";
+import {
+  authorizationOfTransaction,
+  latestAuthorizationOfSession,
+  latestAuthorizations,
+} from "./relayed-authorization-record.js";
 import { relayerOf } from "./relayer.js";
 
 /** The relay of one authorization as partners, admins and the customer's page see it (never the signature). */
@@ -25,25 +30,16 @@ export function relayView(row: RelayedAuthorizationTable) {
   };
 }
 
-export async function latestAuthorization(store: Store, sessionId: string) {
-  return store
-    .selectFrom("relayed_authorization")
-    .selectAll()
-    .where("session_id", "=", sessionId)
-    .orderBy("created_at", "desc")
-    .orderBy("id", "desc")
-    .executeTakeFirst();
-}
-
 /**
  * `gasless` of a session read: whether the customer may pay by signature, the EIP-712
- * domain the wallet must sign against (read from the token itself), and the latest
+ * domain the wallet must sign against (read from the token itself), when the payer's
+ * wallet is known the typed data it signs (`paymentTypedDataForWallet`), and the latest
  * relayed authorization with its outcome (a failed relay is reported here).
  */
-export async function gaslessSessionView(context: AppContext, session: CheckoutSession) {
+export async function gaslessSessionView(context: AppContext, session: CheckoutSession, payer?: Address) {
   const network = networkByChainId(context, session.chainId);
   const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
-  const latest = await latestAuthorization(context.store, session.id);
+  const latest = await latestAuthorizationOfSession(context.store, session.id);
   const domain =
     relayer === undefined || session.status !== "awaiting_payment"
       ? null
@@ -52,6 +48,7 @@ export async function gaslessSessionView(context: AppContext, session: CheckoutS
     gasless: {
       available: domain !== null,
       domain,
+      typedData: domain === null || payer === undefined ? null : paymentTypedDataForWallet(domain, session, payer),
       authorization: latest === undefined ? null : relayView(latest),
     },
   };
@@ -59,12 +56,7 @@ export async function gaslessSessionView(context: AppContext, session: CheckoutS
 
 /** The relay behind a credited transfer, if it was a gasless payment (gas spent per payment). */
 export async function relayOfTransaction(store: Store, params: { chainId: number; transactionHash: string }) {
-  const row = await store
-    .selectFrom("relayed_authorization")
-    .selectAll()
-    .where("chain_id", "=", params.chainId)
-    .where("transaction_hash", "=", params.transactionHash.toLowerCase())
-    .executeTakeFirst();
+  const row = await authorizationOfTransaction(store, params);
   return row === undefined ? null : relayView(row);
 }
 
@@ -106,9 +98,7 @@ export async function relayerHealth(context: AppContext) {
 
 /** Every relayed authorization, newest first, with the partner and order of its session (the admin's list). */
 export async function listRelays(store: Store, params: { status?: RelayedAuthorizationTable["status"]; limit: number }) {
-  let select = store.selectFrom("relayed_authorization").selectAll().orderBy("created_at", "desc").limit(params.limit);
-  if (params.status !== undefined) select = select.where("status", "=", params.status);
-  const relays = await select.execute();
+  const relays = await latestAuthorizations(store, params);
   // Each relay's session names its partner and order (every relay has its session: a foreign key).
   const owners = await sessionOwners(
     store,

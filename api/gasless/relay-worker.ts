@@ -4,7 +4,7 @@ import { networkByChainId } from "../config/enabled-networks.js";
 import { logJson } from "../logging/redact.js";
 import type { Worker } from "../workers/run-worker.js";
 import { settleRelayCharge } from "./relay-charges.js";
-import { markReceipt, markReplaced, recordRelayFailure } from "./relayed-authorization-record.js";
+import { markReceipt, markReplaced, recordRelayFailure, submittedAuthorizations } from "./relayed-authorization-record.js";
 import { relayerOf, replaceStuckTransaction } from "./relayer.js";
 
 export const RELAY_WORKER_NAME = "relay-confirmer";
@@ -20,12 +20,7 @@ export function relayWorker(context: AppContext): Worker {
 }
 
 export async function followSubmittedAuthorizations(context: AppContext): Promise<void> {
-  const rows = await context.store
-    .selectFrom("relayed_authorization")
-    .selectAll()
-    .where("status", "=", "submitted")
-    .limit(100)
-    .execute();
+  const rows = await submittedAuthorizations(context.store, 100);
   for (const row of rows) {
     const network = networkByChainId(context, row.chain_id);
     if (network === undefined) continue;

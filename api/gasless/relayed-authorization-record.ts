@@ -130,3 +130,36 @@ export async function recordRelayFailure(context: { store: Store }, id: string, 
     .where("status", "in", fromStates("fail"))
     .execute();
 }
+
+/** A session's latest authorization (its gasless view: the relay's progress or failure). */
+export async function latestAuthorizationOfSession(store: Store, sessionId: string) {
+  return store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("session_id", "=", sessionId)
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .executeTakeFirst();
+}
+
+/** The authorization whose relayed transaction this is, if any (on a network). */
+export async function authorizationOfTransaction(store: Store, params: { chainId: number; transactionHash: string }) {
+  return store
+    .selectFrom("relayed_authorization")
+    .selectAll()
+    .where("chain_id", "=", params.chainId)
+    .where("transaction_hash", "=", params.transactionHash.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** Every authorization, newest first, optionally of one status (the admin's list). */
+export async function latestAuthorizations(store: Store, params: { status?: RelayStatus; limit: number }) {
+  let select = store.selectFrom("relayed_authorization").selectAll().orderBy("created_at", "desc").limit(params.limit);
+  if (params.status !== undefined) select = select.where("status", "=", params.status);
+  return select.execute();
+}
+
+/** Up to `limit` authorizations sent and not yet mined or failed: the relay worker's round. */
+export async function submittedAuthorizations(store: Store, limit: number) {
+  return store.selectFrom("relayed_authorization").selectAll().where("status", "=", "submitted").limit(limit).execute();
+}

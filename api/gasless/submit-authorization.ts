@@ -6,7 +6,7 @@ import { networkByChainId } from "../config/enabled-networks.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
 import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
 import { type AuthorizationSubmission, assertAuthorizationOnChain, assertAuthorizationTerms } from "./authorization-checks.js";
-import type { TransferAuthorization } from "./eip3009.js";
+import { lastValidSecond, type TransferAuthorization } from "./eip3009.js";
 import { assertRelayAllowed, assertRelayedAmount, isRelayLimitRefusal } from "./relay-charges.js";
 import {
   authorizationOfPayerNonce,
@@ -91,7 +91,7 @@ export async function submitAuthorization(
     },
     refused,
   );
-  const sessionEnd = BigInt(Math.floor(session.expiresAt / 1000));
+  const sessionEnd = lastValidSecond(session);
   if (authorization.validBefore > sessionEnd) {
     throw refused("authorization_outlives_session", `validBefore must be at most the session's expiry (${sessionEnd}).`);
   }

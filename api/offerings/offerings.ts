@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import { appendAudit, type PortalActor } from "../audit/audit-log.js";
 import { jurisdictionList } from "../compliance/eligibility.js";
+import { issuerById } from "../compliance/issuers.js";
 import { enabledNetwork } from "../config/enabled-networks.js";
 import { keysetPage } from "../http/cursor.js";
 import { problem, problems } from "../http/problem.js";
@@ -220,6 +221,12 @@ export async function findOffering(db: Kysely<Database>, offeringId: string): Pr
   return db.selectFrom("offering").selectAll().where("id", "=", offeringId).executeTakeFirst();
 }
 
+/** The names of these offerings, by id (a list of purchases names what each bought). */
+export async function offeringNames(db: Kysely<Database>, offeringIds: string[]): Promise<{ id: string; name: string }[]> {
+  if (offeringIds.length === 0) return [];
+  return db.selectFrom("offering").select(["id", "name"]).where("id", "in", offeringIds).execute();
+}
+
 async function refuseTransition(db: Kysely<Database>, offeringId: string, action: string): Promise<never> {
   const offering = await findOffering(db, offeringId);
   if (offering === undefined) throw problems.notFound(`Offering ${offeringId}`);
@@ -297,7 +304,7 @@ export function approveOffering(context: Pick<AppContext, "store" | "networks">,
     undefined,
     { action: "be approved", auditAction: "offering.approve", from: ["in_review"], to: "open", set: { approved_at: Date.now() } },
     async (trx, offering) => {
-      const issuer = await trx.selectFrom("issuer").selectAll().where("id", "=", offering.issuer_id).executeTakeFirstOrThrow();
+      const issuer = await issuerOfOffering(trx, offering);
       await claimSettlementAddress(context, trx, issuer, offering);
     },
   );
@@ -419,7 +426,7 @@ export async function pageOfOfferings(
 }
 
 export async function issuerOfOffering(db: Kysely<Database>, offering: OfferingTable): Promise<IssuerTable> {
-  return db.selectFrom("issuer").selectAll().where("id", "=", offering.issuer_id).executeTakeFirstOrThrow();
+  return issuerById(db, offering.issuer_id);
 }
 
 /**

@@ -8,7 +8,6 @@ import type { Database } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 import { refusal, type TransitionTable } from "../store/transition-table.js";
 import type { WebhookDeliveryStatus, WebhookDeliveryTable } from "../store/webhook-tables.js";
-import { getEvent } from "./events.js";
 import { subscribesTo } from "./subscription.js";
 
 /**
@@ -77,12 +76,27 @@ function deliveriesWithUrl(db: Kysely<Database>) {
     .select("webhook_endpoint.url as url");
 }
 
+/**
+ * The partner's event that a delivery list or a redelivery is about; another partner's is "not
+ * found". (The event's reads are record-event.ts's; this is the one a delivery carries.)
+ */
+async function deliveredEvent(db: Kysely<Database>, params: { partnerId: string; eventId: string }) {
+  const row = await db
+    .selectFrom("event")
+    .select(["id", "seq", "type", "ordering_key"])
+    .where("id", "=", params.eventId)
+    .where("partner_id", "=", params.partnerId)
+    .executeTakeFirst();
+  if (row === undefined) throw problems.notFound(`Event ${params.eventId}`);
+  return row;
+}
+
 /** Every delivery of one of the partner's events, each with all its attempts, oldest first. */
 export async function eventDeliveries(
   store: Store,
   params: { partnerId: string; eventId: string },
 ): Promise<(Delivery & { attempts: DeliveryAttempt[] })[]> {
-  await getEvent(store, params);
+  await deliveredEvent(store, params);
   const rows = await deliveriesWithUrl(store)
     .where("webhook_delivery.event_id", "=", params.eventId)
     .where("webhook_delivery.partner_id", "=", params.partnerId)
@@ -129,7 +143,7 @@ export async function redeliverEvent(
 ): Promise<Delivery[]> {
   const now = Date.now();
   const ids = await store.transaction().execute(async (trx) => {
-    const event = await getEvent(trx, params);
+    const event = await deliveredEvent(trx, params);
     let endpoints = trx
       .selectFrom("webhook_endpoint")
       .select(["id", "events_json"])

@@ -108,6 +108,26 @@ export async function findWebhookEndpoint(
     .executeTakeFirst();
 }
 
+/** The partner's endpoints not deleted, with what each subscribes to: an event's fan-out (record-event.ts). */
+export async function liveEndpointSubscriptions(db: Kysely<Database>, partnerId: string) {
+  return db
+    .selectFrom("webhook_endpoint")
+    .select(["id", "events_json"])
+    .where("partner_id", "=", partnerId)
+    .where("deleted_at", "is", null)
+    .execute();
+}
+
+/** A live endpoint by id alone, with its partner (the operator's `webhook test`); undefined when deleted or unknown. */
+export async function liveWebhookEndpoint(db: Kysely<Database>, endpointId: string) {
+  return db
+    .selectFrom("webhook_endpoint")
+    .select(["id", "partner_id", "url"])
+    .where("id", "=", endpointId)
+    .where("deleted_at", "is", null)
+    .executeTakeFirst();
+}
+
 export async function getWebhookEndpoint(store: Store, params: { partnerId: string; endpointId: string }) {
   const row = await findWebhookEndpoint(store, params);
   if (row === undefined) throw problems.notFound(`Webhook endpoint ${params.endpointId}`);

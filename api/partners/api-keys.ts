@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { Kysely } from "kysely";
-import type { ApiKeyScope, Database } from "../store/database.js";
+import type { ApiKeyScope, ApiKeyTable, Database, PartnerTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
 
 export type Partner = { id: string; name: string };
@@ -144,4 +144,67 @@ export async function createPartner(store: Store, params: { name: string; id?: s
     .values({ ...partner, created_at: Date.now() })
     .execute();
   return partner;
+}
+
+/** A partner's whole row (the admin's detail), if it exists. */
+export async function partnerRecord(db: Kysely<Database>, partnerId: string): Promise<PartnerTable | undefined> {
+  return db.selectFrom("partner").selectAll().where("id", "=", partnerId).executeTakeFirst();
+}
+
+/** Partner ids in order, after `after` (the admin's pages of partners). */
+export async function listPartnerIds(db: Kysely<Database>, params: { after?: string; limit: number }): Promise<string[]> {
+  let query = db.selectFrom("partner").select("id").orderBy("id").limit(params.limit);
+  if (params.after !== undefined) query = query.where("id", ">", params.after);
+  return (await query.execute()).map((row) => row.id);
+}
+
+/** Every partner, oldest first, with how many live keys it holds (the operator's `partner list`). */
+export async function partnersWithLiveKeyCounts(db: Kysely<Database>) {
+  const rows = await db
+    .selectFrom("partner")
+    .leftJoin("api_key", (join) => join.onRef("api_key.partner_id", "=", "partner.id").on("api_key.revoked_at", "is", null))
+    .select(["partner.id", "partner.name", "partner.created_at"])
+    .select((eb) => eb.fn.count<string>("api_key.id").as("active_keys"))
+    .groupBy(["partner.id", "partner.name", "partner.created_at"])
+    .orderBy("partner.created_at")
+    .orderBy("partner.id")
+    .execute();
+  return rows.map((row) => ({ id: row.id, name: row.name, activeApiKeys: Number(row.active_keys), createdAt: row.created_at }));
+}
+
+/** A partner's keys, oldest first, revoked ones too: all of them, or a page after `after`. */
+export async function keysOfPartner(
+  db: Kysely<Database>,
+  params: { partnerId: string; after?: { t: number; id: string }; limit?: number },
+): Promise<ApiKeyTable[]> {
+  let query = db.selectFrom("api_key").selectAll().where("partner_id", "=", params.partnerId);
+  const after = params.after;
+  if (after !== undefined) {
+    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), ">", tuple(after.t, after.id)));
+  }
+  query = query.orderBy("created_at").orderBy("id");
+  if (params.limit !== undefined) query = query.limit(params.limit);
+  return query.execute();
+}
+
+/** A key's id and partner, by id (the operator revokes a key by id alone). */
+export async function findApiKey(db: Kysely<Database>, keyId: string) {
+  return db.selectFrom("api_key").select(["id", "partner_id"]).where("id", "=", keyId).executeTakeFirst();
+}
+
+/** Whether this key (revoked or not) is on record, by its hash: a local stack issues its fixed key once. */
+export async function apiKeyRecorded(db: Kysely<Database>, apiKey: string): Promise<boolean> {
+  const row = await db.selectFrom("api_key").select("id").where("key_hash", "=", hashApiKey(apiKey)).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** A live auditor key's hash, by id (the service proves its identity with it); undefined when revoked or unknown. */
+export async function liveAuditorKeyHash(db: Kysely<Database>, keyId: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom("auditor_key")
+    .select("key_hash")
+    .where("id", "=", keyId)
+    .where("revoked_at", "is", null)
+    .executeTakeFirst();
+  return row?.key_hash;
 }

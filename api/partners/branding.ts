@@ -3,6 +3,7 @@ import type { Kysely } from "kysely";
 import { type ProblemError, problem, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { PartnerBrandingTable } from "../store/hosted-tables.js";
+import { findPartner } from "./api-keys.js";
 import { svgLogoProblem } from "./svg-logo.js";
 
 export const LOGO_MAX_BYTES = 64 * 1024;
@@ -28,7 +29,7 @@ export type BrandingView = {
 };
 
 export async function readBranding(db: Kysely<Database>, partnerId: string): Promise<BrandingView> {
-  const partner = await db.selectFrom("partner").select("name").where("id", "=", partnerId).executeTakeFirst();
+  const partner = await findPartner(db, partnerId);
   const row = await db.selectFrom("partner_branding").selectAll().where("partner_id", "=", partnerId).executeTakeFirst();
   return {
     displayName: row?.display_name ?? partner?.name ?? "the shop",

@@ -7,6 +7,7 @@ import { problem, problems } from "../http/problem.js";
 import type { Database } from "../store/database.js";
 import type { PartnerMemberRole, PartnerMemberTable } from "../store/member-tables.js";
 import type { Store } from "../store/open-store.js";
+import { findPartner } from "./api-keys.js";
 
 export const MEMBER_ROLES = ["admin", "member"] as const satisfies readonly PartnerMemberRole[];
 export const MAX_MEMBERS_PER_PARTNER = 100;
@@ -32,7 +33,7 @@ export async function addMember(
 ): Promise<PartnerMemberTable> {
   const address = params.address.toLowerCase();
   return store.transaction().execute(async (trx) => {
-    const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
+    const partner = await findPartner(trx, params.partnerId);
     if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
     const existing = await trx
       .selectFrom("partner_member")

@@ -7,7 +7,16 @@ import { keysetPage } from "../http/cursor.js";
 import { problem, problems } from "../http/problem.js";
 import type { ApiKeyScope, ApiKeyTable } from "../store/database.js";
 import type { Store } from "../store/open-store.js";
-import { createPartner, findApiKeyOfPartner, issueApiKey, markApiKeyRevoked } from "./api-keys.js";
+import {
+  createPartner,
+  findApiKeyOfPartner,
+  findPartner,
+  issueApiKey,
+  keysOfPartner,
+  listPartnerIds,
+  markApiKeyRevoked,
+  partnerRecord,
+} from "./api-keys.js";
 import { insertPaymentAddress, listPaymentAddresses, watchedByIndexer } from "./payment-addresses.js";
 
 /** A key as the portals show it: its prefix only, never the key or its hash. */
@@ -27,13 +36,7 @@ export function pageOfApiKeys(store: Store, params: { partnerId: string; cursor?
     cursor: params.cursor,
     limit: params.limit,
     key: z.object({ t: z.number().int(), id: z.string() }),
-    fetch: (after, take) => {
-      let query = store.selectFrom("api_key").selectAll().where("partner_id", "=", params.partnerId);
-      if (after !== undefined) {
-        query = query.where(({ eb, refTuple, tuple }) => eb(refTuple("created_at", "id"), ">", tuple(after.t, after.id)));
-      }
-      return query.orderBy("created_at").orderBy("id").limit(take).execute();
-    },
+    fetch: (after, take) => keysOfPartner(store, { partnerId: params.partnerId, after, limit: take }),
     keyOf: (key) => ({ t: Number(key.created_at), id: key.id }),
     view: (keys) => keys.map(apiKeyView),
   });
@@ -41,10 +44,10 @@ export function pageOfApiKeys(store: Store, params: { partnerId: string; cursor?
 
 /** A partner with its keys (prefixes only) and payment addresses, as the admin portal lists it. */
 export async function partnerDetails(store: Store, partnerId: string, indexSchema: string) {
-  const partner = await store.selectFrom("partner").selectAll().where("id", "=", partnerId).executeTakeFirst();
+  const partner = await partnerRecord(store, partnerId);
   if (partner === undefined) throw problems.notFound(`Partner ${partnerId}`);
   const [keys, addresses, issuer] = await Promise.all([
-    store.selectFrom("api_key").selectAll().where("partner_id", "=", partnerId).orderBy("created_at").execute(),
+    keysOfPartner(store, { partnerId }),
     listPaymentAddresses(store, { partnerId, indexSchema }),
     store.selectFrom("issuer").select("id").where("partner_id", "=", partnerId).executeTakeFirst(),
   ]);
@@ -62,12 +65,6 @@ export async function partnerDetails(store: Store, partnerId: string, indexSchem
       watching,
     })),
   };
-}
-
-export async function listPartnerIds(store: Store, params: { after?: string; limit: number }): Promise<string[]> {
-  let query = store.selectFrom("partner").select("id").orderBy("id").limit(params.limit);
-  if (params.after !== undefined) query = query.where("id", ">", params.after);
-  return (await query.execute()).map((row) => row.id);
 }
 
 /** Partners by id with their keys and addresses, one page at a time (the paging helper's cursor `{ id }`). */
@@ -104,7 +101,7 @@ export async function createPartnerKey(
   params: { partnerId: string; mode: "test" | "live"; scope?: ApiKeyScope },
 ) {
   return store.transaction().execute(async (trx) => {
-    const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
+    const partner = await findPartner(trx, params.partnerId);
     if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
     const key = await issueApiKey(trx, { partnerId: partner.id, mode: params.mode, scope: params.scope ?? "full" });
     await appendAudit(trx, {
@@ -153,7 +150,7 @@ export async function addPartnerPaymentAddress(
   const network = enabledNetwork(context, params.network);
   const address = params.address.toLowerCase();
   const added = await context.store.transaction().execute(async (trx) => {
-    const partner = await trx.selectFrom("partner").select("id").where("id", "=", params.partnerId).executeTakeFirst();
+    const partner = await findPartner(trx, params.partnerId);
     if (partner === undefined) throw problems.notFound(`Partner ${params.partnerId}`);
     const id = await insertPaymentAddress(trx, {
       partnerId: partner.id,

@@ -109,3 +109,8 @@ export async function paymentAddressesOf(store: Store, partnerId: string) {
     .orderBy("created_at")
     .execute();
 }
+
+/** Payment addresses on every chain held by any partner but this one (lower case). */
+export async function paymentAddressesNotOf(db: Kysely<Database>, partnerId: string) {
+  return db.selectFrom("payment_address").select(["chain_id", "address"]).where("partner_id", "!=", partnerId).execute();
+}

@@ -12,7 +12,7 @@ import type { NetworkName } from "../config/networks.js";
 import type { PortalSettings } from "../config/option-types.js";
 import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problem, problems } from "../http/problem.js";
-import { findOffering, issuerOfOffering } from "../offerings/offerings.js";
+import { findOffering, issuerOfOffering, offeringNames } from "../offerings/offerings.js";
 import { purchaseIdsOfOrders } from "../orders/order-record.js";
 import { payingPaymentsOfSessions } from "../payments/payment-record.js";
 import { type RefundSummary, refundSummaries } from "../refunds/refunds.js";
@@ -208,7 +208,7 @@ export async function loadPurchaseRecords(store: Store, purchases: Purchase[]): 
   const offeringIds = [...new Set(purchases.map((purchase) => purchase.offeringId))];
   const [sessions, offerings, payments] = await Promise.all([
     sessionsByIds(store, sessionIds),
-    store.selectFrom("offering").select(["id", "name"]).where("id", "in", offeringIds).execute(),
+    offeringNames(store, offeringIds),
     payingPaymentsOfSessions(store, sessionIds),
   ]);
   const orderIds = sessions.map((session) => session.orderId);

@@ -33,11 +33,7 @@ export async function reserveUnits(
 ): Promise<void> {
   const { offering, units } = params;
   if (!(await takeOfferingUnits(trx, { offeringId: offering.id, units }))) {
-    const current = await trx
-      .selectFrom("offering")
-      .select(["status", "units_available"])
-      .where("id", "=", offering.id)
-      .executeTakeFirst();
+    const current = await findOffering(trx, offering.id);
     if (current?.status !== "open") throw offeringNotOpen(current?.status ?? "closed");
     throw problem("insufficient_units", `${current.units_available} unit(s) are available; ${units} were asked for.`, {
       unitsAvailable: current.units_available,
@@ -90,11 +86,7 @@ async function assertHoldCaps(
       { maxOpenPurchases: MAX_OPEN_PURCHASES_PER_INVESTOR },
     );
   }
-  const eligibility = await trx
-    .selectFrom("investor_eligibility")
-    .select("kyc_status")
-    .where("address", "=", params.investor)
-    .executeTakeFirst();
+  const eligibility = await findEligibility(trx, params.investor);
   if (eligibility?.kyc_status === "approved") return;
   const held = await unpaidUnitsOfUnverified(trx, offering.id);
   const cap = Math.max(offering.max_units_per_investor, Math.ceil((offering.total_units * UNVERIFIED_HOLD_PERCENT) / 100));

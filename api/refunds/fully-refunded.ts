@@ -1,5 +1,4 @@
 import type { Kysely } from "kysely";
-import { returnRefundedPurchaseUnits } from "../purchases/reservations.js";
 import { revokeUnclaimedRewardsOfOrder } from "../rewards/revoke-reward.js";
 import type { Database } from "../store/database.js";
 import { markFullyRefunded, type PaymentRef } from "./refund-record.js";
@@ -15,14 +14,19 @@ import { markFullyRefunded, type PaymentRef } from "./refund-record.js";
  *   out (or whose claim is confirming) owes the revocation: the customer may still send
  *   that voucher until its deadline, as for any revoke, but no new voucher is issued and
  *   the reward-claims worker revokes it once the voucher lapses unclaimed;
- * - an RWA purchase's units go back to its offering (the purchase's `refund` transition).
- *   A partial refund keeps them: units are not split by money.
+ * - `alsoOnFullRefund`, what the folders above refunds take away: an RWA purchase's units go
+ *   back to its offering (the purchase's `refund` transition; api/purchases imports refunds, so
+ *   the service's composition, api/service-workers.ts, hands `returnRefundedPurchaseUnits` to
+ *   the refund worker). A partial refund keeps them: units are not split by money.
  */
 export async function onOrderFullyRefunded(
   trx: Kysely<Database>,
-  params: { orderId: string; payment: PaymentRef; now: number },
+  params: { orderId: string; payment: PaymentRef; now: number; alsoOnFullRefund: AlsoOnFullRefund },
 ): Promise<void> {
   if (!(await markFullyRefunded(trx, { payment: params.payment, now: params.now }))) return;
   await revokeUnclaimedRewardsOfOrder(trx, { orderId: params.orderId, reason: "order_refunded", now: params.now });
-  await returnRefundedPurchaseUnits(trx, { orderId: params.orderId, now: params.now });
+  await params.alsoOnFullRefund(trx, { orderId: params.orderId, now: params.now });
 }
+
+/** What else a full refund takes away, in its transaction (an RWA purchase's units: `returnRefundedPurchaseUnits`). */
+export type AlsoOnFullRefund = (trx: Kysely<Database>, params: { orderId: string; now: number }) => Promise<unknown>;

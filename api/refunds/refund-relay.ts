@@ -1,5 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { encodeFunctionData, type Hex, toHex } from "viem";
+import { encodeFunctionData, type Hex } from "viem";
 import type { AppContext } from "../app-context.js";
 import { networkByChainId } from "../config/enabled-networks.js";
 import {
@@ -7,7 +6,12 @@ import {
   assertAuthorizationOnChain,
   assertAuthorizationTerms,
 } from "../gasless/authorization-checks.js";
-import { eip3009Abi, readTokenDomain, transferWithAuthorizationTypes } from "../gasless/eip3009.js";
+import {
+  eip3009Abi,
+  randomAuthorizationNonce,
+  readTokenDomain,
+  transferAuthorizationTypedDataForWallet,
+} from "../gasless/eip3009.js";
 import { assertRelayAllowed, assertRelayedAmount, type RelayCharge } from "../gasless/relay-charges.js";
 import { RelayFailure, relayContractCall, relayerOf } from "../gasless/relayer.js";
 import { type ProblemCode, ProblemError } from "../http/problem.js";
@@ -96,17 +100,14 @@ export async function refundAuthorizationRequest(context: AppContext, params: { 
   return {
     refundId: refund.id,
     relayer: relayer.address,
-    domain,
-    types: { TransferWithAuthorization: [...transferWithAuthorizationTypes.TransferWithAuthorization] },
-    primaryType: "TransferWithAuthorization" as const,
-    message: {
+    ...transferAuthorizationTypedDataForWallet(domain, {
       from: instructions.from,
       to: instructions.to,
-      value: instructions.amount,
-      validAfter: "0",
-      validBefore: (block.timestamp + REFUND_AUTHORIZATION_VALIDITY_SECONDS).toString(),
-      nonce: toHex(randomBytes(32)),
-    },
+      value: BigInt(instructions.amount),
+      validAfter: 0n,
+      validBefore: block.timestamp + REFUND_AUTHORIZATION_VALIDITY_SECONDS,
+      nonce: randomAuthorizationNonce(),
+    }),
   };
 }
 

@@ -13,7 +13,7 @@ import type { Database } from "../store/database.js";
 import { sameHex } from "../values/checksum-address.js";
 import { type LogKey, logKey } from "../values/log-key.js";
 import { type Worker, wakeWorker } from "../workers/run-worker.js";
-import { onOrderFullyRefunded } from "./fully-refunded.js";
+import { type AlsoOnFullRefund, onOrderFullyRefunded } from "./fully-refunded.js";
 import {
   findOutgoingTransfer,
   insertOutgoingTransfer,
@@ -49,8 +49,10 @@ export const REFUND_WORKER_NAME = "refunds";
  * refund it completes, or `unmatched`), moves a matched refund to `pending` and, with
  * the network's confirmations, to `succeeded`; and watches recent outgoing transfers
  * for reorgs (a refund whose transfer left the chain waits again, `refund.reorged`).
+ * `alsoOnFullRefund`: what a full refund takes away outside this folder (fully-refunded.ts).
  */
-export function refundWorker(context: AppContext, options: { intervalMs?: number } = {}): Worker {
+export function refundWorker(context: AppContext, options: { intervalMs?: number; alsoOnFullRefund: AlsoOnFullRefund }): Worker {
+  const { alsoOnFullRefund } = options;
   const seenHeads = new Map<number, bigint>();
   /** Per chain, the head the last pass scanned to (in memory: a new process rescans once from the start block). */
   const scannedTo = new Map<number, bigint>();
@@ -72,10 +74,10 @@ export function refundWorker(context: AppContext, options: { intervalMs?: number
       for (const network of context.networks) {
         const head = heads.get(network.chainId)?.blockNumber;
         if (head === undefined) continue;
-        changes += await recordOutgoing(context, network, head, scannedTo);
-        changes += await watchOutgoing(context, network, head);
-        changes += await rematchRecent(context, network, head);
-        changes += await confirmPendingRefunds(context, network, head);
+        changes += await recordOutgoing(context, network, head, scannedTo, alsoOnFullRefund);
+        changes += await watchOutgoing(context, network, head, alsoOnFullRefund);
+        changes += await rematchRecent(context, network, head, alsoOnFullRefund);
+        changes += await confirmPendingRefunds(context, network, head, alsoOnFullRefund);
         seenHeads.set(network.chainId, head);
       }
       if (changes > 0) wakeWorker(DISPATCHER_NAME);
@@ -84,7 +86,13 @@ export function refundWorker(context: AppContext, options: { intervalMs?: number
 }
 
 /** Records the new outgoing transfers of every payment address of the network; returns how many it recorded. */
-async function recordOutgoing(context: AppContext, network: NetworkConfig, head: bigint, scannedTo: Map<number, bigint>) {
+async function recordOutgoing(
+  context: AppContext,
+  network: NetworkConfig,
+  head: bigint,
+  scannedTo: Map<number, bigint>,
+  alsoOnFullRefund: AlsoOnFullRefund,
+) {
   const scanned = scannedTo.get(network.chainId);
   let fromBlock = scanned === undefined ? BigInt(network.startBlock) : scanned - WATCH_BLOCKS + 1n;
   if (fromBlock < 0n) fromBlock = 0n;
@@ -109,7 +117,7 @@ async function recordOutgoing(context: AppContext, network: NetworkConfig, head:
       const claims = await rewardClaimsOf(context, network.chainId, fresh);
       for (const transfer of fresh) {
         const rewardClaims = claims.get(transfer.transactionHash.toLowerCase()) ?? [];
-        if (await recordOutgoingTransfer(context.store, { transfer, network, head, rewardClaims })) recorded++;
+        if (await recordOutgoingTransfer(context.store, { transfer, network, head, rewardClaims, alsoOnFullRefund })) recorded++;
       }
       const last = transfers.at(-1) as IndexedTransfer;
       after = { chainId: last.chainId, blockNumber: last.blockNumber, logIndex: last.logIndex };
@@ -160,6 +168,7 @@ export async function recordOutgoingTransfer(
     network: NetworkConfig;
     head: bigint;
     rewardClaims: readonly RewardClaimOfTransaction[];
+    alsoOnFullRefund: AlsoOnFullRefund;
     now?: number;
   },
 ): Promise<boolean> {
@@ -175,6 +184,7 @@ export async function recordOutgoingTransfer(
         network: params.network,
         head: params.head,
         rewardClaims: params.rewardClaims,
+        alsoOnFullRefund: params.alsoOnFullRefund,
         now,
       });
     }
@@ -196,6 +206,7 @@ async function matchOutgoingTransfer(
     network: NetworkConfig;
     head: bigint;
     rewardClaims: readonly RewardClaimOfTransaction[];
+    alsoOnFullRefund: AlsoOnFullRefund;
     now: number;
   },
 ): Promise<boolean> {
@@ -245,12 +256,17 @@ async function matchOutgoingTransfer(
     throw new Error(`outgoing transfer ${outgoing.transactionHash}:${outgoing.logIndex} changed while matched`);
   }
   const pending: Refund = { ...refund, status: "pending", transfer, updatedAt: now };
-  if (confirmationsOf(outgoing, params.head) >= network.confirmations) await succeedRefund(trx, { refund: pending, now });
+  if (confirmationsOf(outgoing, params.head) >= network.confirmations) {
+    await succeedRefund(trx, { refund: pending, now, alsoOnFullRefund: params.alsoOnFullRefund });
+  }
   return true;
 }
 
 /** A pending refund whose transfer is final: `succeeded`, `refund.succeeded`, and a full refund's consequences. */
-async function succeedRefund(trx: Kysely<Database>, params: { refund: Refund; now: number }): Promise<boolean> {
+async function succeedRefund(
+  trx: Kysely<Database>,
+  params: { refund: Refund; now: number; alsoOnFullRefund: AlsoOnFullRefund },
+): Promise<boolean> {
   const { refund, now } = params;
   if (!(await moveRefund(trx, { refund, transition: "succeed", now }))) return false;
   const succeeded: Refund = { ...refund, status: "succeeded", succeededAt: now, updatedAt: now };
@@ -259,14 +275,24 @@ async function succeedRefund(trx: Kysely<Database>, params: { refund: Refund; no
     const payment = await findPayment(trx, refund.payment);
     const refunds = await refundsOfPayment(trx, refund.payment);
     if (payment !== undefined && refundTotals(payment.amount, refunds).refundStatus === "full") {
-      await onOrderFullyRefunded(trx, { orderId: refund.orderId, payment: refund.payment, now });
+      await onOrderFullyRefunded(trx, {
+        orderId: refund.orderId,
+        payment: refund.payment,
+        now,
+        alsoOnFullRefund: params.alsoOnFullRefund,
+      });
     }
   }
   return true;
 }
 
 /** Pending refunds whose transfer reached the network's confirmations succeed; returns how many did. */
-async function confirmPendingRefunds(context: AppContext, network: NetworkConfig, head: bigint): Promise<number> {
+async function confirmPendingRefunds(
+  context: AppContext,
+  network: NetworkConfig,
+  head: bigint,
+  alsoOnFullRefund: AlsoOnFullRefund,
+): Promise<number> {
   let changed = 0;
   for (const refund of await pendingRefunds(context.store, { chainId: network.chainId, limit: BATCH })) {
     const transfer = refund.transfer;
@@ -279,7 +305,7 @@ async function confirmPendingRefunds(context: AppContext, network: NetworkConfig
     const now = Date.now();
     const done = await context.store.transaction().execute(async (trx) => {
       const current = await findRefund(trx, refund.id);
-      return current?.status === "pending" ? succeedRefund(trx, { refund: current, now }) : false;
+      return current?.status === "pending" ? succeedRefund(trx, { refund: current, now, alsoOnFullRefund }) : false;
     });
     if (done) changed++;
   }
@@ -291,7 +317,12 @@ async function confirmPendingRefunds(context: AppContext, network: NetworkConfig
  * ready block was read from a head a moment old, or that became ready after the
  * transfer was recorded.
  */
-async function rematchRecent(context: AppContext, network: NetworkConfig, head: bigint): Promise<number> {
+async function rematchRecent(
+  context: AppContext,
+  network: NetworkConfig,
+  head: bigint,
+  alsoOnFullRefund: AlsoOnFullRefund,
+): Promise<number> {
   const from = head > WATCH_BLOCKS ? head - WATCH_BLOCKS : 0n;
   const unmatched = (
     await outgoingTransfersBetween(context.store, {
@@ -309,7 +340,9 @@ async function rematchRecent(context: AppContext, network: NetworkConfig, head: 
     const now = Date.now();
     const done = await context.store.transaction().execute(async (trx) => {
       const current = await findOutgoingTransfer(trx, outgoing);
-      return current === undefined ? false : matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
+      return current === undefined
+        ? false
+        : matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, alsoOnFullRefund, now });
     });
     if (done) matched++;
   }
@@ -325,7 +358,12 @@ type Whereabouts = { kind: "unchanged" } | { kind: "moved"; blockNumber: bigint;
  * succeeded); one re-mined in another block keeps its refund with the new block; a
  * reorged one back in the index is matched again from scratch.
  */
-async function watchOutgoing(context: AppContext, network: NetworkConfig, head: bigint): Promise<number> {
+async function watchOutgoing(
+  context: AppContext,
+  network: NetworkConfig,
+  head: bigint,
+  alsoOnFullRefund: AlsoOnFullRefund,
+): Promise<number> {
   const from = head > WATCH_BLOCKS ? head - WATCH_BLOCKS : 0n;
   const recorded = await outgoingTransfersBetween(context.store, {
     chainId: network.chainId,
@@ -362,7 +400,9 @@ async function watchOutgoing(context: AppContext, network: NetworkConfig, head: 
       const block = { number: back.blockNumber, hash: back.blockHash };
       if (!(await moveOutgoingTransfer(trx, { transfer: outgoing, transition: "restore", now, input: { block } }))) return false;
       const current = await findOutgoingTransfer(trx, outgoing);
-      if (current !== undefined) await matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, now });
+      if (current !== undefined) {
+        await matchOutgoingTransfer(trx, { outgoing: current, network, head, rewardClaims, alsoOnFullRefund, now });
+      }
       return true;
     });
     if (restored) changed++;

@@ -6,7 +6,7 @@ import { CALLERS, declareRoute } from "../http/callers.js";
 import { listPaymentAddresses, watchedByIndexer } from "../partners/payment-addresses.js";
 import { reorgSummary } from "../settlement/reorg-watch.js";
 import { checksum } from "../values/checksum-address.js";
-import { readHeartbeats } from "../workers/heartbeats.js";
+import { readHeartbeats } from "../workers/run-worker.js";
 import type { AppEnv } from "./app-env.js";
 import { ChainCheckSchema, chainChecks, HealthReasonSchema, headAndLag, storeCheck, withTimeout } from "./health-checks.js";
 

@@ -12,6 +12,7 @@ import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
 import { submitTransactionHash } from "../settlement/submit-transaction-hash.js";
 import { sendTestPayment, testPaymentsEnabled } from "../settlement/test-payment.js";
+import { checksum } from "../values/checksum-address.js";
 import { publicSessionView } from "../views/public-session-view.js";
 import type { AppEnv } from "./app-env.js";
 import { PaymentSchema, TestPaymentResultSchema } from "./checkout-sessions.js";
@@ -111,7 +112,22 @@ const validateRoute = declareRoute({
   path: "/sessions/{id}/validate",
   security: CALLERS.anyone,
   summary: "Validate a session for the hosted checkout (browser)",
-  request: { params: SessionParam, body: json(z.object({ clientToken })) },
+  request: {
+    params: SessionParam,
+    body: json(
+      z.object({
+        clientToken,
+        payer: z
+          .string()
+          .refine((value): value is Address => isAddress(value, { strict: false }), "an address")
+          .optional()
+          .openapi({
+            description:
+              "The customer's connected wallet: the answer's `gasless.typedData` is then what that wallet signs to pay without gas",
+          }),
+      }),
+    ),
+  },
   responses: { ...ok("The session as the customer may see it", PublicSessionSchema), ...errorResponses(...tokenProblems) },
 });
 const detailsRoute = declareRoute({
@@ -224,12 +240,10 @@ export function publicCheckoutRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv>()
     .openapi(validateRoute, async (c) => {
       const { id } = c.req.valid("param");
-      const session = await authenticateClientToken(context.store, {
-        sessionId: id,
-        clientToken: c.req.valid("json").clientToken,
-        use: "read",
-      });
-      return c.json(await publicSessionView(context, session), 200);
+      const body = c.req.valid("json");
+      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: body.clientToken, use: "read" });
+      const payer = body.payer === undefined ? undefined : checksum(body.payer);
+      return c.json(await publicSessionView(context, session, { payer }), 200);
     })
     .openapi(detailsRoute, async (c) => {
       const { id } = c.req.valid("param");

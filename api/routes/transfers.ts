@@ -2,8 +2,8 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
 import { CALLERS, declareRoute } from "../http/callers.js";
-import { listTransfers } from "../indexed/list-transfers.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
+import { listTransfers } from "../views/transfer-list.js";
 import type { AppEnv } from "./app-env.js";
 
 const blockNumber = z

@@ -1,4 +1,5 @@
 import type { Kysely } from "kysely";
+import { isActiveIssuer } from "../compliance/issuers.js";
 import type { ServiceSettings } from "../config/settings.js";
 import { ProblemError } from "../http/problem.js";
 import { membershipsOf } from "../partners/members.js";
@@ -50,13 +51,7 @@ export async function assertMayUsePortal(
     return;
   }
   if (params.role === "issuer") {
-    const issuer = await db
-      .selectFrom("issuer")
-      .select("id")
-      .where("address", "=", address)
-      .where("disabled_at", "is", null)
-      .executeTakeFirst();
-    if (issuer === undefined)
+    if (!(await isActiveIssuer(db, address)))
       throw notAllowed("issuer", "This wallet is not a registered issuer; an admin registers issuer wallets.");
   }
 }

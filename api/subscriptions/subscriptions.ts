@@ -10,6 +10,7 @@ import { keysetPage } from "../http/cursor.js";
 import { ProblemError, problem, problems } from "../http/problem.js";
 import type { EventData } from "../outbox/event-types.js";
 import { recordEvent } from "../outbox/record-event.js";
+import { paymentAddressesOnChain } from "../partners/payment-addresses.js";
 import type { Database } from "../store/database.js";
 import type { SubscriptionStatus } from "../store/subscription-tables.js";
 import { allows } from "../store/transition-table.js";
@@ -70,13 +71,7 @@ function subscriptionNetwork(context: Pick<AppContext, "networks">, name: Networ
 
 /** The partner's payment address charges go to: the first one of the network the indexer watches. */
 async function payeeOf(db: Kysely<Database>, partnerId: string, network: NetworkConfig): Promise<Address> {
-  const rows = await db
-    .selectFrom("payment_address")
-    .select("address")
-    .where("partner_id", "=", partnerId)
-    .where("chain_id", "=", network.chainId)
-    .orderBy("address")
-    .execute();
+  const rows = await paymentAddressesOnChain(db, { chainId: network.chainId, partnerId });
   const watched = new Set(network.paymentAddresses.map((address) => address.toLowerCase()));
   const payee = rows.map((row) => row.address).find((address) => watched.has(address.toLowerCase()));
   if (payee === undefined) {

@@ -1,3 +1,4 @@
+import type { Address } from "viem";
 import type { AppContext } from "../app-context.js";
 import { findCertificate } from "../certificates/certificate-record.js";
 import { presentationView, readPresentation } from "../checkout/hosted-options.js";
@@ -13,8 +14,11 @@ import { rewardsOfOrders } from "../rewards/reward-record.js";
 import { rewardView } from "../rewards/reward-view.js";
 import { testPaymentsEnabled } from "../settlement/test-payment.js";
 
-/** The session as the customer sees it: no partner metadata, the payment's progress, the certificate. */
-export async function publicSessionView(context: AppContext, session: CheckoutSession) {
+/**
+ * The session as the customer sees it: no partner metadata, the payment's progress, the certificate.
+ * With the customer's connected wallet (`payer`), the typed data that wallet signs to pay without gas.
+ */
+export async function publicSessionView(context: AppContext, session: CheckoutSession, read: { payer?: Address } = {}) {
   const order = await getOrder(context.store, session.orderId);
   // The payment that pays (or paid) the session, if any; the certificate from its record.
   const payment = await paymentOfSession(context.store, { sessionId: session.id, statuses: ["pending", "settled", "attached"] });
@@ -53,7 +57,7 @@ export async function publicSessionView(context: AppContext, session: CheckoutSe
       status: certificate?.status ?? (session.certificateEnabled ? "awaiting_wallet" : "not_requested"),
       mintTransactionHash: certificate?.mintTransactionHash ?? null,
     },
-    ...(await gaslessSessionView(context, session)),
+    ...(await gaslessSessionView(context, session, read.payer)),
     // The order's rewards the customer may claim (docs/rewards.md); ids for POST /v1/public/rewards/:id/claim.
     rewards: (await rewardsOfOrders(context.store, [session.orderId])).map(rewardView),
   };

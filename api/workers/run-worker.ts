@@ -184,3 +184,8 @@ export function stopWorkersBeforeExit(running: RunningWorkers, graceMs: number):
     });
   }
 }
+
+/** Every worker's last heartbeat (written above, one row per worker and host), for health. */
+export async function readHeartbeats(store: Store) {
+  return store.selectFrom("worker_heartbeat").selectAll().execute();
+}

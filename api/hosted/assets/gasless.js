@@ -1,52 +1,24 @@
 // "Pay from a connected wallet, no ETH needed" (EIP-3009), beside the plain transfer.
 // The customer's injected wallet signs TransferWithAuthorization for exactly this
 // session (its payment address, its displayed amount, valid until its expiry, a fresh
-// random nonce) against the token's own EIP-712 domain, which the session read gives;
-// the service relays it and pays the gas. Nothing here moves money by itself: the
+// random nonce) against the token's own EIP-712 domain: the typed data the service
+// serves for that wallet (the session read with `payer`), signed as served. The service
+// relays it and pays the gas. Nothing here moves money by itself: the
 // session settles from the chain like any transfer, and the page's poll shows it.
 (() => {
   const mounted = new WeakMap();
 
-  function randomNonce() {
-    const bytes = crypto.getRandomValues(new Uint8Array(32));
-    return `0x${Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")}`;
-  }
+  const sessionPath = (options, suffix) => `/v1/public/checkout/sessions/${encodeURIComponent(options.sessionId)}/${suffix}`;
 
-  function typedData(session, from) {
-    const { domain } = session.gasless;
-    return {
-      types: {
-        EIP712Domain: [
-          { name: "name", type: "string" },
-          { name: "version", type: "string" },
-          { name: "chainId", type: "uint256" },
-          { name: "verifyingContract", type: "address" },
-        ],
-        TransferWithAuthorization: [
-          { name: "from", type: "address" },
-          { name: "to", type: "address" },
-          { name: "value", type: "uint256" },
-          { name: "validAfter", type: "uint256" },
-          { name: "validBefore", type: "uint256" },
-          { name: "nonce", type: "bytes32" },
-        ],
-      },
-      primaryType: "TransferWithAuthorization",
-      domain: {
-        name: domain.name,
-        version: domain.version,
-        chainId: domain.chainId,
-        verifyingContract: domain.verifyingContract,
-      },
-      message: {
-        from,
-        to: session.payment.recipient,
-        value: session.payment.amount,
-        validAfter: "0",
-        validBefore: String(Math.floor(Date.parse(session.expiresAt) / 1000)),
-        nonce: randomNonce(),
-      },
-    };
+  /**
+   * What the connected wallet signs, as the service builds it for that wallet (the session
+   * read with `payer`): the page adds nothing and changes nothing.
+   */
+  async function servedTypedData(options, from) {
+    const session = await window.UsdcHostedApi.post(sessionPath(options, "validate"), options.clientToken, { payer: from });
+    const typedData = session.gasless?.typedData;
+    if (!typedData) throw new Error("Paying from a connected wallet is not offered for this checkout any more.");
+    return typedData;
   }
 
   async function ensureChain(provider, chainId) {
@@ -93,18 +65,14 @@
       const [from] = await provider.request({ method: "eth_requestAccounts" });
       await ensureChain(provider, state.session.chainId);
       ui.status.textContent = "Confirm the signature in your wallet (no fee).";
-      const data = typedData(state.session, from);
+      const data = await servedTypedData(options, from);
       const signature = await provider.request({ method: "eth_signTypedData_v4", params: [from, JSON.stringify(data)] });
       ui.status.textContent = "Sending your payment…";
-      const answer = await window.UsdcHostedApi.post(
-        `/v1/public/checkout/sessions/${encodeURIComponent(options.sessionId)}/authorizations`,
-        options.clientToken,
-        {
-          authorization: data.message,
-          signature,
-          domain: { chainId: data.domain.chainId, verifyingContract: data.domain.verifyingContract },
-        },
-      );
+      const answer = await window.UsdcHostedApi.post(sessionPath(options, "authorizations"), options.clientToken, {
+        authorization: data.message,
+        signature,
+        domain: { chainId: data.domain.chainId, verifyingContract: data.domain.verifyingContract },
+      });
       state.submitted = answer.transactionHash;
       ui.status.textContent = `Payment sent (transaction ${answer.transactionHash}). Waiting for the network…`;
       if (typeof options.onSubmitted === "function") options.onSubmitted(answer);

@@ -1,6 +1,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppContext } from "../../app-context.js";
-import { AuthorizationBody, RelayAnswerSchema, RelayViewSchema, toSubmission } from "../../gasless/authorization-schema.js";
+import {
+  AuthorizationBody,
+  RelayAnswerSchema,
+  RelayViewSchema,
+  TransferAuthorizationTypedDataSchema,
+  toSubmission,
+} from "../../gasless/authorization-schema.js";
 import { gaslessSessionView } from "../../gasless/gasless-view.js";
 import { submitAuthorization } from "../../gasless/submit-authorization.js";
 import { CALLERS, declareRoute } from "../../http/callers.js";
@@ -18,6 +24,11 @@ const GaslessPurchaseSchema = z
       .object({ name: z.string(), version: z.string(), chainId: z.number().int(), verifyingContract: z.string() })
       .nullable()
       .openapi({ description: "The token's own EIP-712 domain to sign against (null when not available)" }),
+    typedData: TransferAuthorizationTypedDataSchema.nullable().openapi({
+      description:
+        "What the investor's wallet signs, exactly as served: the purchase's amount from the signed-in wallet to its payment " +
+        "address, valid until the reservation ends, a fresh nonce on every read (null when not available)",
+    }),
     authorization: RelayViewSchema.nullable().openapi({
       description: "The latest authorization relayed for this purchase and its outcome (a failed relay shows here)",
     }),
@@ -25,8 +36,9 @@ const GaslessPurchaseSchema = z
   .openapi("GaslessPurchase");
 
 /**
- * `POST /api/rwa/settlements/authorization`: the investor pays a purchase without gas (docs/gasless.md). `GET …/{purchaseId}` gives what the console signs against (the token's own
- * domain, read by the service: the console never reads the chain) and the relay's progress.
+ * `POST /api/rwa/settlements/authorization`: the investor pays a purchase without gas (docs/gasless.md). `GET …/{purchaseId}`
+ * gives what the console signs (the typed data, over the token's own domain read by the service: the console never reads
+ * the chain) and the relay's progress.
  */
 export function gaslessPurchaseRoutes(context: AppContext) {
   const submit = new OpenAPIHono<AppEnv & { Variables: PortalVariables }>().openapi(
@@ -65,14 +77,15 @@ export function gaslessPurchaseRoutes(context: AppContext) {
       method: "get",
       path: "/authorization/{purchaseId}",
       tags: ["RWA: investor purchases"],
-      summary: "Whether a purchase may be paid without gas, the domain to sign against, and the relay's progress",
+      summary: "Whether a purchase may be paid without gas, the typed data to sign, and the relay's progress",
       security: CALLERS.investor,
       request: { params: z.object({ purchaseId: z.string().min(1).max(100) }) },
       responses: { 200: jsonResponse("The purchase's gasless payment", GaslessPurchaseSchema), ...problemResponses },
     }),
     async (c) => {
-      const purchase = await ownPurchase(context.store, c.get("portalSession").address, c.req.valid("param").purchaseId);
-      const { gasless } = await gaslessSessionView(context, await sessionOf(context.store, purchase));
+      const investor = c.get("portalSession").address;
+      const purchase = await ownPurchase(context.store, investor, c.req.valid("param").purchaseId);
+      const { gasless } = await gaslessSessionView(context, await sessionOf(context.store, purchase), checksum(investor));
       return c.json({ purchaseId: purchase.id, ...gasless }, 200);
     },
   );

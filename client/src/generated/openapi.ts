@@ -2700,7 +2700,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether a purchase may be paid without gas, the domain to sign against, and the relay's progress */
+        /** Whether a purchase may be paid without gas, the typed data to sign, and the relay's progress */
         get: operations["getApiRwaSettlementsAuthorizationByPurchaseId"];
         put?: never;
         post?: never;
@@ -4796,6 +4796,37 @@ export interface components {
                 };
             } | null;
         };
+        /** @description What the payer's wallet signs, exactly as served: the amount due to the payment address, valid until the session's expiry, a fresh nonce. Null when not available, or when the read does not name the payer's wallet. */
+        TransferAuthorizationTypedData: {
+            types: {
+                EIP712Domain: {
+                    name: string;
+                    type: string;
+                }[];
+                TransferWithAuthorization: {
+                    name: string;
+                    type: string;
+                }[];
+            };
+            /** @enum {string} */
+            primaryType: "TransferWithAuthorization";
+            domain: {
+                name: string;
+                version: string;
+                chainId: number;
+                verifyingContract: string;
+            };
+            message: {
+                from: string;
+                to: string;
+                value: string;
+                validAfter: string;
+                /** @description Unix seconds; paying a session: its expiry, rounded down */
+                validBefore: string;
+                /** @description Fresh and random on every read */
+                nonce: string;
+            };
+        } | null;
         RelayView: {
             id: string;
             /** @enum {string} */
@@ -5311,12 +5342,14 @@ export interface components {
             createdAt: string;
             gasless: {
                 available: boolean;
+                /** @description The token's own EIP-712 domain (null when not available) */
                 domain: {
                     name: string;
                     version: string;
                     chainId: number;
                     verifyingContract: string;
                 } | null;
+                typedData: components["schemas"]["TransferAuthorizationTypedData"];
                 authorization: components["schemas"]["RelayView"];
             };
         };
@@ -5609,6 +5642,7 @@ export interface components {
                 chainId: number;
                 verifyingContract: string;
             } | null;
+            typedData: components["schemas"]["TransferAuthorizationTypedData"] & unknown;
             authorization: components["schemas"]["RelayView"] & unknown;
         };
         Issuer: {
@@ -7410,12 +7444,14 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutSession"] & {
                         gasless: {
                             available: boolean;
+                            /** @description The token's own EIP-712 domain (null when not available) */
                             domain: {
                                 name: string;
                                 version: string;
                                 chainId: number;
                                 verifyingContract: string;
                             } | null;
+                            typedData: components["schemas"]["TransferAuthorizationTypedData"];
                             authorization: components["schemas"]["RelayView"];
                         };
                     };
@@ -12710,6 +12746,8 @@ export interface operations {
             content: {
                 "application/json": {
                     clientToken: string;
+                    /** @description The customer's connected wallet: the answer's `gasless.typedData` is then what that wallet signs to pay without gas */
+                    payer?: string;
                 };
             };
         };
@@ -16203,12 +16241,14 @@ export interface operations {
                     "application/json": components["schemas"]["CheckoutSession"] & {
                         gasless: {
                             available: boolean;
+                            /** @description The token's own EIP-712 domain (null when not available) */
                             domain: {
                                 name: string;
                                 version: string;
                                 chainId: number;
                                 verifyingContract: string;
                             } | null;
+                            typedData: components["schemas"]["TransferAuthorizationTypedData"];
                             authorization: components["schemas"]["RelayView"];
                         };
                     };

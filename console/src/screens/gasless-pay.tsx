@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { type Address as EvmAddress, isAddressEqual, toHex } from "viem";
+import { type Address as EvmAddress, isAddressEqual } from "viem";
 import { useChains, useConnect, useConnection, useConnectors, useSignTypedData, useSwitchChain } from "wagmi";
 import { ApiProblem, api } from "../api";
 import type { Answer } from "../api-types";
@@ -12,8 +12,9 @@ import { Address, ProblemBox, When } from "../ui";
  * "Pay from a connected wallet, no ETH needed" (EIP-3009, docs/gasless.md): the
  * investor's wallet signs a `TransferWithAuthorization` of exactly the purchase's
  * amount to its payment address, valid until the reservation ends, with a fresh
- * random nonce, against the token's own EIP-712 domain (which the service reads from
- * the token: the console never reads the chain). The service checks it and its
+ * random nonce, against the token's own EIP-712 domain: the typed data as the service
+ * serves it (`typedData` of the purchase's gasless read; the service reads the domain
+ * from the token: the console never reads the chain). The service checks it and its
  * relayer sends it and pays the gas; the purchase then settles from the index like
  * any transfer, which the purchase screen follows.
  */
@@ -21,17 +22,6 @@ import { Address, ProblemBox, When } from "../ui";
 export type PurchasePayment = { tokenAddress: string; recipient: string; amount: string; chainId: number };
 
 type GaslessRead = Answer<"/api/rwa/settlements/authorization/{purchaseId}">;
-
-const transferWithAuthorizationTypes = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-} as const;
 
 /** What each refusal (problem code) or relay failure means for the investor, in words. */
 const REFUSAL_TEXT: Record<string, string> = {
@@ -204,8 +194,9 @@ export function GaslessPay({
 
   const pay = useMutation({
     mutationFn: async () => {
-      const domain = gasless.data?.domain;
-      if (!domain || !session) throw new WalletStateError("Paying without ETH is not offered for this purchase right now.");
+      if (!gasless.data?.available || !session) {
+        throw new WalletStateError("Paying without ETH is not offered for this purchase right now.");
+      }
       setPhase("connecting");
       let from = connection.address;
       let connector = connection.connector;
@@ -224,36 +215,23 @@ export function GaslessPay({
       if ((await connector.getChainId()) !== payment.chainId) {
         throw new WalletStateError("Switch your wallet to this purchase's network first (see above).");
       }
-      const authorization = {
-        from,
-        to: payment.recipient as EvmAddress,
-        value: BigInt(payment.amount),
-        validAfter: 0n,
-        validBefore: BigInt(Math.floor(Date.parse(expiresAt) / 1000)),
-        nonce: toHex(crypto.getRandomValues(new Uint8Array(32))),
-      };
+      // What the wallet signs is the service's, read now (a fresh nonce): the console adds nothing and changes nothing.
+      const typedData = (await readGasless(purchaseId, token)).typedData;
+      if (!typedData) throw new WalletStateError("Paying without ETH is not offered for this purchase right now.");
       setPhase("signing");
       const signature = await signTypedData.mutateAsync({
         account: from,
-        // The document types an address as a string; the signer wants its 0x form.
-        domain: { ...domain, verifyingContract: domain.verifyingContract as EvmAddress },
-        types: transferWithAuthorizationTypes,
-        primaryType: "TransferWithAuthorization",
-        message: authorization,
+        // The document types addresses and amounts as strings; the wallet takes the JSON as served.
+        ...(typedData as unknown as Parameters<typeof signTypedData.mutateAsync>[0]),
       });
       setPhase("sending");
       return api<Answer<"/api/rwa/settlements/authorization", "post">>("/api/rwa/settlements/authorization", {
         token,
         json: {
           purchaseId,
-          authorization: {
-            ...authorization,
-            value: authorization.value.toString(),
-            validAfter: "0",
-            validBefore: authorization.validBefore.toString(),
-          },
+          authorization: typedData.message,
           signature,
-          domain: { chainId: domain.chainId, verifyingContract: domain.verifyingContract },
+          domain: { chainId: typedData.domain.chainId, verifyingContract: typedData.domain.verifyingContract },
         },
       });
     },
@@ -332,15 +310,19 @@ export function GaslessPay({
   );
 }
 
+function readGasless(purchaseId: string, token: string | null) {
+  return api<GaslessRead>(`/api/rwa/settlements/authorization/${encodeURIComponent(purchaseId)}`, { token });
+}
+
 /**
- * The purchase's gasless read (domain to sign against, relay progress). `following`: polled
+ * The purchase's gasless read (the typed data to sign, relay progress). `following`: polled
  * while a relay is in flight; `"until-mined"`: polled while the relay is queued or submitted.
  */
 export function useGaslessRead(purchaseId: string, following: boolean | "until-mined") {
   const { token } = useSession();
   return useQuery({
     queryKey: ["rwa-gasless", purchaseId],
-    queryFn: () => api<GaslessRead>(`/api/rwa/settlements/authorization/${encodeURIComponent(purchaseId)}`, { token }),
+    queryFn: () => readGasless(purchaseId, token),
     // While a relay is followed: until it fails (the screen then stops following) or the purchase settles (this unmounts).
     refetchInterval: (query) => {
       if (following === "until-mined") {

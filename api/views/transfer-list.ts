@@ -3,10 +3,10 @@ import { z } from "zod";
 import type { AppContext } from "../app-context.js";
 import { keysetPage, type Page } from "../http/cursor.js";
 import { problems } from "../http/problem.js";
+import { confirmationsOf } from "../indexed/confirmations.js";
+import type { IndexedTransfer, TransferPosition } from "../indexed/indexed-chain.js";
 import { paymentAddressesOf } from "../partners/payment-addresses.js";
 import { checksum } from "../values/checksum-address.js";
-import { confirmationsOf } from "./confirmations.js";
-import type { IndexedTransfer, TransferPosition } from "./indexed-chain.js";
 
 /** A transfer as `GET /v1/transfers` shows it: addresses checksummed, amounts and blocks as decimal strings. */
 export type TransferView = {
