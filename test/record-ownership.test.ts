@@ -83,14 +83,31 @@ const OWNERS: Record<string, string> = {
   worker_heartbeat: "api/workers/run-worker.ts",
 };
 
+/** Why the session record reads its neighbours: the hot paths answer from one query (docs/architecture.md, "The hot paths"). */
+const SURROUNDINGS =
+  "the session with its surroundings in one query (sessionWithSurroundings: the status poll, hash submission, the partner's look-up)";
+
 /** Table → record modules that join it into a query about their own record (rule 4), and why. */
 const READERS: Record<string, Record<string, string>> = {
   checkout_session: {
     "api/payments/payment-record.ts": "a payment with its session (and its order): the reorg watch, the list, the accounting",
     "api/purchases/purchase-record.ts": "a purchase with its session's status: unpaid holds, release candidates",
   },
-  orders: { "api/payments/payment-record.ts": "a payment with its session's order (reorgedPayments)" },
-  client_token: { "api/checkout/session-record.ts": "the session a client token opens (sessionOfClientToken)" },
+  orders: {
+    "api/payments/payment-record.ts": "a payment with its session's order (reorgedPayments)",
+    "api/checkout/session-record.ts": `its order: ${SURROUNDINGS}`,
+  },
+  client_token: {
+    "api/checkout/session-record.ts":
+      "the session a client token opens (sessionOfClientToken, and the token's admission read with the surroundings)",
+  },
+  payment: { "api/checkout/session-record.ts": `the payment paying it and the latest unresolved one: ${SURROUNDINGS}` },
+  certificate: { "api/checkout/session-record.ts": `its order's certificate: ${SURROUNDINGS}` },
+  session_presentation: { "api/checkout/session-record.ts": `its hosted options: ${SURROUNDINGS}` },
+  partner: { "api/checkout/session-record.ts": `its partner's name, the page's fallback title: ${SURROUNDINGS}` },
+  partner_branding: { "api/checkout/session-record.ts": `its partner's branding (no logo bytes): ${SURROUNDINGS}` },
+  relayed_authorization: { "api/checkout/session-record.ts": `its latest relayed authorization: ${SURROUNDINGS}` },
+  reward: { "api/checkout/session-record.ts": `its order's rewards: ${SURROUNDINGS}` },
   offering: { "api/purchases/purchase-record.ts": "purchases with their offering: holder register, sold-out totals" },
   issuer: { "api/purchases/purchase-record.ts": "purchases with their offering's issuer: an issuer's holder register" },
   investor_eligibility: { "api/purchases/purchase-record.ts": "purchases with their investor's eligibility: unverified units" },

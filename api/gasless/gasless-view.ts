@@ -41,9 +41,17 @@ export async function latestAuthorization(store: Store, sessionId: string) {
  * relayed authorization with its outcome (a failed relay is reported here).
  */
 export async function gaslessSessionView(context: AppContext, session: CheckoutSession) {
+  return gaslessViewOf(context, session, await latestAuthorization(context.store, session.id));
+}
+
+/** `gasless` of a session whose latest relayed authorization was read with it (`sessionWithSurroundings`). */
+export async function gaslessViewOf(
+  context: AppContext,
+  session: CheckoutSession,
+  latest: RelayedAuthorizationTable | undefined,
+) {
   const network = networkByChainId(context, session.chainId);
   const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
-  const latest = await latestAuthorization(context.store, session.id);
   const domain =
     relayer === undefined || session.status !== "awaiting_payment"
       ? null
