@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { CompiledQuery, type Kysely } from "kysely";
 import type { Address } from "viem";
 import { getOrder, type Order, orderIsCredited } from "../orders/order-record.js";
 import type {
@@ -405,6 +405,75 @@ export async function sessionWithSurroundings(
   db: Kysely<Database>,
   by: { sessionId: string; partnerId?: string; clientTokenHash?: string } | { clientTokenHash: string },
 ): Promise<SessionSurroundings | undefined> {
+  const given = {
+    sessionId: "sessionId" in by ? by.sessionId : undefined,
+    partnerId: "partnerId" in by ? by.partnerId : undefined,
+    clientTokenHash: by.clientTokenHash,
+  };
+  // Building and compiling this query took more of the replica's time than running it (a CPU
+  // profile of the status poll): it is compiled once per shape and dialect, then run with the
+  // values of this call in place of the placeholders it was compiled with.
+  const compiled = compiledSurroundings(db, {
+    sessionId: given.sessionId !== undefined,
+    partnerId: given.partnerId !== undefined,
+    clientTokenHash: given.clientTokenHash !== undefined,
+  });
+  const parameters = compiled.parameters.map((value) => {
+    const name = placeholderNames.get(value);
+    return name === undefined ? value : given[name];
+  });
+  const result = await db.executeQuery(CompiledQuery.raw(compiled.sql, parameters));
+  const row = result.rows[0] as SurroundingsRow | undefined;
+  if (row === undefined) return undefined;
+  return toSurroundings(row);
+}
+
+type SurroundingsRow = CheckoutSessionRow & {
+  order_json: unknown;
+  paying_payment_json: unknown;
+  unresolved_payment_json: unknown;
+  certificate_json: unknown;
+  presentation_json: unknown;
+  partner_name: string | null;
+  branding_json: unknown;
+  latest_relay_json: unknown;
+  rewards_json: unknown;
+  token_expires_at?: number | string | null;
+};
+
+type SurroundingsKey = "sessionId" | "partnerId" | "clientTokenHash";
+
+/** What a compiled surroundings query holds where this call's values go (unlike any real id or hash). */
+const PLACEHOLDERS: Record<SurroundingsKey, string> = {
+  sessionId: "\u0000session id",
+  partnerId: "\u0000partner id",
+  clientTokenHash: "\u0000client token hash",
+};
+const placeholderNames = new Map<unknown, SurroundingsKey>(
+  Object.entries(PLACEHOLDERS).map(([name, value]) => [value, name as SurroundingsKey]),
+);
+
+/** The compiled surroundings query of each shape (which keys a read names) and dialect. */
+const compiledShapes = new Map<string, CompiledQuery>();
+
+function compiledSurroundings(db: Kysely<Database>, shape: Record<SurroundingsKey, boolean>): CompiledQuery {
+  const key = `${db.getExecutor().adapter.constructor.name}:${shape.sessionId}:${shape.partnerId}:${shape.clientTokenHash}`;
+  let compiled = compiledShapes.get(key);
+  if (compiled === undefined) {
+    compiled = surroundingsQuery(db, {
+      sessionId: shape.sessionId ? PLACEHOLDERS.sessionId : undefined,
+      partnerId: shape.partnerId ? PLACEHOLDERS.partnerId : undefined,
+      clientTokenHash: shape.clientTokenHash ? PLACEHOLDERS.clientTokenHash : undefined,
+    }).compile();
+    compiledShapes.set(key, compiled);
+  }
+  return compiled;
+}
+
+function surroundingsQuery(
+  db: Kysely<Database>,
+  by: { sessionId: string | undefined; partnerId: string | undefined; clientTokenHash: string | undefined },
+) {
   const any = db as unknown as Kysely<unknown>;
   let select = db
     .selectFrom("checkout_session")
@@ -475,25 +544,12 @@ export async function sessionWithSurroundings(
         eb.selectFrom("client_token as t").select("t.session_id").where("t.token_hash", "=", tokenHash),
       ) as typeof select;
   }
-  if ("sessionId" in by) {
-    select = select.where("checkout_session.id", "=", by.sessionId);
-    if (by.partnerId !== undefined) select = select.where("checkout_session.partner_id", "=", by.partnerId);
-  }
-  const row = (await select.executeTakeFirst()) as
-    | (CheckoutSessionRow & {
-        order_json: unknown;
-        paying_payment_json: unknown;
-        unresolved_payment_json: unknown;
-        certificate_json: unknown;
-        presentation_json: unknown;
-        partner_name: string | null;
-        branding_json: unknown;
-        latest_relay_json: unknown;
-        rewards_json: unknown;
-        token_expires_at?: number | string | null;
-      })
-    | undefined;
-  if (row === undefined) return undefined;
+  if (by.sessionId !== undefined) select = select.where("checkout_session.id", "=", by.sessionId);
+  if (by.partnerId !== undefined) select = select.where("checkout_session.partner_id", "=", by.partnerId);
+  return select;
+}
+
+function toSurroundings(row: SurroundingsRow): SessionSurroundings {
   const {
     order_json,
     paying_payment_json,
