@@ -887,7 +887,16 @@ describe("checkout-attacks", () => {
       const paid = await stack.payUsdc({ from: 7, to: session.payment.recipient, amount: BigInt(session.payment.amount) });
       await waitFor(async () => ((await readSession(stack, session.id)).status === "settled" ? true : undefined));
 
-      expect((await other(`/v1/checkout/sessions/${session.id}`)).status).toBe(404);
+      // Settled, its order credited by it, no relay: the owner's answer is final and now kept in
+      // the replica's memory (docs/architecture.md, "The hot paths"). The cache is keyed by partner
+      // and session, so another partner's read of the same id still misses and is refused.
+      const owned = await stack.partnerFetch(`/v1/checkout/sessions/${session.id}`);
+      expect(owned.status).toBe(200);
+      expect((await owned.json()).status).toBe("settled");
+      const refused = await other(`/v1/checkout/sessions/${session.id}`);
+      expect(refused.status).toBe(404);
+      expect((await refused.json()).code).toBe("not_found");
+      expect((await readSession(stack, session.id)).id).toBe(session.id);
       expect((await other(`/v1/orders/${session.orderId}`)).status).toBe(404);
       const fulfil = await other(`/v1/orders/${session.orderId}/fulfilment`, {
         method: "POST",

@@ -488,7 +488,9 @@ describe("console-gasless", () => {
   const requestedUrls: string[] = [];
   const investor = privateKeyToAccount(generatePrivateKey());
   /** The injected wallet's state: the chain it is on, and whether the user declines the next signature. */
-  const wallet = { chainId: 0, declineNextSignature: false, calls: [] as string[] };
+  const wallet = { chainId: 0, declineNextSignature: false, calls: [] as string[], signed: [] as unknown[] };
+  /** The typed data the service served in the purchase's gasless reads. */
+  const served: unknown[] = [];
 
   beforeAll(async () => {
     requireChromium();
@@ -497,6 +499,11 @@ describe("console-gasless", () => {
     chromium = await launchChromium("console-gasless", { width: 1280, height: 900 });
     context = chromium.context;
     context.on("request", (request) => requestedUrls.push(request.url()));
+    context.on("response", async (response) => {
+      if (!/\/api\/rwa\/settlements\/authorization\/[^/]+$/.test(response.url()) || !response.ok()) return;
+      const typedData = (await response.json().catch(() => ({}))).typedData;
+      if (typedData) served.push(typedData);
+    });
     await injectWallet(context);
   }, 240_000);
 
@@ -547,6 +554,7 @@ describe("console-gasless", () => {
           const [from, json] = params as [Address, string];
           if (!isAddressEqual(from, investor.address)) return fail(4100, "unknown account");
           const { domain, types, primaryType, message } = JSON.parse(json);
+          wallet.signed.push(JSON.parse(json));
           // As wallets do: typed data for another chain than the wallet's is refused.
           if (Number(domain.chainId) !== wallet.chainId) return fail(-32602, "domain chainId is not the active chain");
           const { EIP712Domain: _domainType, ...messageTypes } = types;
@@ -720,6 +728,14 @@ describe("console-gasless", () => {
       expect(await usdcOf(investor.address)).toBe(before - BigInt(purchase.payment.amount));
       expect(await stack.publicClient.getBalance({ address: investor.address })).toBe(0n);
       expect(wallet.calls.filter((method) => method === "eth_signTypedData_v4")).toHaveLength(3);
+      // Each signature was over typed data the service served for this purchase and wallet, as served (viem
+      // lower-cases addresses on the way to the wallet, so the comparison ignores case).
+      const caseless = (value: unknown) => JSON.parse(JSON.stringify(value).toLowerCase());
+      expect(wallet.signed).toHaveLength(2);
+      for (const signed of wallet.signed) {
+        expect(served.map(caseless)).toContainEqual(caseless(signed));
+        expect(signed).toMatchObject({ message: { value: purchase.payment.amount } });
+      }
       expect(wallet.calls).not.toContain("eth_sendTransaction");
       expect(wallet.calls).not.toContain("eth_sendRawTransaction");
       await page.close();

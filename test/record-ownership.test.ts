@@ -82,6 +82,10 @@ const OWNERS: Record<string, string> = {
   worker_heartbeat: "api/workers/run-worker.ts",
 };
 
+/** Why the session record reads its neighbours: the hot paths answer from one query (docs/architecture.md, "The hot paths"). */
+const SURROUNDINGS =
+  "the session with its surroundings in one query (sessionWithSurroundings: the status poll, hash submission, the partner's look-up)";
+
 /** Table → record modules that join it into a query about their own record (rule 4), and why. */
 const READERS: Record<string, Record<string, string>> = {
   checkout_session: {
@@ -90,8 +94,24 @@ const READERS: Record<string, Record<string, string>> = {
     "api/outbox/record-event.ts":
       "an event about an order carries its session's metadata (sessionMetadata): api/checkout imports api/outbox (session.expired)",
   },
-  orders: { "api/payments/payment-record.ts": "a payment with its session's order (reorgedPayments)" },
-  client_token: { "api/checkout/session-record.ts": "the session a client token opens (sessionOfClientToken)" },
+  orders: {
+    "api/payments/payment-record.ts": "a payment with its session's order (reorgedPayments)",
+    "api/checkout/session-record.ts": `its order: ${SURROUNDINGS}`,
+  },
+  client_token: {
+    "api/checkout/session-record.ts":
+      "the session a client token opens (sessionOfClientToken, and the token's admission read with the surroundings)",
+  },
+  payment: { "api/checkout/session-record.ts": `the payment paying it and the latest unresolved one: ${SURROUNDINGS}` },
+  certificate: { "api/checkout/session-record.ts": `its order's certificate: ${SURROUNDINGS}` },
+  session_presentation: { "api/checkout/session-record.ts": `its hosted options: ${SURROUNDINGS}` },
+  partner: {
+    "api/checkout/session-record.ts": `its partner's name, the page's fallback title: ${SURROUNDINGS}`,
+    "api/partners/members.ts": "a wallet's memberships with their partner's name in one query (membershipsOf)",
+  },
+  partner_branding: { "api/checkout/session-record.ts": `its partner's branding (no logo bytes): ${SURROUNDINGS}` },
+  relayed_authorization: { "api/checkout/session-record.ts": `its latest relayed authorization: ${SURROUNDINGS}` },
+  reward: { "api/checkout/session-record.ts": `its order's rewards: ${SURROUNDINGS}` },
   offering: { "api/purchases/purchase-record.ts": "purchases with their offering: holder register, sold-out totals" },
   issuer: {
     "api/purchases/purchase-record.ts": "purchases with their offering's issuer: an issuer's holder register",
@@ -99,7 +119,6 @@ const READERS: Record<string, Record<string, string>> = {
     "api/partners/partner-admin.ts":
       "whether a partner is an issuer (the admin's partner detail): api/compliance imports api/partners (an issuer is a partner)",
   },
-  partner: { "api/partners/members.ts": "a wallet's memberships with their partner's name in one query (membershipsOf)" },
   payment_address: {
     "api/config/startup.ts":
       "the indexer's start adds the store's payment addresses to what it watches: api/partners imports api/config, below it",

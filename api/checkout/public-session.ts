@@ -1,6 +1,11 @@
 import { ProblemError, problem } from "../http/problem.js";
 import type { Store } from "../store/open-store.js";
-import { type CheckoutSession, getSession, saveCustomerDetails } from "./session-record.js";
+import {
+  type CheckoutSession,
+  type SessionSurroundings,
+  saveCustomerDetails,
+  sessionWithSurroundings,
+} from "./session-record.js";
 
 /**
  * The reads and writes of a session that its routes need (the partner's
@@ -8,15 +13,19 @@ import { type CheckoutSession, getSession, saveCustomerDetails } from "./session
  * files hold no SQL.
  */
 
-/** A session as it is now (after a write of the caller's moved it). */
-export const readSession = (store: Store, sessionId: string): Promise<CheckoutSession> => getSession(store, sessionId);
+/** A session as it is now, with what the customer's view shows beside it (one query). */
+export async function readSessionWithSurroundings(store: Store, sessionId: string): Promise<SessionSurroundings> {
+  const found = await sessionWithSurroundings(store, { sessionId });
+  if (found === undefined) throw new Error(`checkout session ${sessionId} not found`);
+  return found;
+}
 
 /** The customer's contact and delivery details, taken only while the session awaits payment. */
 export async function recordCustomerDetails(
   store: Store,
   session: CheckoutSession,
   details: { contact: unknown; delivery?: unknown },
-): Promise<CheckoutSession> {
+): Promise<void> {
   if (session.status !== "awaiting_payment") {
     throw new ProblemError({
       code: "session_not_open",
@@ -33,5 +42,4 @@ export async function recordCustomerDetails(
     delivery: details.delivery,
     now: Date.now(),
   });
-  return readSession(store, session.id);
 }

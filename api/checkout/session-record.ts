@@ -1,7 +1,18 @@
-import type { Kysely } from "kysely";
+import { CompiledQuery, type Kysely } from "kysely";
 import type { Address } from "viem";
 import { getOrder, type Order, orderIsCredited } from "../orders/order-record.js";
-import type { CheckoutSessionTable, Database, SessionStatus } from "../store/database.js";
+import type {
+  CertificateTable,
+  CheckoutSessionTable,
+  Database,
+  OrdersTable,
+  PaymentTable,
+  SessionStatus,
+} from "../store/database.js";
+import type { PartnerBrandingTable, SessionPresentationTable } from "../store/hosted-tables.js";
+import type { RelayedAuthorizationTable } from "../store/relay-tables.js";
+import type { RewardTable } from "../store/reward-tables.js";
+import { everyColumn, fromJson, rowAsJson, rowsAsJson } from "../store/row-json.js";
 import { ruleFor, type TransitionTable } from "../store/transition-table.js";
 import { checksum, checksumOrNull } from "../values/checksum-address.js";
 
@@ -234,6 +245,342 @@ export async function sessionOfClientToken(
   if (row === undefined) return undefined;
   const { token_expires_at, ...session } = row;
   return { session: toCheckoutSession(session), tokenExpiresAt: Number(token_expires_at) };
+}
+
+/** The branding columns the customer's page shows (not the logo's bytes, not the framing origins). */
+export type BrandingColumns = Pick<
+  PartnerBrandingTable,
+  "display_name" | "accent_color" | "support_url" | "support_email" | "logo_sha256"
+>;
+
+/**
+ * A session with every neighbouring row its views show, read in one query (docs/architecture.md,
+ * "The hot paths"). The neighbours come as their owners' rows: each view converts them with the
+ * owner's converter (`toOrder`, `toPayment`, ...), which this module may not import.
+ */
+export type SessionSurroundings = {
+  session: CheckoutSession;
+  /** The expiry of the client token the read named, when it named one of this session. */
+  tokenExpiresAt: number | undefined;
+  order: OrdersTable;
+  /** The payment that pays (or paid) the session: pending, settled or attached. */
+  payingPayment: PaymentTable | undefined;
+  /** The latest transfer submitted on the session that does not pay it (unresolved or refund requested). */
+  unresolvedPayment: PaymentTable | undefined;
+  certificate: CertificateTable | undefined;
+  presentation: SessionPresentationTable | undefined;
+  partnerName: string | undefined;
+  branding: BrandingColumns | undefined;
+  /** The session's latest relayed authorization (gasless payment), if any. */
+  latestRelay: RelayedAuthorizationTable | undefined;
+  /** The order's rewards, oldest first. */
+  rewards: RewardTable[];
+};
+
+const ORDER_COLUMNS = everyColumn<OrdersTable>()([
+  "id",
+  "partner_id",
+  "external_order_id",
+  "purchase_id",
+  "status",
+  "settled_session_id",
+  "fulfilment_reference",
+  "fulfilment_idempotency_key",
+  "fulfilled_at",
+  "created_at",
+  "updated_at",
+]);
+const PAYMENT_COLUMNS = everyColumn<PaymentTable>()([
+  "chain_id",
+  "transaction_hash",
+  "log_index",
+  "partner_id",
+  "session_id",
+  "status",
+  "reason",
+  "from_address",
+  "to_address",
+  "amount",
+  "block_number",
+  "block_hash",
+  "block_timestamp",
+  "resolution",
+  "created_at",
+  "updated_at",
+]);
+const CERTIFICATE_COLUMNS = everyColumn<CertificateTable>()([
+  "order_id",
+  "purchase_id",
+  "status",
+  "chain_id",
+  "contract_address",
+  "buyer",
+  "token_id",
+  "voucher_deadline",
+  "mint_transaction_hash",
+  "mint_block_number",
+  "minted_at",
+  "created_at",
+  "updated_at",
+]);
+const PRESENTATION_COLUMNS = everyColumn<SessionPresentationTable>()([
+  "session_id",
+  "success_url",
+  "cancel_url",
+  "customer_json",
+  "line_items_json",
+]);
+const BRANDING_COLUMNS = everyColumn<BrandingColumns>()([
+  "display_name",
+  "accent_color",
+  "support_url",
+  "support_email",
+  "logo_sha256",
+]);
+const RELAY_COLUMNS = everyColumn<RelayedAuthorizationTable>()([
+  "id",
+  "session_id",
+  "live_session_id",
+  "chain_id",
+  "token_address",
+  "from_address",
+  "to_address",
+  "value",
+  "valid_after",
+  "valid_before",
+  "nonce",
+  "signature",
+  "status",
+  "relayer_address",
+  "relayer_nonce",
+  "transaction_hash",
+  "transaction_hashes",
+  "gas_limit",
+  "max_fee_per_gas",
+  "max_priority_fee_per_gas",
+  "replacements",
+  "submitted_at",
+  "gas_used",
+  "effective_gas_price",
+  "gas_cost_wei",
+  "block_number",
+  "failure_code",
+  "failure_detail",
+  "created_at",
+  "updated_at",
+]);
+const REWARD_COLUMNS = everyColumn<RewardTable>()([
+  "id",
+  "onchain_id",
+  "partner_id",
+  "order_id",
+  "external_order_id",
+  "source",
+  "idempotency_key",
+  "status",
+  "chain_id",
+  "distributor_address",
+  "token_address",
+  "amount",
+  "funder",
+  "recipient",
+  "voucher_deadline",
+  "transaction_hash",
+  "block_number",
+  "claimed_at",
+  "revoked_reason",
+  "revocation_due",
+  "expires_at",
+  "created_at",
+  "updated_at",
+]);
+
+/**
+ * A session and its surroundings in ONE query: each neighbour is a subquery (not a join, so
+ * one session row comes back whatever its neighbours hold). The session is named by its id, by
+ * a client token (stored hashed), or both; with `partnerId`, another partner's session is as
+ * missing as one that does not exist.
+ */
+export async function sessionWithSurroundings(
+  db: Kysely<Database>,
+  by: { sessionId: string; partnerId?: string; clientTokenHash?: string } | { clientTokenHash: string },
+): Promise<SessionSurroundings | undefined> {
+  const given = {
+    sessionId: "sessionId" in by ? by.sessionId : undefined,
+    partnerId: "partnerId" in by ? by.partnerId : undefined,
+    clientTokenHash: by.clientTokenHash,
+  };
+  // Building and compiling this query took more of the replica's time than running it (a CPU
+  // profile of the status poll): it is compiled once per shape and dialect, then run with the
+  // values of this call in place of the placeholders it was compiled with.
+  const compiled = compiledSurroundings(db, {
+    sessionId: given.sessionId !== undefined,
+    partnerId: given.partnerId !== undefined,
+    clientTokenHash: given.clientTokenHash !== undefined,
+  });
+  const parameters = compiled.parameters.map((value) => {
+    const name = placeholderNames.get(value);
+    return name === undefined ? value : given[name];
+  });
+  const result = await db.executeQuery(CompiledQuery.raw(compiled.sql, parameters));
+  const row = result.rows[0] as SurroundingsRow | undefined;
+  if (row === undefined) return undefined;
+  return toSurroundings(row);
+}
+
+type SurroundingsRow = CheckoutSessionRow & {
+  order_json: unknown;
+  paying_payment_json: unknown;
+  unresolved_payment_json: unknown;
+  certificate_json: unknown;
+  presentation_json: unknown;
+  partner_name: string | null;
+  branding_json: unknown;
+  latest_relay_json: unknown;
+  rewards_json: unknown;
+  token_expires_at?: number | string | null;
+};
+
+type SurroundingsKey = "sessionId" | "partnerId" | "clientTokenHash";
+
+/** What a compiled surroundings query holds where this call's values go (unlike any real id or hash). */
+const PLACEHOLDERS: Record<SurroundingsKey, string> = {
+  sessionId: "\u0000session id",
+  partnerId: "\u0000partner id",
+  clientTokenHash: "\u0000client token hash",
+};
+const placeholderNames = new Map<unknown, SurroundingsKey>(
+  Object.entries(PLACEHOLDERS).map(([name, value]) => [value, name as SurroundingsKey]),
+);
+
+/** The compiled surroundings query of each shape (which keys a read names) and dialect. */
+const compiledShapes = new Map<string, CompiledQuery>();
+
+function compiledSurroundings(db: Kysely<Database>, shape: Record<SurroundingsKey, boolean>): CompiledQuery {
+  const key = `${db.getExecutor().adapter.constructor.name}:${shape.sessionId}:${shape.partnerId}:${shape.clientTokenHash}`;
+  let compiled = compiledShapes.get(key);
+  if (compiled === undefined) {
+    compiled = surroundingsQuery(db, {
+      sessionId: shape.sessionId ? PLACEHOLDERS.sessionId : undefined,
+      partnerId: shape.partnerId ? PLACEHOLDERS.partnerId : undefined,
+      clientTokenHash: shape.clientTokenHash ? PLACEHOLDERS.clientTokenHash : undefined,
+    }).compile();
+    compiledShapes.set(key, compiled);
+  }
+  return compiled;
+}
+
+function surroundingsQuery(
+  db: Kysely<Database>,
+  by: { sessionId: string | undefined; partnerId: string | undefined; clientTokenHash: string | undefined },
+) {
+  const any = db as unknown as Kysely<unknown>;
+  let select = db
+    .selectFrom("checkout_session")
+    .selectAll("checkout_session")
+    .select((eb) => [
+      eb
+        .selectFrom("orders as o")
+        .select(rowAsJson(any, "o", ORDER_COLUMNS).as("j"))
+        .whereRef("o.id", "=", "checkout_session.order_id")
+        .as("order_json"),
+      eb
+        .selectFrom("payment as p")
+        .select(rowAsJson(any, "p", PAYMENT_COLUMNS).as("j"))
+        .whereRef("p.session_id", "=", "checkout_session.id")
+        .where("p.status", "in", ["pending", "settled", "attached"])
+        .limit(1)
+        .as("paying_payment_json"),
+      eb
+        .selectFrom("payment as u")
+        .select(rowAsJson(any, "u", PAYMENT_COLUMNS).as("j"))
+        .whereRef("u.session_id", "=", "checkout_session.id")
+        .where("u.status", "in", ["unresolved", "refund_requested"])
+        .orderBy("u.created_at", "desc")
+        .limit(1)
+        .as("unresolved_payment_json"),
+      eb
+        .selectFrom("certificate as c")
+        .select(rowAsJson(any, "c", CERTIFICATE_COLUMNS).as("j"))
+        .whereRef("c.order_id", "=", "checkout_session.order_id")
+        .as("certificate_json"),
+      eb
+        .selectFrom("session_presentation as sp")
+        .select(rowAsJson(any, "sp", PRESENTATION_COLUMNS).as("j"))
+        .whereRef("sp.session_id", "=", "checkout_session.id")
+        .as("presentation_json"),
+      eb.selectFrom("partner as pa").select("pa.name").whereRef("pa.id", "=", "checkout_session.partner_id").as("partner_name"),
+      eb
+        .selectFrom("partner_branding as b")
+        .select(rowAsJson(any, "b", BRANDING_COLUMNS).as("j"))
+        .whereRef("b.partner_id", "=", "checkout_session.partner_id")
+        .as("branding_json"),
+      eb
+        .selectFrom("relayed_authorization as ra")
+        .select(rowAsJson(any, "ra", RELAY_COLUMNS).as("j"))
+        .whereRef("ra.session_id", "=", "checkout_session.id")
+        .orderBy("ra.created_at", "desc")
+        .orderBy("ra.id", "desc")
+        .limit(1)
+        .as("latest_relay_json"),
+      eb
+        .selectFrom("reward as r")
+        .select(rowsAsJson(any, "r", REWARD_COLUMNS).as("j"))
+        .whereRef("r.order_id", "=", "checkout_session.order_id")
+        .as("rewards_json"),
+    ]);
+  const tokenHash = by.clientTokenHash;
+  if (tokenHash !== undefined) {
+    select = select
+      .select((eb) =>
+        eb
+          .selectFrom("client_token as t")
+          .select("t.expires_at")
+          .where("t.token_hash", "=", tokenHash)
+          .whereRef("t.session_id", "=", "checkout_session.id")
+          .as("token_expires_at"),
+      )
+      .where("checkout_session.id", "in", (eb) =>
+        eb.selectFrom("client_token as t").select("t.session_id").where("t.token_hash", "=", tokenHash),
+      ) as typeof select;
+  }
+  if (by.sessionId !== undefined) select = select.where("checkout_session.id", "=", by.sessionId);
+  if (by.partnerId !== undefined) select = select.where("checkout_session.partner_id", "=", by.partnerId);
+  return select;
+}
+
+function toSurroundings(row: SurroundingsRow): SessionSurroundings {
+  const {
+    order_json,
+    paying_payment_json,
+    unresolved_payment_json,
+    certificate_json,
+    presentation_json,
+    partner_name,
+    branding_json,
+    latest_relay_json,
+    rewards_json,
+    token_expires_at,
+    ...session
+  } = row;
+  const order = fromJson<OrdersTable>(order_json);
+  // A session's order is a foreign key: a session without one is a broken store, not a miss.
+  if (order === undefined) throw new Error(`checkout session ${session.id} has no order ${session.order_id}`);
+  const rewards = fromJson<RewardTable[]>(rewards_json) ?? [];
+  rewards.sort((a, b) => Number(a.created_at) - Number(b.created_at) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return {
+    session: toCheckoutSession(session),
+    tokenExpiresAt: token_expires_at === null || token_expires_at === undefined ? undefined : Number(token_expires_at),
+    order,
+    payingPayment: fromJson<PaymentTable>(paying_payment_json),
+    unresolvedPayment: fromJson<PaymentTable>(unresolved_payment_json),
+    certificate: fromJson<CertificateTable>(certificate_json),
+    presentation: fromJson<SessionPresentationTable>(presentation_json),
+    partnerName: partner_name ?? undefined,
+    branding: fromJson<BrandingColumns>(branding_json),
+    latestRelay: fromJson<RelayedAuthorizationTable>(latest_relay_json),
+    rewards,
+  };
 }
 
 /** The session an order is read with: the one that settled it, else its latest. */

@@ -30,6 +30,8 @@ export type ServiceConfig = {
    */
   recordedIndexSchema?: string;
   storeUrl: string | undefined;
+  /** Connections per process to a Postgres store (`STORE_POOL_SIZE`). */
+  storePoolSize: number;
   workers: boolean;
   /** How long workers get to finish on shutdown (`WORKERS_STOP_GRACE_MS`). */
   workersStopGraceMs: number;
@@ -234,6 +236,7 @@ export function readConfig(env: NodeJS.ProcessEnv): { config: ServiceConfig; pro
     databaseUrl: service.DATABASE_URL,
     databaseSchema: service.DATABASE_SCHEMA ?? "public",
     storeUrl: service.STORE_URL,
+    storePoolSize: service.STORE_POOL_SIZE ?? 10,
     embeddedTrial: service.EMBEDDED_TRIAL === "true",
     workers: service.WORKERS !== "off",
     workersStopGraceMs: service.WORKERS_STOP_GRACE_MS ?? 4_000,

@@ -92,6 +92,13 @@ export const SERVICE_VARIABLES = {
     description:
       "The service's own state (partners, sessions, payments, events, audit log): `postgres://…` (several processes), `pglite:<directory>` (embedded Postgres, one process) or unset for the SQLite file `<DATA_DIR>/app.sqlite`.",
   },
+  STORE_POOL_SIZE: {
+    group: "storage",
+    schema: integer(1, 500),
+    description:
+      "Connections each process keeps open to a Postgres store (`STORE_URL=postgres://…`). An API replica answers its hot paths (the customer's status poll, hash submission, a partner's look-ups) in one to three store queries each, so requests in flight beyond the pool wait for a connection; count every process of the fleet against the server's `max_connections`. Ignored for SQLite and `pglite:`.",
+    default: "10",
+  },
   EMBEDDED_TRIAL: {
     group: "storage",
     schema: bool,

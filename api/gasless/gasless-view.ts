@@ -37,9 +37,18 @@ export function relayView(row: RelayedAuthorizationTable) {
  * relayed authorization with its outcome (a failed relay is reported here).
  */
 export async function gaslessSessionView(context: AppContext, session: CheckoutSession, payer?: Address) {
+  return gaslessViewOf(context, session, await latestAuthorizationOfSession(context.store, session.id), payer);
+}
+
+/** `gasless` of a session whose latest relayed authorization was read with it (`sessionWithSurroundings`). */
+export async function gaslessViewOf(
+  context: AppContext,
+  session: CheckoutSession,
+  latest: RelayedAuthorizationTable | undefined,
+  payer?: Address,
+) {
   const network = networkByChainId(context, session.chainId);
   const relayer = network === undefined ? undefined : relayerOf(context, network, context.store);
-  const latest = await latestAuthorizationOfSession(context.store, session.id);
   const domain =
     relayer === undefined || session.status !== "awaiting_payment"
       ? null

@@ -31,8 +31,17 @@ export type BrandingView = {
 export async function readBranding(db: Kysely<Database>, partnerId: string): Promise<BrandingView> {
   const partner = await findPartner(db, partnerId);
   const row = await db.selectFrom("partner_branding").selectAll().where("partner_id", "=", partnerId).executeTakeFirst();
+  return brandingView(partnerId, partner?.name, row);
+}
+
+/** The branding as the pages show it, from its row and the partner's account name (read with a session, or here). */
+export function brandingView(
+  partnerId: string,
+  partnerName: string | undefined,
+  row: Pick<PartnerBrandingTable, "display_name" | "accent_color" | "support_url" | "support_email" | "logo_sha256"> | undefined,
+): BrandingView {
   return {
-    displayName: row?.display_name ?? partner?.name ?? "the shop",
+    displayName: row?.display_name ?? partnerName ?? "the shop",
     logoUrl: row?.logo_sha256 ? logoPath(partnerId, row.logo_sha256) : null,
     accentColor: row?.accent_color ?? null,
     supportUrl: row?.support_url ?? null,

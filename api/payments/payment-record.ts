@@ -345,18 +345,6 @@ export async function paymentOfSession(
   return row === undefined ? undefined : toPayment(row);
 }
 
-/** The latest transfer submitted on the session that does not pay it (wrong amount, late), still to be resolved. */
-export async function unresolvedPaymentOfSession(db: Kysely<Database>, sessionId: string): Promise<Payment | undefined> {
-  const row = await db
-    .selectFrom("payment")
-    .selectAll()
-    .where("session_id", "=", sessionId)
-    .where("status", "in", ["unresolved", "refund_requested"])
-    .orderBy("created_at", "desc")
-    .executeTakeFirst();
-  return row === undefined ? undefined : toPayment(row);
-}
-
 /** A payment in a list, with the order and amount of the session it is linked to (none for an unmatched one). */
 export type ListedPayment = Payment & { orderId: string | null; expectedAmount: bigint | null };
 

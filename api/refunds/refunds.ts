@@ -542,21 +542,28 @@ export async function refundSummaries(
   db: Kysely<Database>,
   orders: readonly { orderId: string; paid: bigint | null }[],
 ): Promise<Map<string, RefundSummary>> {
-  const refunds = await orderRefunds(
+  const summaryOf = await refundSummariesOf(
     db,
     orders.map((order) => order.orderId),
   );
-  return new Map(
-    orders.map((order) => {
-      const totals = refundTotals(order.paid, refunds.get(order.orderId) ?? []);
-      return [
-        order.orderId,
-        {
-          amountRefunded: totals.amountRefunded.toString(),
-          amountRefundPending: totals.amountRefundPending.toString(),
-          refundStatus: totals.refundStatus,
-        },
-      ];
-    }),
-  );
+  return new Map(orders.map((order) => [order.orderId, summaryOf(order)]));
+}
+
+/**
+ * The refunds of these orders, read now and summed once each order's payment is known: a
+ * caller reads them beside the payment instead of after it (one round trip fewer).
+ */
+export async function refundSummariesOf(
+  db: Kysely<Database>,
+  orderIds: readonly string[],
+): Promise<(order: { orderId: string; paid: bigint | null }) => RefundSummary> {
+  const refunds = await orderRefunds(db, orderIds);
+  return (order) => {
+    const totals = refundTotals(order.paid, refunds.get(order.orderId) ?? []);
+    return {
+      amountRefunded: totals.amountRefunded.toString(),
+      amountRefundPending: totals.amountRefundPending.toString(),
+      refundStatus: totals.refundStatus,
+    };
+  };
 }

@@ -15,13 +15,12 @@ import { findPartnerSession } from "../checkout/session-record.js";
 import { sessionView } from "../checkout/session-view.js";
 import { NETWORK_NAMES } from "../config/networks.js";
 import { GaslessViewSchema } from "../gasless/authorization-schema.js";
-import { gaslessSessionView } from "../gasless/gasless-view.js";
 import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
 import { problems } from "../http/problem.js";
-import { getOrder } from "../orders/order-record.js";
 import type { PartnerVariables } from "../partners/partner-auth.js";
 import { sendTestPayment, testPaymentsEnabled } from "../settlement/test-payment.js";
+import { partnerSessionView } from "../views/partner-session-view.js";
 import { listSessionsWithOrderSummaries } from "../views/session-list.js";
 import type { AppEnv } from "./app-env.js";
 
@@ -320,18 +319,6 @@ export function checkoutSessionRoutes(context: AppContext) {
     })
     .openapi(readRoute, async (c) => {
       const { id } = c.req.valid("param");
-      const session = await findPartnerSession(context.store, { partnerId: c.get("partner").id, sessionId: id });
-      if (session === undefined) throw problems.notFound(`Checkout session ${id}`);
-      const order = await getOrder(context.store, session.orderId);
-      const presentation = await readPresentation(context.store, session.id);
-      const gasless = await gaslessSessionView(context, session);
-      return c.json(
-        {
-          ...sessionView(session, { orderId: order.id, purchaseId: order.purchaseId }),
-          ...presentationView(session.id, presentation, session.metadata),
-          ...gasless,
-        },
-        200,
-      );
+      return c.json(await partnerSessionView(context, { partnerId: c.get("partner").id, sessionId: id }), 200);
     });
 }

@@ -2,10 +2,10 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { type Address, type Hex, isAddress, isHash } from "viem";
 import type { AppContext } from "../app-context.js";
 import { claimCertificate } from "../certificates/claim-certificate.js";
-import { authenticateClientToken } from "../checkout/client-tokens.js";
+import { authenticateClientToken, authenticateClientTokenWithSurroundings } from "../checkout/client-tokens.js";
 import { CustomerPrefillSchema, LineItemSchema } from "../checkout/hosted-options.js";
 import { SESSION_STATUSES } from "../checkout/list-sessions.js";
-import { readSession, recordCustomerDetails } from "../checkout/public-session.js";
+import { readSessionWithSurroundings, recordCustomerDetails } from "../checkout/public-session.js";
 import { GaslessViewSchema } from "../gasless/authorization-schema.js";
 import { CALLERS, declareRoute } from "../http/callers.js";
 import { errorResponses } from "../http/openapi-contract.js";
@@ -240,10 +240,15 @@ export function publicCheckoutRoutes(context: AppContext) {
   return new OpenAPIHono<AppEnv>()
     .openapi(validateRoute, async (c) => {
       const { id } = c.req.valid("param");
+      // The customer's status poll: the token's admission and every row of the view in one query.
       const body = c.req.valid("json");
-      const session = await authenticateClientToken(context.store, { sessionId: id, clientToken: body.clientToken, use: "read" });
+      const surroundings = await authenticateClientTokenWithSurroundings(context.store, {
+        sessionId: id,
+        clientToken: body.clientToken,
+        use: "read",
+      });
       const payer = body.payer === undefined ? undefined : checksum(body.payer);
-      return c.json(await publicSessionView(context, session, { payer }), 200);
+      return c.json(await publicSessionView(context, surroundings, { payer }), 200);
     })
     .openapi(detailsRoute, async (c) => {
       const { id } = c.req.valid("param");
@@ -253,16 +258,21 @@ export function publicCheckoutRoutes(context: AppContext) {
         clientToken: body.clientToken,
         use: "write",
       });
-      const updated = await recordCustomerDetails(context.store, session, { contact: body.contact, delivery: body.delivery });
-      return c.json(await publicSessionView(context, updated), 200);
+      await recordCustomerDetails(context.store, session, { contact: body.contact, delivery: body.delivery });
+      return c.json(await publicSessionView(context, await readSessionWithSurroundings(context.store, session.id)), 200);
     })
     .openapi(paymentsRoute, async (c) => {
       const body = c.req.valid("json");
-      const session = await authenticateClientToken(context.store, { clientToken: body.clientToken, use: "read" });
+      const surroundings = await authenticateClientTokenWithSurroundings(context.store, {
+        clientToken: body.clientToken,
+        use: "read",
+      });
+      const { session } = surroundings;
       const result = await submitTransactionHash(context, { session, transactionHash: body.transactionHash });
       // Recording the payment moves the session to the answer's status (payment_pending
       // or settled); re-read it only when it was not there already.
-      const current = result.status !== session.status ? await readSession(context.store, session.id) : session;
+      const current =
+        result.status !== session.status ? await readSessionWithSurroundings(context.store, session.id) : surroundings;
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(testPaymentRoute, async (c) => {
@@ -279,7 +289,7 @@ export function publicCheckoutRoutes(context: AppContext) {
         amount: body.amount === undefined ? undefined : BigInt(body.amount),
         submit: true,
       });
-      const current = await readSession(context.store, session.id);
+      const current = await readSessionWithSurroundings(context.store, session.id);
       return c.json({ ...result, session: await publicSessionView(context, current) }, 200);
     })
     .openapi(claimRoute, async (c) => {

@@ -80,14 +80,18 @@ export async function submitTransactionHash(
 
   // Fast path: the settlement worker has already recorded this very transfer (the
   // exact amount to this session's address on its chain); answer from that row.
-  const recorded = await recordedTransferTo(context.store, {
-    chainId: session.chainId,
-    transactionHash,
-    to: session.paymentAddress,
-    amount: session.amountDue,
-  });
+  // The index's head (cached) is read beside it: one round trip to the store on the hit path.
+  const [recorded, cachedHead] = await Promise.all([
+    recordedTransferTo(context.store, {
+      chainId: session.chainId,
+      transactionHash,
+      to: session.paymentAddress,
+      amount: session.amountDue,
+    }),
+    context.indexed.heads().then((heads) => heads.get(session.chainId)?.blockNumber),
+  ]);
   if (recorded !== undefined) {
-    const head = await indexedHeadAtLeast(context, session.chainId, recorded.blockNumber);
+    const head = cachedHead === undefined || cachedHead < recorded.blockNumber ? recorded.blockNumber : cachedHead;
     return answerForRecorded(recorded, session, recorded, head, pending);
   }
 

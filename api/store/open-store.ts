@@ -99,11 +99,14 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
 /** Postgres `int8` columns (our instants) come back as numbers, as SQLite gives them. */
 const INT8_OID = 20;
 
+/** Connections per process to a Postgres store unless `STORE_POOL_SIZE` says otherwise. */
+const DEFAULT_POOL_SIZE = 10;
+
 /** Postgres for scale-out: the same Kysely code, every process sharing one database. */
-export function openPostgresStore(connectionString: string): Store {
+export function openPostgresStore(connectionString: string, poolSize = DEFAULT_POOL_SIZE): Store {
   const pool = new pg.Pool({
     connectionString,
-    max: 10,
+    max: poolSize,
     // Bounded waits: a store that does not answer becomes `503 store_unavailable`, not a hung request.
     connectionTimeoutMillis: POSTGRES_TIMEOUTS.connectionTimeoutMillis,
     statement_timeout: POSTGRES_TIMEOUTS.statement_timeout,
@@ -139,10 +142,10 @@ export function openPgliteStore(directory: string): Store {
  * The store named by `STORE_URL`: `postgres://…` (scale-out), `pglite:<dir>`
  * (embedded Postgres), or by default the SQLite file `<dataDir>/app.sqlite`.
  */
-export function openStore(params: { storeUrl?: string; dataDir: string }): Store {
+export function openStore(params: { storeUrl?: string; dataDir: string; poolSize?: number }): Store {
   const url = params.storeUrl;
   if (url === undefined || url === "") return openSqliteStore(join(params.dataDir, "app.sqlite"));
-  if (url.startsWith("postgres://") || url.startsWith("postgresql://")) return openPostgresStore(url);
+  if (url.startsWith("postgres://") || url.startsWith("postgresql://")) return openPostgresStore(url, params.poolSize);
   if (url.startsWith("pglite:")) return openPgliteStore(url.slice("pglite:".length));
   throw new Error("STORE_URL must be postgres://…, postgresql://… or pglite:<directory>");
 }

@@ -7,25 +7,30 @@ import { relayOfTransaction } from "../gasless/gasless-view.js";
 import { confirmationsOf } from "../indexed/confirmations.js";
 import { findPartnerOrder } from "../orders/read-order.js";
 import { paymentOfSession } from "../payments/payment-record.js";
-import { refundSummaries } from "../refunds/refunds.js";
+import { refundSummariesOf } from "../refunds/refunds.js";
 import { rewardsOfOrders } from "../rewards/reward-record.js";
 
 /** Everything a partner needs to reconcile one order: amounts, the transfer, details and certificate. */
 export async function readOrder(context: AppContext, params: { partnerId: string; orderId: string }) {
   const order = await findPartnerOrder(context.store, params);
-  const session = await sessionOfOrder(context.store, order);
-  const payment =
+  // Everything else depends on the order only: one round trip for all of it (and one more for a
+  // gasless payment's relay, which is found by the payment's transaction).
+  const [session, payment, certificate, rewards, heads, refundsOf] = await Promise.all([
+    sessionOfOrder(context.store, order),
     order.settledSessionId === null
       ? undefined
-      : await paymentOfSession(context.store, { sessionId: order.settledSessionId, statuses: ["settled", "attached"] });
-  const certificate = await findCertificate(context.store, order.id);
-  const rewards = await rewardsOfOrders(context.store, [order.id]);
+      : paymentOfSession(context.store, { sessionId: order.settledSessionId, statuses: ["settled", "attached"] }),
+    findCertificate(context.store, order.id),
+    rewardsOfOrders(context.store, [order.id]),
+    context.indexed.heads(),
+    refundSummariesOf(context.store, [order.id]),
+  ]);
   const relay =
     payment === undefined
       ? null
       : await relayOfTransaction(context.store, { chainId: payment.chainId, transactionHash: payment.transactionHash });
-  const head = session ? (await context.indexed.heads()).get(session.chainId)?.blockNumber : undefined;
-  const refunds = (await refundSummaries(context.store, [{ orderId: order.id, paid: payment?.amount ?? null }])).get(order.id);
+  const head = session ? heads.get(session.chainId)?.blockNumber : undefined;
+  const refunds = refundsOf({ orderId: order.id, paid: payment?.amount ?? null });
   const network = session ? networkByChainId(context, session.chainId) : undefined;
 
   return {
@@ -38,9 +43,9 @@ export async function readOrder(context: AppContext, params: { partnerId: string
     totalPriceUsdc: session?.totalPriceUsdc.toString() ?? null,
     amountPaid: payment?.amount.toString() ?? null,
     // Refunds (docs/refunds.md): succeeded, in progress, and none/partial/full.
-    amountRefunded: refunds?.amountRefunded ?? "0",
-    amountRefundPending: refunds?.amountRefundPending ?? "0",
-    refundStatus: refunds?.refundStatus ?? "none",
+    amountRefunded: refunds.amountRefunded,
+    amountRefundPending: refunds.amountRefundPending,
+    refundStatus: refunds.refundStatus,
     // The partner attached a transfer below the total and so accepted it (the same flag as purchase.settled's).
     underpaid: payment !== undefined && session !== undefined && payment.amount < session.totalPriceUsdc,
     session: session
