@@ -221,8 +221,11 @@ export async function startPlainReplica(params: {
  * SIGINT. Resolves with the exit code: 0 once drained, 1 when it could not start (the message
  * names the variable to change).
  */
-export async function runPlainReplica(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const address = replicaListenAddress(argv, env);
+export async function runPlainReplica(argv: readonly string[], argvEnv: NodeJS.ProcessEnv): Promise<number> {
+  const address = replicaListenAddress(argv, argvEnv);
+  // `--schema <views>` as `ponder serve` takes it; DATABASE_SCHEMA otherwise.
+  const schemaAt = argv.indexOf("--schema");
+  const env = schemaAt === -1 ? argvEnv : { ...argvEnv, DATABASE_SCHEMA: argv[schemaAt + 1] };
   let replica: PlainReplica;
   try {
     replica = await startPlainReplica({ env, ...address });
