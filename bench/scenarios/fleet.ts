@@ -21,6 +21,8 @@ export type ReplicaLoads = {
   /** The server's own GET /status: the framework's floor for a route on that replica. */
   bareRoute: LoadResult;
   peakRssBytes?: number;
+  /** Spawn → `/ready` answering 200, started alone. */
+  startMs?: number;
 };
 
 export type FleetResult = {
@@ -37,6 +39,8 @@ export type FleetResult = {
   /** The plain Hono replica (`npm run serve:replica`) on the same views schema, loaded in turn with `ponder serve`. */
   plain: ReplicaLoads;
   peakRssBytes: { indexer?: number; replica?: number; plainReplica?: number };
+  /** `ponder serve`'s spawn → `/ready` (the plain replica's is `plain.startMs`). */
+  replicaStartMs: number;
 };
 
 /**
@@ -89,8 +93,16 @@ export async function measureFleet(params: {
       DATABASE_SCHEMA: "settlement",
       WORKERS: "off",
     };
-    replica = await startPonder({ root: PROJECT_ROOT, command: "serve", port: await findFreePort(), env: replicaEnv });
-    plainReplica = await startPlainReplica({ root: PROJECT_ROOT, port: await findFreePort(), env: replicaEnv });
+    // One after the other, each timed alone: what replacing a replica in a deploy waits for.
+    const ponderPort = await findFreePort();
+    let began = performance.now();
+    replica = await startPonder({ root: PROJECT_ROOT, command: "serve", port: ponderPort, env: replicaEnv });
+    const replicaStartMs = Math.round(performance.now() - began);
+    const plainPort = await findFreePort();
+    began = performance.now();
+    plainReplica = await startPlainReplica({ root: PROJECT_ROOT, port: plainPort, env: replicaEnv });
+    const plainStartMs = Math.round(performance.now() - began);
+    log(`  fleet replica spawn → /ready: ponder serve ${replicaStartMs} ms, plain ${plainStartMs} ms`);
     replicaMemory.watch(replica.process.pid);
     replicaMemory.begin("fleet");
     plainMemory.watch(plainReplica.process.pid);
@@ -212,7 +224,8 @@ export async function measureFleet(params: {
       sessionLookup: ponderServe.sessionLookup,
       orderLookup: ponderServe.orderLookup,
       bareRoute: ponderServe.bareRoute,
-      plain: { ...(figures.get("plain") as ReplicaLoads), peakRssBytes: plainPeak },
+      plain: { ...(figures.get("plain") as ReplicaLoads), peakRssBytes: plainPeak, startMs: plainStartMs },
+      replicaStartMs,
       peakRssBytes: {
         indexer: await indexerMemory.end("fleet"),
         replica: await replicaMemory.end("fleet"),

@@ -227,6 +227,14 @@ function fleetGoals(results: BenchResults): Goal[] {
     ...replicaGoals(name, "plain replica", plainLoads, ponderServe, plain?.bareRoute),
   ]);
   goals.push({
+    figure: "fleet: replica spawn → /ready (plain replica; baseline ponder serve)",
+    goal: "reported (a deploy replaces replicas one by one)",
+    value: seconds(plain?.startMs),
+    unit: "s",
+    baseline: seconds(fleet?.replicaStartMs),
+    met: null,
+  });
+  goals.push({
     figure: "fleet: bare route GET /status answers/s c=64 (plain replica)",
     goal: "reported (the framework's floor)",
     value: plain?.bareRoute.rps ?? null,
