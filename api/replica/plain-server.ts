@@ -136,13 +136,19 @@ export async function startPlainReplica(params: {
   // the portals' and partners' routes (api/http/cors-policy.ts). The same here.
   hono.use("*", cors({ origin: "*", maxAge: 86_400 }));
   hono.get("/health", (c) => c.text("", 200));
-  hono.get("/ready", async (c) =>
-    (await indexIsReady()) ? c.text("", 200) : c.text("Historical indexing is not complete.", 503),
-  );
+  // While Postgres is away these two answer 503, as a balancer's check expects, not a 500.
+  hono.get("/ready", async (c) => {
+    const ready = await indexIsReady().catch(() => undefined);
+    if (ready === undefined) return c.text("The index cannot be read.", 503);
+    return ready ? c.text("", 200) : c.text("Historical indexing is not complete.", 503);
+  });
   hono.get("/status", async (c) => {
-    const result = await pool.query<{ chain_name: string; chain_id: number | string; latest_checkpoint: string }>(
-      "select chain_name, chain_id, latest_checkpoint from _ponder_checkpoint order by chain_id",
-    );
+    const result = await pool
+      .query<{ chain_name: string; chain_id: number | string; latest_checkpoint: string }>(
+        "select chain_name, chain_id, latest_checkpoint from _ponder_checkpoint order by chain_id",
+      )
+      .catch(() => undefined);
+    if (result === undefined) return c.text("The index cannot be read.", 503);
     const status: Record<string, { id: number; block: { number: number; timestamp: number } }> = {};
     for (const row of result.rows) {
       const { blockNumber, blockTimestamp } = decodeCheckpoint(row.latest_checkpoint);
