@@ -178,6 +178,8 @@ describe("an API replica as a plain Hono server (npm run serve:replica)", () => 
         expect(answer.body.code).toBe("store_unavailable");
         expect(answer.headers.get("retry-after")).toMatch(/^\d+$/);
       }
+      // A balancer's check of the plain replica's own /ready sees it cannot serve the index now.
+      expect((await call(plain, "/ready", { authorization: null })).status).toBe(503);
     } finally {
       server.control("start");
     }
