@@ -7,12 +7,12 @@ import { completeFirstStart, startedConfig } from "./config/startup.js";
 import { endBuildTransformer } from "./end-build-transformer.js";
 import { noteChainActivity } from "./indexed/chain-activity.js";
 import { listenToIndex } from "./indexed/index-notifications.js";
-import { createIndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
+import { createIndexedChain, type IndexedChain, type PonderDb, type PonderSchema } from "./indexed/indexed-chain.js";
 import { startIndexerWatchdog } from "./indexed/indexer-watchdog.js";
 import { createSecretBox, createSecretsKeyFileIfMissing, readSecretsKeyFile } from "./outbox/secret-box.js";
 import { serviceWorkers } from "./service-workers.js";
 import { createMissingTransferExplainer } from "./settlement/explain-missing-transfer.js";
-import { migrateStore, openStore } from "./store/open-store.js";
+import { migrateStore, openStore, type Store } from "./store/open-store.js";
 import { type RunningWorkers, runWorkers, stopWorkersBeforeExit } from "./workers/run-worker.js";
 import { holdWorkerLease } from "./workers/worker-lease.js";
 
@@ -29,6 +29,34 @@ export async function startService(params: { db: unknown; schema: unknown }) {
   const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir, poolSize: config.storePoolSize });
   await migrateStore(store);
   const indexed = createIndexedChain({ db: params.db as PonderDb, schema: params.schema as PonderSchema });
+  const settings = settingsOf(config);
+  const context = createServiceContext(config, store, indexed, {
+    // `ponder serve` is an API replica: it has no indexer of its own to restart.
+    indexes: !process.argv.includes("serve"),
+    isLive: () => ponderIsReady(settings.port),
+  });
+  if (config.workers) {
+    const started = startWorkers(context, config);
+    context.workersHere = started.here;
+    stopWorkersBeforeExit(started, config.workersStopGraceMs);
+  }
+  // This runs while Ponder builds its API entry, its last file: once that is done, Vite's
+  // transformer is only memory (api/end-build-transformer.ts).
+  setImmediate(endBuildTransformer);
+  return createApp(context);
+}
+
+/**
+ * What every route and worker of a process is built from (api/app-context.ts), given the
+ * store and the index reader: the RPC clients, the secrets' box, the indexer watchdog. The
+ * same for a Ponder process (`startService`) and for a plain replica (api/replica/plain-server.ts).
+ */
+export function createServiceContext(
+  config: ServiceConfig,
+  store: Store,
+  indexed: IndexedChain,
+  watchdog: { indexes: boolean; isLive: () => Promise<boolean> },
+): AppContext {
   const rpc = new Map<number, PublicClient>(
     config.networks.map((network) => [
       network.chainId,
@@ -50,11 +78,10 @@ export async function startService(params: { db: unknown; schema: unknown }) {
       ]),
     ),
     settings: settings.watchdog,
-    // `ponder serve` is an API replica: it has no indexer of its own to restart.
-    indexes: !process.argv.includes("serve"),
-    isLive: () => ponderIsReady(settings.port),
+    indexes: watchdog.indexes,
+    isLive: watchdog.isLive,
   });
-  const context: AppContext = {
+  return {
     store,
     indexed,
     networks: config.networks,
@@ -63,18 +90,8 @@ export async function startService(params: { db: unknown; schema: unknown }) {
     rpc,
     explainer: createMissingTransferExplainer(),
     indexerWatchdog,
-    workersHere: () => workersHere(),
+    workersHere: () => ({ workers: "off", indexNotifications: "not_used" }),
   };
-  let workersHere = (): WorkersHere => ({ workers: "off", indexNotifications: "not_used" });
-  if (config.workers) {
-    const started = startWorkers(context, config);
-    workersHere = started.here;
-    stopWorkersBeforeExit(started, config.workersStopGraceMs);
-  }
-  // This runs while Ponder builds its API entry, its last file: once that is done, Vite's
-  // transformer is only memory (api/end-build-transformer.ts).
-  setImmediate(endBuildTransformer);
-  return createApp(context);
 }
 
 /**

@@ -221,7 +221,7 @@ async function main(): Promise<number> {
 
   if (config.only.includes("fleet")) {
     await scenario("fleet", async () => {
-      log("fleet (Postgres, one indexer, one ponder serve replica)");
+      log("fleet (Postgres, one indexer, a ponder serve replica and a plain replica)");
       results.fleet = await measureFleet({
         blockTimeS: config.blockTimeS,
         confirmations: config.confirmations,

@@ -154,3 +154,45 @@ function readyStatus(port: number): Promise<number> {
     request.setTimeout(10_000, () => request.destroy(new Error("no answer from /ready within 10 s")));
   });
 }
+
+/**
+ * Starts an API replica as a plain Hono server (`node bin/serve-replica.js`, what `npm run
+ * serve:replica` runs) on `port`, with the heap limit the service's processes get, and waits
+ * for its `/ready`. `env` names the views schema as DATABASE_SCHEMA, as for `ponder serve`.
+ */
+export async function startPlainReplica(params: {
+  root: string;
+  port: number;
+  env: NodeJS.ProcessEnv;
+  readyTimeoutMs?: number;
+}): Promise<PonderProcess> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...params.env, PORT: String(params.port) };
+  const child = spawn(
+    process.execPath,
+    [...nodeFlags(env), join(params.root, "bin", "serve-replica.js"), "--hostname", "127.0.0.1"],
+    { cwd: params.root, env, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.length > 2_000_000) output = output.slice(-1_000_000);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const stop = (signal: NodeJS.Signals = "SIGTERM") => stopChild(child, signal);
+  const deadline = Date.now() + (params.readyTimeoutMs ?? 120_000);
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the replica exited with code ${child.exitCode}:\n${output.slice(-4000)}`);
+    try {
+      if ((await readyStatus(params.port)) === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`the replica was not ready within the timeout:\n${output.slice(-4000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { baseUrl: `http://127.0.0.1:${params.port}`, port: params.port, process: child, output: () => output, stop };
+}

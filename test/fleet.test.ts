@@ -3,7 +3,7 @@ import { type Address, erc20Abi, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schemaBehindViews } from "../api/config/startup.js";
 import { PROJECT_ROOT } from "../local/local-stack.js";
-import { type PonderProcess, startPonder } from "../local/ponder-process.js";
+import { type PonderProcess, startPlainReplica, startPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
 import { type PostgresServer, startPostgresServer } from "../local/postgres-server.js";
 import { type CreatedSession, sessionBody } from "./support/checkout-helpers.js";
@@ -12,7 +12,8 @@ import { startWebhookReceiver, type WebhookReceiver } from "./support/webhook-re
 
 // One fleet as docs/deploy.md runs it, shared by every case: Postgres holding the index and the
 // store, an indexer (`ponder start --schema settlement_v1 --views-schema settlement`, with the
-// workers) and two API replicas (`ponder serve --schema settlement`, WORKERS=off). Every request
+// workers) and two API replicas (the plain Hono server, `npm run serve:replica`, on the views schema
+// `settlement`, WORKERS=off; docs/architecture.md, "Why replicas are a plain Hono server"). Every request
 // goes to a replica, as behind a load balancer; the indexer is asked nothing. The Postgres server
 // is this file's own: a case restarts it.
 
@@ -41,13 +42,13 @@ async function query(url: string, text: string): Promise<Record<string, unknown>
 }
 
 function replicaEnv(): NodeJS.ProcessEnv {
-  // `ponder serve` reads the views schema and indexes nothing: the indexer's views setting is not its own.
+  // A replica reads the views schema and indexes nothing: the indexer's views setting is not its own.
   const env = Object.fromEntries(Object.entries(stack.serviceEnv).filter(([name]) => name !== "DATABASE_VIEWS_SCHEMA"));
   return { ...env, DATABASE_SCHEMA: VIEWS_SCHEMA, WORKERS: "off" };
 }
 
 async function startReplica(port?: number): Promise<PonderProcess> {
-  return startPonder({ root: PROJECT_ROOT, command: "serve", port: port ?? (await findFreePort()), env: replicaEnv() });
+  return startPlainReplica({ root: PROJECT_ROOT, port: port ?? (await findFreePort()), env: replicaEnv() });
 }
 
 /** Requests under way per process, so that a replica is taken out of service only once it has none. */
@@ -261,7 +262,7 @@ afterAll(async () => {
   await server?.stop();
 }, 60_000);
 
-describe("a fleet: an indexer and two ponder serve replicas on Postgres", () => {
+describe("a fleet: an indexer and two plain replicas on Postgres", () => {
   it("settles 60 payments from six payers in five blocks exactly once, hashes sent to either replica or both at once or not at all, and delivers one purchase.settled per order", async () => {
     const sessions = await Promise.all(Array.from({ length: 60 }, (_, n) => createSessionOn(replicaFor(n))));
     const hashes = await payInFewBlocks(sessions, 5);
