@@ -7,6 +7,7 @@ import { type PostgresServer, startPostgresServer } from "../local/postgres-serv
 import { type BenchResults, config } from "./results.js";
 import { measureBooks } from "./scenarios/books.js";
 import { measureFleet } from "./scenarios/fleet.js";
+import { measureFleetBackfill } from "./scenarios/fleet-backfill.js";
 import { measureGaslessPayment } from "./scenarios/gasless-payment.js";
 import { measureHashSubmission } from "./scenarios/hash-submission.js";
 import { measureIndexer } from "./scenarios/indexer.js";
@@ -230,6 +231,20 @@ async function main(): Promise<number> {
         concurrencies: config.concurrencies,
         durationS: config.durationS,
         serviceEnv: config.serviceEnv,
+        log,
+      });
+    });
+  }
+
+  if (config.only.includes("fleet-backfill")) {
+    await scenario("fleet backfill", async () => {
+      log(`fleet backfill (Postgres, the indexer alone, ${config.transfers.toLocaleString("en")} transfers)`);
+      results.fleetBackfill = await measureFleetBackfill({
+        serviceEnv: config.serviceEnv,
+        transfers: config.transfers,
+        transfersPerTransaction: config.transfersPerTransaction,
+        gapBlocks: config.gapBlocks,
+        timeoutMs: config.indexerTimeoutMs,
         log,
       });
     });

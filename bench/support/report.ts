@@ -270,6 +270,29 @@ export function renderReport(results: BenchResults): string {
     );
   }
 
+  const backfill = results.fleetBackfill;
+  if (backfill !== undefined) {
+    out.push(
+      `## Fleet backfill: ${backfill.transfers.toLocaleString("en")} transfers in ${backfill.blocksWithTransfers} blocks, cold \`ponder start\` on Postgres`,
+      `Shape: ${backfill.shape}. Load average (1, 5, 15 min) ${backfill.loadAverage.before.join(", ")} before the spawn, ${backfill.loadAverage.after.join(", ")} after.`,
+      "",
+      table(
+        ["step", "value"],
+        [
+          ["spawn → backfill indexing started (start-up)", seconds(backfill.startupMs)],
+          [`spawn → ${backfill.indexedCount.toLocaleString("en")} rows indexed`, seconds(backfill.indexedAllMs)],
+          [
+            "transfers indexed per second after start-up",
+            backfill.transfersPerS === undefined ? "-" : `${backfill.transfersPerS}/s`,
+          ],
+          ["indexer peak RSS", mib(backfill.peakRssBytes)],
+        ],
+      ),
+      backfill.timedOut ? "(TIMED OUT before indexing everything)" : "",
+      "",
+    );
+  }
+
   const peaks: [string, number | undefined][] = [
     ["settlement latency", results.latency?.peakRssBytes],
     ["hash submission (service)", results.hashSubmission?.peakRssBytes.service],
