@@ -150,6 +150,7 @@ export function goalsOf(results: BenchResults): Goal[] {
     },
     ...fleetGoals(results),
     ...fleetBackfillGoals(results),
+    ...fleetDeployGoals(results),
     {
       figure: "npm install on a fresh clone (BENCH_INSTALL_S, not measured by the bench)",
       goal: "< 90 s, no engine warning on Node 20",
@@ -282,6 +283,31 @@ function fleetBackfillGoals(results: BenchResults): Goal[] {
       unit: "MiB",
       baseline: mib(results.indexer?.peakRssBytes),
       met: below(rss, 512),
+    },
+  ];
+}
+
+/** Issue 42: a deploy of a new build under load (BENCH_ONLY includes fleet-deploy); no one-process figure compares. */
+function fleetDeployGoals(results: BenchResults): Goal[] {
+  const deploy = results.fleetDeploy;
+  const failures = deploy === undefined ? null : deploy.fiveXx + deploy.refused;
+  const gap = seconds(deploy?.longestSettlementGapMs);
+  return [
+    {
+      figure: "fleet: deploy of a new build under load, 5xx answers and refused connections",
+      goal: "0",
+      value: failures,
+      unit: "answers",
+      baseline: null,
+      met: failures === null ? null : failures === 0,
+    },
+    {
+      figure: "fleet: deploy of a new build under load, longest gap between two settlements",
+      goal: "a few seconds (< 5 s)",
+      value: gap,
+      unit: "s",
+      baseline: null,
+      met: below(gap, 5),
     },
   ];
 }

@@ -293,6 +293,29 @@ export function renderReport(results: BenchResults): string {
     );
   }
 
+  const deploy = results.fleetDeploy;
+  if (deploy !== undefined) {
+    out.push(
+      "## Fleet deploy: a new build under load, docs/deploy.md's steps",
+      `Shape: ${deploy.shape}. Load average (1, 5, 15 min) ${deploy.loadAverage.before.join(", ")} before, ${deploy.loadAverage.after.join(", ")} after.`,
+      "",
+      table(
+        ["figure", "value"],
+        [
+          ["reads through the replicas", deploy.reads],
+          ["5xx answers / refused connections", `${deploy.fiveXx} / ${deploy.refused}`],
+          ["payments settled", `${deploy.settled}/${deploy.payments}`],
+          ["longest gap between two settlements", ms(deploy.longestSettlementGapMs)],
+          ["longest send → purchase.settled", ms(deploy.longestSentToSettledMs)],
+          ["new index behind the head at its /ready", `${deploy.newIndexBehindAtReadyBlocks ?? "-"} blocks`],
+          ...deploy.steps.map((entry) => [entry.step, `+${seconds(entry.atMs)}`]),
+        ],
+      ),
+      ...deploy.examples.map((example) => `- ${example}`),
+      "",
+    );
+  }
+
   const peaks: [string, number | undefined][] = [
     ["settlement latency", results.latency?.peakRssBytes],
     ["hash submission (service)", results.hashSubmission?.peakRssBytes.service],
