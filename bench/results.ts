@@ -1,6 +1,8 @@
 import { DEFAULT_RPC_DELAY_MS } from "./rpc-delay-proxy.js";
 import type { BooksResult } from "./scenarios/books.js";
 import type { FleetResult } from "./scenarios/fleet.js";
+import type { FleetBackfillResult } from "./scenarios/fleet-backfill.js";
+import type { FleetDeployResult } from "./scenarios/fleet-deploy.js";
 import type { GaslessResult } from "./scenarios/gasless-payment.js";
 import type { HashSubmissionResult } from "./scenarios/hash-submission.js";
 import type { IndexerResult } from "./scenarios/indexer.js";
@@ -43,7 +45,7 @@ export const config = {
   serviceEnv: JSON.parse(process.env.BENCH_SERVICE_ENV ?? "{}") as Record<string, string>,
   /** Ponder's index on a throw-away PostgreSQL server (DATABASE_URL) instead of embedded PGlite. */
   postgresIndex: process.env.BENCH_POSTGRES === "1",
-  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,subscriptions,indexer,fleet")
+  only: (process.env.BENCH_ONLY ?? "latency,gasless,hash,sessions,subscriptions,indexer,fleet,fleet-backfill,fleet-deploy")
     .split(",")
     .map((name) => name.trim()),
 };
@@ -66,6 +68,10 @@ export type BenchResults = {
   books?: BooksResult;
   /** Issue 42: the production shape, an indexer and one API replica on Postgres (BENCH_ONLY includes fleet). */
   fleet?: FleetResult;
+  /** Issue 42: the fleet's indexer backfilling 100,000 transfers on Postgres (BENCH_ONLY includes fleet-backfill). */
+  fleetBackfill?: FleetBackfillResult;
+  /** Issue 42: a deploy of a new build under load by docs/deploy.md's steps (BENCH_ONLY includes fleet-deploy). */
+  fleetDeploy?: FleetDeployResult;
   /** Issue 30's goals, one entry each, beside the figure before it. */
   goals?: Goal[];
   errors: { scenario: string; message: string }[];

@@ -7,6 +7,8 @@ import { type PostgresServer, startPostgresServer } from "../local/postgres-serv
 import { type BenchResults, config } from "./results.js";
 import { measureBooks } from "./scenarios/books.js";
 import { measureFleet } from "./scenarios/fleet.js";
+import { measureFleetBackfill } from "./scenarios/fleet-backfill.js";
+import { measureFleetDeploy } from "./scenarios/fleet-deploy.js";
 import { measureGaslessPayment } from "./scenarios/gasless-payment.js";
 import { measureHashSubmission } from "./scenarios/hash-submission.js";
 import { measureIndexer } from "./scenarios/indexer.js";
@@ -229,6 +231,34 @@ async function main(): Promise<number> {
         payRatePerS: config.payRatePerS,
         concurrencies: config.concurrencies,
         durationS: config.durationS,
+        serviceEnv: config.serviceEnv,
+        log,
+      });
+    });
+  }
+
+  if (config.only.includes("fleet-backfill")) {
+    await scenario("fleet backfill", async () => {
+      log(`fleet backfill (Postgres, the indexer alone, ${config.transfers.toLocaleString("en")} transfers)`);
+      results.fleetBackfill = await measureFleetBackfill({
+        serviceEnv: config.serviceEnv,
+        transfers: config.transfers,
+        transfersPerTransaction: config.transfersPerTransaction,
+        gapBlocks: config.gapBlocks,
+        timeoutMs: config.indexerTimeoutMs,
+        log,
+      });
+    });
+  }
+
+  if (config.only.includes("fleet-deploy")) {
+    await scenario("fleet deploy", async () => {
+      log("fleet deploy (a new build under load, docs/deploy.md's steps)");
+      results.fleetDeploy = await measureFleetDeploy({
+        blockTimeS: config.blockTimeS,
+        confirmations: config.confirmations,
+        connections: config.sessionConcurrency,
+        payIntervalMs: 500,
         serviceEnv: config.serviceEnv,
         log,
       });

@@ -220,7 +220,7 @@ export const commands: Record<string, Command> = {
       });
       const note = added.watching
         ? "The indexer watches it."
-        : "watching: false until the indexer restarts with it (its payments are then found from the start block on).";
+        : "watching: false until an indexer whose build watches it serves the index: a restart on one machine, a new build schema in a fleet (docs/deploy.md); its payments are then found from the start block on.";
       return { text: `Added ${added.address} on ${added.network} (${added.id}). ${note}`, json: added };
     });
   },

@@ -59,8 +59,9 @@ whitespace ignored. \`npx settlement secrets generate <file>\` writes one (mode 
 
 **Watched payment addresses** come from two places: \`<NET>_PAYMENT_ADDRESSES\` and the store's
 payment addresses (\`npx settlement payment-address add\`). The indexer reads both when it starts;
-an address added while it runs shows \`watching: false\` (CLI, admin API, \`/v1/health\`) until the
-indexer restarts, which re-indexes from its RPC cache (see [deploy.md](deploy.md)).
+an address added while it runs shows \`watching: false\` (CLI, admin API, \`/v1/health\`) until an
+indexer whose build watches it serves the index: a restart on one machine, a new build schema in a
+fleet, either re-indexing from the RPC cache (see [deploy.md](deploy.md)).
 
 ${sections.join("\n\n")}
 `;

@@ -199,17 +199,22 @@ describeStoreOnPostgres("store and index on a PostgreSQL server (STORE_URL, DATA
       }
     });
 
-    it("refuses to start a replica on a port that is taken, instead of serving on the next one", async () => {
+    it.each([
+      // A replica, and an indexer on a schema of its own (so that, were the port let through, it
+      // would start, index and serve on the next port rather than fail on the first one's schema lock).
+      ["a replica (ponder serve)", "serve", {}],
+      ["an indexer (ponder start)", "start", { DATABASE_SCHEMA: "port_taken_probe", WORKERS: "off" }],
+    ] as const)("refuses to start %s on a port that is taken, instead of serving on the next one", async (_name, command, env) => {
       const { stack } = current();
       const port = await findFreePort();
       // Another process' server on it (one that answers, so that a readiness poll there is not left hanging).
       const taken = createServer((_request, response) => response.writeHead(503).end());
       await new Promise<void>((resolve) => taken.listen(port, "127.0.0.1", resolve));
       try {
-        const outcome = await startPonder({ root: PROJECT_ROOT, command: "serve", port, env: stack.serviceEnv }).then(
-          async (replica) => {
-            await replica.stop();
-            return `served on port ${replica.port}`;
+        const outcome = await startPonder({ root: PROJECT_ROOT, command, port, env: { ...stack.serviceEnv, ...env } }).then(
+          async (started) => {
+            await started.stop();
+            return `served on port ${started.port}`;
           },
           (error: Error) => error.message,
         );

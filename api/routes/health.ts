@@ -25,7 +25,8 @@ const HealthSchema = z
         ...ChainCheckSchema.shape,
         watchedAddresses: z.number().int().openapi({ description: "Payment addresses the indexer started with" }),
         addressesAwaitingRestart: z.number().int().openapi({
-          description: "Payment addresses added since the indexer started (`watching: false`): restart the indexer to watch them",
+          description:
+            "Payment addresses the index this process reads does not watch yet (`watching: false`): they are watched once an indexer whose build includes them serves the index (on one machine its restart; in a fleet a new build schema behind the views, docs/deploy.md)",
         }),
       }),
     ),

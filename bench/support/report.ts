@@ -270,6 +270,52 @@ export function renderReport(results: BenchResults): string {
     );
   }
 
+  const backfill = results.fleetBackfill;
+  if (backfill !== undefined) {
+    out.push(
+      `## Fleet backfill: ${backfill.transfers.toLocaleString("en")} transfers in ${backfill.blocksWithTransfers} blocks, cold \`ponder start\` on Postgres`,
+      `Shape: ${backfill.shape}. Load average (1, 5, 15 min) ${backfill.loadAverage.before.join(", ")} before the spawn, ${backfill.loadAverage.after.join(", ")} after.`,
+      "",
+      table(
+        ["step", "value"],
+        [
+          ["spawn → backfill indexing started (start-up)", seconds(backfill.startupMs)],
+          [`spawn → ${backfill.indexedCount.toLocaleString("en")} rows indexed`, seconds(backfill.indexedAllMs)],
+          [
+            "transfers indexed per second after start-up",
+            backfill.transfersPerS === undefined ? "-" : `${backfill.transfersPerS}/s`,
+          ],
+          ["indexer peak RSS", mib(backfill.peakRssBytes)],
+        ],
+      ),
+      backfill.timedOut ? "(TIMED OUT before indexing everything)" : "",
+      "",
+    );
+  }
+
+  const deploy = results.fleetDeploy;
+  if (deploy !== undefined) {
+    out.push(
+      "## Fleet deploy: a new build under load, docs/deploy.md's steps",
+      `Shape: ${deploy.shape}. Load average (1, 5, 15 min) ${deploy.loadAverage.before.join(", ")} before, ${deploy.loadAverage.after.join(", ")} after.`,
+      "",
+      table(
+        ["figure", "value"],
+        [
+          ["reads through the replicas", deploy.reads],
+          ["5xx answers / refused connections", `${deploy.fiveXx} / ${deploy.refused}`],
+          ["payments settled", `${deploy.settled}/${deploy.payments}`],
+          ["longest gap between two settlements", ms(deploy.longestSettlementGapMs)],
+          ["longest send → purchase.settled", ms(deploy.longestSentToSettledMs)],
+          ["new index behind the head at its /ready", `${deploy.newIndexBehindAtReadyBlocks ?? "-"} blocks`],
+          ...deploy.steps.map((entry) => [entry.step, `+${seconds(entry.atMs)}`]),
+        ],
+      ),
+      ...deploy.examples.map((example) => `- ${example}`),
+      "",
+    );
+  }
+
   const peaks: [string, number | undefined][] = [
     ["settlement latency", results.latency?.peakRssBytes],
     ["hash submission (service)", results.hashSubmission?.peakRssBytes.service],

@@ -16,7 +16,10 @@ const PaymentAddressSchema = z.object({
   network: z.string(),
   chainId: z.number().int(),
   address: z.string(),
-  watching: z.boolean().openapi({ description: "False until the indexer has restarted with this address" }),
+  watching: z.boolean().openapi({
+    description:
+      "False until an indexer whose build watches this address serves the index (a restart on one machine, a new build schema in a fleet)",
+  }),
 });
 const PartnerSchema = z
   .object({

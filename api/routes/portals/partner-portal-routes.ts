@@ -50,7 +50,10 @@ export function partnerPortalRoutes(context: AppContext) {
                   network: z.string(),
                   chainId: z.number().int(),
                   address: z.string(),
-                  watching: z.boolean().openapi({ description: "false until the indexer restarted with this address" }),
+                  watching: z.boolean().openapi({
+                    description:
+                      "false until an indexer whose build watches this address serves the index (a restart on one machine, a new build schema in a fleet)",
+                  }),
                 }),
               ),
             }),

@@ -4523,7 +4523,7 @@ export interface components {
                 };
                 /** @description Payment addresses the indexer started with */
                 watchedAddresses: number;
-                /** @description Payment addresses added since the indexer started (`watching: false`): restart the indexer to watch them */
+                /** @description Payment addresses the index this process reads does not watch yet (`watching: false`): they are watched once an indexer whose build includes them serves the index (on one machine its restart; in a fleet a new build schema behind the views, docs/deploy.md) */
                 addressesAwaitingRestart: number;
             }[];
             workers: {
@@ -5711,7 +5711,7 @@ export interface components {
                 network: string;
                 chainId: number;
                 address: string;
-                /** @description False until the indexer has restarted with this address */
+                /** @description False until an indexer whose build watches this address serves the index (a restart on one machine, a new build schema in a fleet) */
                 watching: boolean;
             }[];
         };
@@ -22282,7 +22282,7 @@ export interface operations {
                             network: string;
                             chainId: number;
                             address: string;
-                            /** @description false until the indexer restarted with this address */
+                            /** @description false until an indexer whose build watches this address serves the index (a restart on one machine, a new build schema in a fleet) */
                             watching: boolean;
                         }[];
                     };
@@ -33611,7 +33611,7 @@ export interface operations {
                         network: string;
                         chainId: number;
                         address: string;
-                        /** @description False until the indexer has restarted with this address */
+                        /** @description False until an indexer whose build watches this address serves the index (a restart on one machine, a new build schema in a fleet) */
                         watching: boolean;
                     };
                 };
