@@ -134,7 +134,7 @@ export async function measureFleet(params: {
     ] as const;
     type Kind = (typeof kinds)[number]["name"];
     const routes: [
-      keyof Omit<ReplicaLoads, "bareRoute" | "peakRssBytes">,
+      keyof Omit<ReplicaLoads, "bareRoute" | "peakRssBytes" | "startMs">,
       string,
       (baseUrl: string, connections: number) => Promise<LoadResult>,
     ][] = [
