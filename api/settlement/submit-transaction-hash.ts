@@ -91,7 +91,7 @@ export async function submitTransactionHash(
     context.indexed.heads().then((heads) => heads.get(session.chainId)?.blockNumber),
   ]);
   if (recorded !== undefined) {
-    const head = cachedHead === undefined || cachedHead < recorded.blockNumber ? recorded.blockNumber : cachedHead;
+    const head = headAtLeast(cachedHead, recorded.blockNumber);
     return answerForRecorded(recorded, session, recorded, head, pending);
   }
 
@@ -174,7 +174,11 @@ export async function submitTransactionHash(
  * block's rows are readable, so a fresh transfer may be a block ahead of the cached head.
  */
 async function indexedHeadAtLeast(context: AppContext, chainId: number, blockNumber: bigint): Promise<bigint> {
-  const head = (await context.indexed.heads()).get(chainId)?.blockNumber;
+  return headAtLeast((await context.indexed.heads()).get(chainId)?.blockNumber, blockNumber);
+}
+
+/** The cached head, or the block of a transfer the index holds when the cached head is behind it. */
+function headAtLeast(head: bigint | undefined, blockNumber: bigint): bigint {
   return head === undefined || head < blockNumber ? blockNumber : head;
 }
 
