@@ -90,22 +90,58 @@ export function spawnPonder(params: PonderParams): SpawnedPonder {
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
-  let output = "";
   let port = params.port;
-  const collect = (chunk: Buffer) => {
-    const text = chunk.toString();
-    output += text;
-    if (output.length > 2_000_000) output = output.slice(-1_000_000);
+  const output = collectOutput(child, (text) => {
     if (params.inheritOutput) process.stdout.write(text);
     // Where Ponder says it serves: the port asked for, or the next one under `ponder dev`.
     const created = /"msg":"Created HTTP server","port":(\d+)/.exec(text);
     if (created) port = Number(created[1]);
+  });
+  const stop = (signal: NodeJS.Signals = "SIGTERM") => stopChild(child, signal);
+  return { process: child, port: () => port, output, stop };
+}
+
+/** Keeps the last megabytes a child prints (stdout and stderr), handing each chunk to `onText` too. */
+function collectOutput(child: ChildProcess, onText: (text: string) => void = () => {}): () => string {
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    const text = chunk.toString();
+    output += text;
+    if (output.length > 2_000_000) output = output.slice(-1_000_000);
+    onText(text);
   };
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
+  return () => output;
+}
 
-  const stop = (signal: NodeJS.Signals = "SIGTERM") => stopChild(child, signal);
-  return { process: child, port: () => port, output: () => output, stop };
+/**
+ * Waits until the process answers `/ready` with 200; throws with the end of its output when
+ * it exits first (`<name> exited with code …`) or the timeout passes (it is then killed).
+ */
+async function waitUntilReady(params: {
+  name: string;
+  process: ChildProcess;
+  port: () => number;
+  output: () => string;
+  timeoutMs: number;
+}): Promise<void> {
+  const deadline = Date.now() + params.timeoutMs;
+  for (;;) {
+    if (params.process.exitCode !== null) {
+      throw new Error(`${params.name} exited with code ${params.process.exitCode}:\n${params.output().slice(-4000)}`);
+    }
+    try {
+      if ((await readyStatus(params.port())) === 200) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      params.process.kill("SIGKILL");
+      throw new Error(`${params.name} was not ready within the timeout:\n${params.output().slice(-4000)}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /**
@@ -114,22 +150,7 @@ export function spawnPonder(params: PonderParams): SpawnedPonder {
  */
 export async function startPonder(params: PonderParams & { readyTimeoutMs?: number }): Promise<PonderProcess> {
   const ponder = spawnPonder(params);
-  const deadline = Date.now() + (params.readyTimeoutMs ?? 120_000);
-  for (;;) {
-    if (ponder.process.exitCode !== null) {
-      throw new Error(`ponder exited with code ${ponder.process.exitCode}:\n${ponder.output().slice(-4000)}`);
-    }
-    try {
-      if ((await readyStatus(ponder.port())) === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      ponder.process.kill("SIGKILL");
-      throw new Error(`ponder was not ready within the timeout:\n${ponder.output().slice(-4000)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitUntilReady({ name: "ponder", ...ponder, timeoutMs: params.readyTimeoutMs ?? 120_000 });
   const port = ponder.port();
   return { baseUrl: `http://127.0.0.1:${port}`, port, process: ponder.process, output: ponder.output, stop: ponder.stop };
 }
@@ -172,27 +193,14 @@ export async function startPlainReplica(params: {
     [...nodeFlags(env), join(params.root, "bin", "serve-replica.js"), "--hostname", "127.0.0.1"],
     { cwd: params.root, env, stdio: ["ignore", "pipe", "pipe"] },
   );
-  let output = "";
-  const collect = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.length > 2_000_000) output = output.slice(-1_000_000);
-  };
-  child.stdout?.on("data", collect);
-  child.stderr?.on("data", collect);
+  const output = collectOutput(child);
   const stop = (signal: NodeJS.Signals = "SIGTERM") => stopChild(child, signal);
-  const deadline = Date.now() + (params.readyTimeoutMs ?? 120_000);
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the replica exited with code ${child.exitCode}:\n${output.slice(-4000)}`);
-    try {
-      if ((await readyStatus(params.port)) === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`the replica was not ready within the timeout:\n${output.slice(-4000)}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { baseUrl: `http://127.0.0.1:${params.port}`, port: params.port, process: child, output: () => output, stop };
+  await waitUntilReady({
+    name: "the replica",
+    process: child,
+    port: () => params.port,
+    output,
+    timeoutMs: params.readyTimeoutMs ?? 120_000,
+  });
+  return { baseUrl: `http://127.0.0.1:${params.port}`, port: params.port, process: child, output, stop };
 }
