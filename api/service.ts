@@ -26,7 +26,7 @@ export async function startService(params: { db: unknown; schema: unknown }) {
   if (config === undefined) throw new Error("ponder.config.ts did not hand over the validated configuration");
   // Ponder has created and migrated its index before it builds the API.
   completeFirstStart(config);
-  const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir, poolSize: config.storePoolSize });
+  const store = openStore(config);
   await migrateStore(store);
   const indexed = createIndexedChain({ db: params.db as PonderDb, schema: params.schema as PonderSchema });
   const settings = settingsOf(config);

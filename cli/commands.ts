@@ -65,7 +65,7 @@ async function withStore<result>(
   const { config, problems: found } = context.readConfig();
   const blocking = found.filter((problem) => STORE_VARIABLES.test(problem));
   if (blocking.length > 0) throw new ConfigError(blocking);
-  const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir });
+  const store = openStore(config);
   try {
     await migrateStore(store);
     return await run(store, config);

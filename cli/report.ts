@@ -127,7 +127,7 @@ async function openReportKey(context: CommandContext, details: Record<string, un
   const { config, problems: found } = context.readConfig();
   const blocking = found.filter((problem) => /^(STORE_URL|DATA_DIR|NETWORKS)\b/.test(problem));
   if (blocking.length > 0) throw new ConfigError(blocking);
-  const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir });
+  const store = openStore(config);
   let keyId: string | undefined;
   const close = async () => {
     try {

@@ -143,7 +143,7 @@ function watchedMap(networks: NetworkConfig[]): Record<string, string[]> {
  * cannot see payments to an address the indexer does not watch).
  */
 async function watchedFromStore(config: ServiceConfig, role: StartRole): Promise<void> {
-  const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir, poolSize: config.storePoolSize });
+  const store = openStore(config);
   try {
     await migrateStore(store);
     // A replica of a fleet reads the stable views schema: the indexer recorded its start under
@@ -175,7 +175,7 @@ async function watchedFromStore(config: ServiceConfig, role: StartRole): Promise
  * watched set is recorded for `watching` and for the API replicas.
  */
 async function recordIndexerStart(config: ServiceConfig): Promise<void> {
-  const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir, poolSize: config.storePoolSize });
+  const store = openStore(config);
   try {
     const recorded = await recordedStart(store, config.databaseSchema);
     const hash = indexedConfigHash(config.networks);

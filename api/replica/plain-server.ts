@@ -101,7 +101,7 @@ export async function startPlainReplica(params: {
     );
   const viewsSchema = env.DATABASE_SCHEMA ?? "public";
   const config = await prepareStart(env, "replica", { indexSchema: viewsSchema });
-  const store = openStore({ storeUrl: config.storeUrl, dataDir: config.dataDir });
+  const store = openStore(config);
   await migrateStore(store);
   const pool = openIndexPool(env.DATABASE_URL, viewsSchema);
   const db = drizzle(pool, { casing: "snake_case", schema: ponderSchema }) as unknown as PonderDb;

@@ -139,13 +139,14 @@ export function openPgliteStore(directory: string): Store {
 }
 
 /**
- * The store named by `STORE_URL`: `postgres://…` (scale-out), `pglite:<dir>`
- * (embedded Postgres), or by default the SQLite file `<dataDir>/app.sqlite`.
+ * The store named by `STORE_URL`: `postgres://…` (scale-out, a pool of `STORE_POOL_SIZE`),
+ * `pglite:<dir>` (embedded Postgres), or by default the SQLite file `<dataDir>/app.sqlite`.
+ * Pass the configuration itself, so that no process forgets one of its settings.
  */
-export function openStore(params: { storeUrl?: string; dataDir: string; poolSize?: number }): Store {
+export function openStore(params: { storeUrl?: string; dataDir: string; storePoolSize?: number }): Store {
   const url = params.storeUrl;
   if (url === undefined || url === "") return openSqliteStore(join(params.dataDir, "app.sqlite"));
-  if (url.startsWith("postgres://") || url.startsWith("postgresql://")) return openPostgresStore(url, params.poolSize);
+  if (url.startsWith("postgres://") || url.startsWith("postgresql://")) return openPostgresStore(url, params.storePoolSize);
   if (url.startsWith("pglite:")) return openPgliteStore(url.slice("pglite:".length));
   throw new Error("STORE_URL must be postgres://…, postgresql://… or pglite:<directory>");
 }
