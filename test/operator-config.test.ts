@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,38 +10,16 @@ import { PROJECT_ROOT } from "../local/local-stack.js";
 import { spawnPonder } from "../local/ponder-process.js";
 import { findFreePort } from "../local/ports.js";
 import { settlement } from "./support/operator-cli.js";
+import { OPERATOR_ADDRESS, operatorConfigEnv } from "./support/operator-config-env.js";
 
 // Configuration validation (docs/deploy.md) where a node answers: one Anvil (chain 31337) answers the
 // chain-id check as a node of the wrong network. The rules that need no node are in
 // test/unit/cfg-operator.test.ts.
 let directory: string;
 let anvil: AnvilInstance;
-const KEY = "ab".repeat(32);
-const ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const ADDRESS = OPERATOR_ADDRESS;
 
-function file(name: string, content: string): string {
-  const path = join(directory, name);
-  writeFileSync(path, content);
-  return path;
-}
-
-/**
- * A valid Base configuration; each test breaks one or more variables. A trial on the embedded
- * databases (EMBEDDED_TRIAL), so that a check reads a store without a Postgres server.
- */
-function baseEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return {
-    NETWORKS: "base",
-    EMBEDDED_TRIAL: "true",
-    BASE_RPC_URL: "https://base.example",
-    BASE_START_BLOCK: "1",
-    BASE_PAYMENT_ADDRESSES: ADDRESS,
-    PUBLIC_BASE_URL: "https://pay.example.com",
-    SECRETS_KEY_FILE: file("secrets.key", `${KEY}\n`),
-    DATA_DIR: join(directory, "data"),
-    ...overrides,
-  };
-}
+const { baseEnv } = operatorConfigEnv(() => directory);
 
 beforeAll(async () => {
   directory = mkdtempSync(join(tmpdir(), "settlement-config-"));

@@ -6,36 +6,15 @@ import { productionProfileProblems, readConfig } from "../../api/config/config.j
 import { completeFirstStart, prepareStart, recoverInterruptedFirstStart } from "../../api/config/startup.js";
 import { PROJECT_ROOT } from "../../local/local-stack.js";
 import { renderConfigurationDoc } from "../../scripts/config-docs.js";
+import { OPERATOR_ADDRESS, OPERATOR_KEY, operatorConfigEnv } from "../support/operator-config-env.js";
 
 // The operator's configuration rules (docs/deploy.md) that need no node: moved out of
 // test/operator-config.test.ts, which keeps the chain-id check, `ponder start`'s refusal and the CLI.
 let directory: string;
-const KEY = "ab".repeat(32);
-const ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const KEY = OPERATOR_KEY;
+const ADDRESS = OPERATOR_ADDRESS;
 
-function file(name: string, content: string): string {
-  const path = join(directory, name);
-  writeFileSync(path, content);
-  return path;
-}
-
-/**
- * A valid Base configuration; each test breaks one or more variables. A trial on the embedded
- * databases (EMBEDDED_TRIAL), so that a check reads a store without a Postgres server.
- */
-function baseEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return {
-    NETWORKS: "base",
-    EMBEDDED_TRIAL: "true",
-    BASE_RPC_URL: "https://base.example",
-    BASE_START_BLOCK: "1",
-    BASE_PAYMENT_ADDRESSES: ADDRESS,
-    PUBLIC_BASE_URL: "https://pay.example.com",
-    SECRETS_KEY_FILE: file("secrets.key", `${KEY}\n`),
-    DATA_DIR: join(directory, "data"),
-    ...overrides,
-  };
-}
+const { file, baseEnv } = operatorConfigEnv(() => directory);
 
 beforeAll(() => {
   directory = mkdtempSync(join(tmpdir(), "settlement-config-rules-"));
